@@ -1,0 +1,180 @@
+"""The records that cross module borders: TensorSpec, Fidelity, Artifact and Manifest.
+
+All are plain data that round-trip to JSON. `manifest.json` is a public interface for CI users:
+fields may be added, never renamed or removed without bumping MANIFEST_VERSION.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edgekit.errors import UsageError
+from edgekit.fsutil import atomic_write_json
+
+MANIFEST_VERSION = 1
+FORMATS = ("onnx", "tflite", "edgetpu", "savedmodel", "torch", "keras")
+PRECISIONS = ("fp32", "fp16", "dynamic", "int8")
+
+
+@dataclass
+class TensorSpec:
+    """One input or output: name, shape (-1 for a dynamic dim), dtype, layout, quantization."""
+
+    name: str
+    shape: list[int]
+    dtype: str  # numpy dtype name: float32, float16, int8, uint8, int64 ...
+    layout: str | None = None  # NCHW, NHWC, NC ... for 4-D images; None when unknown
+    # {"scale": float | [float], "zero_point": int | [int]} for quantized tensors
+    quantization: dict[str, Any] | None = None
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) and d > 0 for d in self.shape)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TensorSpec:
+        return cls(
+            name=d["name"],
+            shape=[int(x) for x in d["shape"]],
+            dtype=d["dtype"],
+            layout=d.get("layout"),
+            quantization=d.get("quantization"),
+        )
+
+
+@dataclass
+class Fidelity:
+    """How closely an artifact reproduces its source model on held-out inputs."""
+
+    samples: int
+    top1_agreement: float | None
+    cosine: float
+    max_abs_error: float
+    accuracy: float | None = None
+    reference_accuracy: float | None = None
+    passed: bool = True
+    thresholds: dict[str, float] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    inputs: str = "held-out"  # where the inputs came from: "mnist-test", "held-out", "random"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Fidelity:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass
+class Artifact:
+    """One converted model file and everything known about it."""
+
+    path: str  # relative to the manifest's folder once written
+    format: str
+    precision: str
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    size_bytes: int
+    sha256: str
+    parent: str | None = None  # the intermediate it was made from (e.g. "onnx fp32")
+    fidelity: Fidelity | None = None
+    seconds: float = 0.0
+    # Format-specific reports that other commands read: "edgetpu" (pre-flight / compiler),
+    # "io_dtype", "steps" (the chain that made it) ...
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Artifact:
+        return cls(
+            path=d["path"],
+            format=d["format"],
+            precision=d["precision"],
+            inputs=[TensorSpec.from_dict(t) for t in d.get("inputs", [])],
+            outputs=[TensorSpec.from_dict(t) for t in d.get("outputs", [])],
+            size_bytes=int(d.get("size_bytes", 0)),
+            sha256=d.get("sha256", ""),
+            parent=d.get("parent"),
+            fidelity=Fidelity.from_dict(d["fidelity"]) if d.get("fidelity") else None,
+            seconds=float(d.get("seconds", 0.0)),
+            extra=dict(d.get("extra", {})),
+        )
+
+    @property
+    def label(self) -> str:
+        return f"{self.format} {self.precision}"
+
+
+@dataclass
+class Manifest:
+    """What one conversion run produced, from what, with which tools and options."""
+
+    source: dict[str, Any]  # {"path", "sha256", "kind"}
+    artifacts: list[Artifact]
+    options: dict[str, Any] = field(default_factory=dict)
+    tool_versions: dict[str, str | None] = field(default_factory=dict)
+    edgekit_version: str = ""
+    manifest_version: int = MANIFEST_VERSION
+    created: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "manifest_version": self.manifest_version,
+            "edgekit_version": self.edgekit_version,
+            "created": self.created,
+            "source": self.source,
+            "tool_versions": self.tool_versions,
+            "options": self.options,
+            "artifacts": [a.to_dict() for a in self.artifacts],
+            "warnings": self.warnings,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Manifest:
+        return cls(
+            source=d.get("source", {}),
+            artifacts=[Artifact.from_dict(a) for a in d.get("artifacts", [])],
+            options=d.get("options", {}),
+            tool_versions=d.get("tool_versions", {}),
+            edgekit_version=d.get("edgekit_version", ""),
+            manifest_version=int(d.get("manifest_version", MANIFEST_VERSION)),
+            created=d.get("created", ""),
+            warnings=list(d.get("warnings", [])),
+        )
+
+    def write(self, path: str | Path) -> Path:
+        if not self.created:
+            self.created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        return atomic_write_json(path, self.to_dict())
+
+    @classmethod
+    def read(cls, path: str | Path) -> Manifest:
+        """Read a manifest file, or the manifest.json inside a folder."""
+        p = Path(path)
+        if p.is_dir():
+            p = p / "manifest.json"
+        if not p.is_file():
+            raise UsageError(
+                f"No manifest at {p}.",
+                hint="Pass the manifest.json (or the output folder) that `edgekit convert` wrote.",
+            )
+        try:
+            data = json.loads(p.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UsageError(f"{p} is not a readable manifest: {exc}.") from exc
+        if not isinstance(data, dict) or "artifacts" not in data:
+            raise UsageError(f"{p} is JSON but not an edgekit manifest (no 'artifacts' list).")
+        return cls.from_dict(data)
+
+    def resolve(self, artifact: Artifact, manifest_path: str | Path) -> Path:
+        """Absolute path of ARTIFACT, whose path is relative to the manifest's folder."""
+        base = Path(manifest_path)
+        base = base if base.is_dir() else base.parent
+        return (base / artifact.path).resolve()

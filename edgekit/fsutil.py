@@ -1,0 +1,111 @@
+"""Atomic file writes and output staging.
+
+Every artifact and manifest is written to a temporary name in the destination folder, fsynced,
+then moved into place with os.replace: a reader never sees half a file, and an interrupted run
+leaves the previous file intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+STAGING_PREFIX = ".edgekit-staging-"
+
+
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):  # not every platform can fsync a directory
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write DATA to PATH atomically (temp file in the same folder, fsync, os.replace)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
+    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+
+
+def atomic_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Path:
+    """Copy SRC to DST atomically: a copy in DST's folder first, then os.replace."""
+    dst = Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, dst)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(dst.parent)
+    return dst
+
+
+@contextlib.contextmanager
+def staging_dir(out_dir: Path) -> Iterator[Path]:
+    """A scratch folder beside OUT_DIR (same filesystem, so os.replace is atomic), always removed.
+
+    Stale staging folders from killed runs are removed first: they are edgekit's own, hidden,
+    and never hold a user file.
+    """
+    parent = out_dir.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    for stale in parent.glob(f"{STAGING_PREFIX}{out_dir.name}-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{out_dir.name}-", dir=parent))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def publish(staged: Path, final: Path) -> Path:
+    """Move one finished file from the staging folder to its final name atomically."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with open(staged, "rb+") as f:
+        os.fsync(f.fileno())
+    os.replace(staged, final)
+    _fsync_dir(final.parent)
+    return final

@@ -1,0 +1,131 @@
+"""The Runtime contract: load an artifact on a device, run named arrays, close.
+
+One small interface per backend (as httpx's transports): vendor exceptions are mapped to
+edgekit's own at the border, so callers only ever see EdgekitError subclasses.
+Quantized I/O: `run()` takes and returns arrays in the model's own dtypes; `run_float()` takes
+float inputs, quantizes them with the model's scale/zero point and dequantizes the outputs.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from edgekit.artifact import TensorSpec
+from edgekit.errors import UsageError
+
+
+class Runtime(ABC):
+    """A backend that executes one loaded model."""
+
+    name: ClassVar[str]
+    formats: ClassVar[tuple[str, ...]]  # artifact formats it can load
+    devices: ClassVar[tuple[str, ...]] = ("cpu",)
+
+    def __init__(self) -> None:
+        self.inputs: list[TensorSpec] = []
+        self.outputs: list[TensorSpec] = []
+        self.device: str = "cpu"
+
+    @classmethod
+    def version(cls) -> str | None:
+        """The backend library's version, or None where it is not installed."""
+        return None
+
+    @classmethod
+    def available(cls, device: str = "cpu") -> tuple[bool, str]:
+        """Whether this runtime can run on DEVICE here, and if not, why (and what to install)."""
+        return True, ""
+
+    @abstractmethod
+    def load(self, path: str | Path, device: str = "cpu", threads: int | None = None, **options: Any) -> None:
+        """Load the model at PATH; fill self.inputs / self.outputs."""
+
+    @abstractmethod
+    def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run once on arrays already in the model's dtypes and shapes."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release the model (default: nothing to release)."""
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- float convenience over quantized I/O -------------------------------------------------
+    def run_float(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run on float inputs: quantize per the model's inputs, dequantize the outputs to float32."""
+        prepared = {spec.name: quantize(inputs[spec.name], spec) for spec in self.inputs if spec.name in inputs}
+        missing = [s.name for s in self.inputs if s.name not in inputs]
+        if missing:
+            raise UsageError(f"Missing input(s) {missing}; the model takes {[s.name for s in self.inputs]}.")
+        out = self.run(prepared)
+        by_name = {s.name: s for s in self.outputs}
+        return {k: dequantize(v, by_name.get(k)) for k, v in out.items()}
+
+    def random_inputs(self, rng: np.random.Generator | None = None, batch: int = 1) -> dict[str, np.ndarray]:
+        """Random inputs of the right dtype, shape and range (dynamic dims become BATCH or 1)."""
+        rng = rng or np.random.default_rng(0)
+        return {s.name: random_array(s, rng, batch) for s in self.inputs}
+
+
+def concrete_shape(spec: TensorSpec, batch: int = 1) -> list[int]:
+    return [batch if i == 0 and d <= 0 else (d if d > 0 else 1) for i, d in enumerate(spec.shape)]
+
+
+def random_array(spec: TensorSpec, rng: np.random.Generator, batch: int = 1) -> np.ndarray:
+    shape = concrete_shape(spec, batch)
+    dt = np.dtype(spec.dtype)
+    if dt.kind == "f":
+        return rng.random(shape, dtype=np.float32).astype(dt)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        lo, hi = max(info.min, -128), min(info.max, 255)
+        return rng.integers(lo, hi, size=shape, endpoint=True).astype(dt)
+    if dt.kind == "b":
+        return rng.integers(0, 1, size=shape, endpoint=True).astype(bool)
+    raise UsageError(f"Cannot make random data for input '{spec.name}' of dtype {spec.dtype}.")
+
+
+def _scale_zp(spec: TensorSpec) -> tuple[np.ndarray, np.ndarray] | None:
+    q = spec.quantization
+    if not q or q.get("scale") in (None, [], 0, 0.0):
+        return None
+    scale = np.asarray(q["scale"], dtype=np.float32)
+    zp = np.asarray(q.get("zero_point", 0), dtype=np.float32)
+    if scale.size > 1:  # per-channel on an I/O tensor is unusual; quantized along the last axis
+        axis = int(q.get("axis", -1))
+        shape = [1] * len(spec.shape)
+        shape[axis] = -1
+        scale, zp = scale.reshape(shape), zp.reshape(shape)
+    return scale, zp
+
+
+def quantize(x: np.ndarray, spec: TensorSpec) -> np.ndarray:
+    """Float X to SPEC's dtype: affine quantization for int8/uint8 tensors, a cast otherwise."""
+    dt = np.dtype(spec.dtype)
+    x = np.asarray(x)
+    if x.dtype == dt:
+        return x
+    sz = _scale_zp(spec)
+    if dt.kind in "iu" and sz is not None and x.dtype.kind == "f":
+        scale, zp = sz
+        info = np.iinfo(dt)
+        return np.clip(np.round(x / scale + zp), info.min, info.max).astype(dt)
+    return x.astype(dt)
+
+
+def dequantize(y: np.ndarray, spec: TensorSpec | None) -> np.ndarray:
+    """Model output Y to float32, undoing affine quantization where the output has it."""
+    y = np.asarray(y)
+    if spec is not None and y.dtype.kind in "iu":
+        sz = _scale_zp(spec)
+        if sz is not None:
+            scale, zp = sz
+            return ((y.astype(np.float32) - zp) * scale).astype(np.float32)
+    return y.astype(np.float32) if y.dtype.kind == "f" else y

@@ -1,0 +1,37 @@
+"""Conversion steps by name, and the routes between model forms.
+
+Adding a target format: one file in this folder, one line in STEPS, its route below.
+"""
+
+from __future__ import annotations
+
+from edgekit.registry import resolve
+from edgekit.steps.base import ConvertOptions, Intermediate, Step, StepContext
+
+STEPS: dict[str, str] = {
+    "torch_to_onnx": "edgekit.steps.torch_to_onnx:TorchToOnnx",
+    "onnx_quantize": "edgekit.steps.onnx_quantize:OnnxQuantize",
+    "onnx_to_savedmodel": "edgekit.steps.onnx_to_savedmodel:OnnxToSavedModel",
+    "tflite_convert": "edgekit.steps.tflite_convert:TfliteConvert",
+    "keras_to_savedmodel": "edgekit.steps.keras_to_savedmodel:KerasToSavedModel",
+    "keras_to_onnx": "edgekit.steps.keras_to_onnx:KerasToOnnx",
+    "savedmodel_to_onnx": "edgekit.steps.savedmodel_to_onnx:SavedModelToOnnx",
+    "edgetpu_compile": "edgekit.steps.edgetpu_compile:EdgeTpuCompile",
+}
+
+# (from kind, to kind) -> step name: the intermediate conversions. The planner takes the shortest
+# chain from the source's family to the form a target's final step consumes.
+CONVERSIONS: dict[tuple[str, str], str] = {
+    ("torch", "onnx"): "torch_to_onnx",
+    ("onnx", "savedmodel"): "onnx_to_savedmodel",
+    ("keras", "savedmodel"): "keras_to_savedmodel",
+    ("keras", "onnx"): "keras_to_onnx",
+    ("savedmodel", "onnx"): "savedmodel_to_onnx",
+}
+
+
+def get_step(name: str) -> type[Step]:
+    return resolve(STEPS, name, "conversion step")
+
+
+__all__ = ["STEPS", "CONVERSIONS", "ConvertOptions", "Intermediate", "Step", "StepContext", "get_step"]

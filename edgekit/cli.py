@@ -46,22 +46,38 @@ def report_error(exc: EdgekitError) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, map edgekit errors to their exit codes. Returns (and exits with) the code."""
-    import click
+    import os
 
+    # TensorFlow's C++ INFO/WARNING lines (CUDA probing, absl) drown the progress lines; errors still show.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if not os.environ.get("EDGEKIT_DEBUG"):
+        import warnings
+
+        # the frameworks' deprecation chatter is about their internals, not the user's model
+        warnings.filterwarnings("ignore", category=FutureWarning)
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
     try:
         rv = app(args=argv, prog_name="edgekit", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
     except EdgekitError as exc:
+        if os.environ.get("EDGEKIT_DEBUG"):
+            import traceback
+
+            traceback.print_exception(exc)
         report_error(exc)
         code = exc.exit_code
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         code = exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
-        code = exc.exit_code if exc.exit_code else EXIT_USAGE
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        sys.stderr.write("interrupted: no output was changed.\n")
+    except (typer.Abort, KeyboardInterrupt):
+        sys.stderr.write("interrupted: outputs of earlier runs were left as they were.\n")
         code = 130
+    except Exception as exc:
+        # usage errors of typer's (vendored) click: they know how to show themselves
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):
+            exc.show()
+            code = exc.exit_code or EXIT_USAGE
+        else:
+            raise
     if argv is None:
         sys.exit(code)
     return code

@@ -8,8 +8,9 @@ from typing import Any
 
 from rich.console import Console
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
+# Tables are wide; when output goes to a file or a CI log (no terminal to measure) use 160 columns, not 80.
+err = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.stderr.isatty() else 160)
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
 
 def progress(message: str) -> None:
@@ -36,3 +37,30 @@ def human_bytes(n: float | int | None) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GB"
+
+
+class quiet_stdout:  # noqa: N801 - used as a context manager like contextlib's
+    """Send everything written to stdout (Python and C level) to stderr for the duration.
+
+    Converters print progress on stdout (torch.onnx, onnx2tf, TF's C++ logging); with --json,
+    stdout must hold the JSON alone.
+    """
+
+    def __enter__(self) -> quiet_stdout:
+        import os
+
+        sys.stdout.flush()
+        self._saved_fd = os.dup(1)
+        os.dup2(2, 1)
+        self._saved_py = sys.stdout
+        sys.stdout = sys.stderr
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self._saved_fd, 1)
+        os.close(self._saved_fd)
+        sys.stdout = self._saved_py

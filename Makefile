@@ -1,0 +1,34 @@
+# `make demo`: create .venv, install edgekit with every extra, convert the bundled model and bench it.
+# `make test`: create .venv if needed, install, lint, run the test suite.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.edgekit-installed
+OUT ?= edgekit-out/mnist_cnn
+
+.PHONY: demo test install lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e '.[all]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/edgekit convert models/mnist_cnn.pt2 --target onnx,tflite --quantize fp32,fp16,dynamic,int8 \
+		--calib mnist --out $(OUT) --force
+	$(BIN)/edgekit bench $(OUT)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python bench/convert.py --json bench/results/convert.json
+
+clean:
+	rm -rf edgekit-out .pytest_cache .ruff_cache

@@ -1,0 +1,41 @@
+"""Tables shown on screen (rich), built from the records alone."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from edgekit.artifact import Manifest
+from edgekit.console import human_bytes
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.2f}%"
+
+
+def convert_table(manifest: Manifest) -> Table:
+    """artifact, size, ratio to the fp32 artifact of its format, top-1 agreement, accuracy, time, verdict."""
+    fp32 = {a.format: a.size_bytes for a in manifest.artifacts if a.precision == "fp32"}
+    table = Table(title=f"edgekit convert: {manifest.source.get('path', '')}", title_justify="left")
+    for col, right in (("artifact", False), ("size", True), ("vs fp32", True), ("top-1 agree", True),
+                       ("accuracy", True), ("cosine", True), ("time", True), ("fidelity", False)):
+        table.add_column(col, justify="right" if right else "left", no_wrap=True)
+    for a in manifest.artifacts:
+        base = fp32.get(a.format) or (fp32.get("tflite") if a.format == "edgetpu" else None)
+        ratio = f"{a.size_bytes / base:.0%}" if base else "-"
+        f = a.fidelity
+        if f is None:
+            verdict = "[dim]not run here[/dim]"
+        elif f.passed:
+            verdict = "[green]pass[/green]"
+        else:
+            verdict = "[bold red]MISS[/bold red]"
+        acc = "-"
+        if f is not None and f.accuracy is not None:
+            acc = f"{100 * f.accuracy:.2f}%"
+            if f.reference_accuracy is not None:
+                acc += f" ({100 * (f.accuracy - f.reference_accuracy):+.2f})"
+        table.add_row(
+            a.path, human_bytes(a.size_bytes), ratio, _pct(f.top1_agreement if f else None), acc,
+            f"{f.cosine:.5f}" if f else "-", f"{a.seconds:.1f}s", verdict,
+        )
+    return table

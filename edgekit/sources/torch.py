@@ -1,0 +1,191 @@
+"""PyTorch sources: ExportedProgram (.pt2), TorchScript, state_dict checkpoints, pickled modules.
+
+Safety: a torch.save archive is read with `weights_only=True` first. Only if that refuses (the
+file pickles classes, which runs code on load) and the user passed --trust-model is it loaded in
+full. ExportedPrograms and TorchScript archives hold no Python pickles of user classes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgekit._deps import require
+from edgekit.errors import UnsupportedModel, UsageError
+from edgekit.fsutil import sha256_file
+from edgekit.sources.base import LoadOptions, Source
+from edgekit.sources.factory import load_factory
+
+_CHECKPOINT_KEYS = ("state_dict", "model_state_dict", "model", "net", "weights")
+
+
+def _sym_shape(shape: Any) -> list[int]:
+    return [int(d) if isinstance(d, int) or str(d).isdigit() else -1 for d in shape]
+
+
+def _exported(path: Path) -> tuple[Any, Any, list[int], str]:
+    torch = require("torch", purpose="load PyTorch models")
+    try:
+        ep = torch.export.load(str(path))
+    except Exception as exc:
+        raise UnsupportedModel(f"{path} could not be read as a torch.export ExportedProgram: {exc}",
+                               hint="Re-save it with torch.export.save(torch.export.export(model, args), path).")\
+            from exc
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    user_inputs = list(ep.graph_signature.user_inputs)
+    nodes = [n for n in placeholders if n.name in user_inputs]
+    if len(nodes) != 1:
+        raise UnsupportedModel(f"{path} takes {len(nodes)} inputs; edgekit converts single-input models.",
+                               hint="Wrap the model so that it takes one image tensor.")
+    val = nodes[0].meta.get("val")
+    shape = _sym_shape(val.shape) if val is not None else []
+    dtype = str(val.dtype).replace("torch.", "") if val is not None else "float32"
+    return ep, ep.module(), shape, dtype
+
+
+def _state_dict_from(obj: Any) -> dict[str, Any] | None:
+    torch = require("torch")
+    if isinstance(obj, dict):
+        if all(isinstance(v, torch.Tensor) for v in obj.values()):  # an empty one too: a net without weights
+            return obj
+        for key in _CHECKPOINT_KEYS:
+            inner = obj.get(key)
+            if isinstance(inner, dict) and inner and all(isinstance(v, torch.Tensor) for v in inner.values()):
+                return inner
+    return None
+
+
+def _torch_zip(path: Path, opts: LoadOptions) -> tuple[Any, str]:
+    """A torch.save archive: state_dict/checkpoint (+ --model factory) or a pickled module (--trust-model)."""
+    torch = require("torch", purpose="load PyTorch models")
+    try:
+        obj = torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as exc:
+        text = str(exc)
+        if "weights_only" not in text and "Unsupported global" not in text and "GLOBAL" not in text:
+            raise UnsupportedModel(f"{path} could not be read by torch.load: {text.splitlines()[0][:300]}",
+                                   hint="The file may be truncated or not a PyTorch file.") from exc
+        if not opts.trust_model:
+            raise UnsupportedModel(
+                f"{path} is a fully pickled PyTorch module. Loading it runs arbitrary Python code from the file "
+                "(pickle), so edgekit refuses it by default.",
+                hint="Re-save it safely: torch.save(model.state_dict(), 'model.pt') and pass "
+                "--model pkg.module:factory, "
+                "or torch.export.save(torch.export.export(model, (example,)), 'model.pt2'). If you trust the file, "
+                "pass --trust-model.",
+            ) from exc
+        obj = torch.load(str(path), map_location="cpu", weights_only=False)
+        if isinstance(obj, torch.nn.Module):
+            return obj.eval(), "torch-pickle"
+        raise UnsupportedModel(f"{path} unpickled to a {type(obj).__name__}, not a torch.nn.Module.") from exc
+    if isinstance(obj, torch.nn.Module):  # possible with allow-listed classes
+        return obj.eval(), "torch-pickle"
+    state = _state_dict_from(obj)
+    if state is None:
+        raise UnsupportedModel(
+            f"{path} holds a {type(obj).__name__} that is neither a state_dict nor a checkpoint with one "
+            f"(looked for keys {', '.join(_CHECKPOINT_KEYS)}).",
+            hint="Save the weights with torch.save(model.state_dict(), path).",
+        )
+    if not opts.factory:
+        raise UsageError(
+            f"{path} is a state_dict checkpoint: it holds weights but not the network that uses them.",
+            hint="Pass --model package.module:factory naming a function that builds the model, "
+            "e.g. --model models.mnist_cnn:build.",
+        )
+    model = load_factory(opts.factory)()
+    if not isinstance(model, torch.nn.Module):
+        raise UsageError(f"--model {opts.factory} returned a {type(model).__name__}, not a torch.nn.Module.")
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise UsageError(f"The weights in {path} do not fit the model built by {opts.factory}: "
+                         f"{str(exc).splitlines()[0][:300]}",
+                         hint="Check that --model names the architecture these weights were trained with.") from exc
+    return model.eval(), "torch-state-dict"
+
+
+def _make_predict(module: Any, max_batch: int) -> Any:
+    torch = require("torch")
+
+    def predict(x: np.ndarray) -> np.ndarray:
+        outs = []
+        with torch.no_grad():
+            for i in range(0, len(x), max_batch):
+                y = module(torch.from_numpy(np.ascontiguousarray(x[i:i + max_batch], dtype=np.float32)))
+                if isinstance(y, (tuple, list)):
+                    y = y[0]
+                elif isinstance(y, dict):
+                    y = next(iter(y.values()))
+                outs.append(y.detach().cpu().numpy().astype(np.float32))
+        return np.concatenate(outs)
+
+    return predict
+
+
+def load(path: Path | None, opts: LoadOptions, kind: str) -> Source:
+    """Load a PyTorch source of the detected KIND."""
+    torch = require("torch", purpose="load PyTorch models")
+    if path is None:  # --model factory alone: the network with its initial weights
+        model, kind, shape, dtype, obj = load_factory(opts.factory or "")(), "torch-factory", [], "float32", None
+        if not isinstance(model, torch.nn.Module):
+            raise UsageError(f"--model {opts.factory} returned a {type(model).__name__}, not a torch.nn.Module.")
+        module = obj = model.eval()
+    elif kind == "torch-exported":
+        obj, module, shape, dtype = _exported(path)
+    elif kind == "torchscript":
+        try:
+            obj = module = torch.jit.load(str(path), map_location="cpu").eval()
+        except Exception as exc:
+            raise UnsupportedModel(f"{path} could not be read as TorchScript: {str(exc).splitlines()[0][:300]}",
+                                   hint="The file may be truncated; re-save it with torch.jit.save.") from exc
+        shape, dtype = [], "float32"
+    else:
+        obj, kind = _torch_zip(path, opts)
+        module, shape, dtype = obj, [], "float32"
+
+    if opts.input_shape:
+        if shape and not _fits(opts.input_shape, shape):
+            raise UsageError(f"--input-shape {_fmt(opts.input_shape)} does not fit the model, which takes "
+                             f"{_fmt(shape)}.",
+                             hint="Leave --input-shape out for .pt2 files: their shape is recorded in the file.")
+        shape = list(opts.input_shape)
+    if not shape:
+        raise UsageError(
+            f"The input shape of {path or opts.factory} is not recorded in the file ({kind}).",
+            hint="Pass --input-shape N,C,H,W (batch first, NCHW for PyTorch), e.g. --input-shape 1,1,28,28.",
+        )
+    static_batch = shape[0] if shape[0] > 0 else 0
+    predict = _make_predict(module, static_batch or 256)
+    probe = np.zeros([1 if d <= 0 else d for d in shape], dtype=np.float32)
+    try:
+        predict(probe)
+    except Exception as exc:
+        raise UsageError(f"The model does not accept an input of shape {_fmt(probe.shape)}: "
+                         f"{str(exc).strip().splitlines()[-1][:300]}",
+                         hint="Pass the shape the model was trained on with --input-shape N,C,H,W.") from exc
+    if static_batch == 0 and kind != "torch-exported":
+        shape = [-1, *shape[1:]]  # eager modules accept any batch
+    return Source(
+        path=path or Path(opts.factory or "factory"),
+        kind=kind,
+        family="torch",
+        layout="NCHW" if len(shape) == 4 else "NC",
+        input_name="input",
+        input_shape=shape,
+        input_dtype=dtype,
+        predict=predict,
+        model=obj,
+        sha256=sha256_file(path) if path else "",
+        extra={"module": module},
+    )
+
+
+def _fits(given: list[int], model: list[int]) -> bool:
+    return len(given) == len(model) and all(m <= 0 or g == m for g, m in zip(given, model, strict=True))
+
+
+def _fmt(shape: Any) -> str:
+    return "x".join(str(d) if d > 0 else "?" for d in shape)

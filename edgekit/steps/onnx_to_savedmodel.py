@@ -1,0 +1,98 @@
+"""ONNX -> TensorFlow SavedModel with onnx2tf (NCHW becomes NHWC, batch made static).
+
+Pitfalls handled here (shared/ENVIRONMENT.md):
+- onnx2tf runs `onnxsim` as a subprocess found on PATH: the interpreter's bin folder is put on PATH,
+  or it silently skips simplification and the batch stays dynamic.
+- onnx2tf downloads sample images from GitHub for any 3-channel 4-D input to check its own output;
+  offline that is a connection error. Its downloader is replaced, for the call, by the user's own
+  calibration samples (or random data when there are none).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from edgekit._deps import require
+from edgekit.errors import ConversionError, UsageError
+from edgekit.steps.base import Intermediate, Step, StepContext
+
+
+@contextlib.contextmanager
+def _env_for_onnx2tf(samples_nhwc: np.ndarray) -> Iterator[None]:
+    o2t = sys.modules["onnx2tf.onnx2tf"]
+    old_path, old_dl = os.environ.get("PATH", ""), o2t.download_test_image_data
+    bindir = str(Path(sys.executable).parent)
+    os.environ["PATH"] = bindir + os.pathsep + old_path
+    o2t.download_test_image_data = lambda: samples_nhwc
+    try:
+        yield
+    finally:
+        os.environ["PATH"] = old_path
+        o2t.download_test_image_data = old_dl
+
+
+def _unsupported_op(log: str, exc: BaseException) -> str:
+    for line in reversed(log.splitlines()):
+        if "onnx_op_type:" in line or "ERROR" in line and "op" in line:
+            return line.strip()[:300]
+    return str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+
+
+class OnnxToSavedModel(Step):
+    name: ClassVar[str] = "onnx_to_savedmodel"
+    consumes: ClassVar[str] = "onnx"
+    produces: ClassVar[str] = "savedmodel"
+    modules: ClassVar[tuple[str, ...]] = ("onnx2tf", "tensorflow", "onnx", "onnxsim")
+
+    def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
+        require("onnx2tf", purpose="convert ONNX to TensorFlow")
+        import onnx2tf
+
+        assert inp.path is not None
+        out = ctx.work / f"{ctx.stem}_savedmodel"
+        batch = ctx.options.batch
+        try:
+            samples = ctx.to_layout(ctx.calibration(), "NHWC")
+        except UsageError:  # no --calib: onnx2tf only uses these for its own self-check
+            shape = [max(1, d) for d in ctx.source.input_shape]
+            samples = np.random.default_rng(0).random([20, *shape[1:]], dtype=np.float32)
+            samples = ctx.to_layout(samples, "NHWC")
+        log = io.StringIO()
+        try:
+            with _env_for_onnx2tf(samples[:20]), contextlib.redirect_stdout(log):
+                onnx2tf.convert(
+                    input_onnx_file_path=str(inp.path),
+                    output_folder_path=str(out),
+                    batch_size=batch,
+                    output_signaturedefs=True,
+                    copy_onnx_input_output_names_to_tflite=True,
+                    non_verbose=True,
+                )
+        except SystemExit as exc:  # onnx2tf calls sys.exit(1) on unsupported ops
+            raise ConversionError(
+                "ONNX -> TensorFlow conversion failed (step onnx_to_savedmodel): "
+                f"{_unsupported_op(log.getvalue(), exc)}",
+                hint="onnx2tf cannot convert the op above; replace it in the model, or convert to --target onnx only.",
+            ) from exc
+        except Exception as exc:
+            raise ConversionError(
+                "ONNX -> TensorFlow conversion failed (step onnx_to_savedmodel): "
+                f"{_unsupported_op(log.getvalue(), exc)}",
+                hint="Run with EDGEKIT_DEBUG=1 for onnx2tf's full log.",
+            ) from exc
+        if not (out / "saved_model.pb").is_file():
+            raise ConversionError("onnx2tf finished without writing a SavedModel (step onnx_to_savedmodel).",
+                                  hint=log.getvalue()[-400:])
+        for leftover in out.glob("*.tflite"):  # onnx2tf's own TFLite files: edgekit converts with its own settings
+            leftover.unlink()
+        layout = "NHWC" if inp.layout == "NCHW" else inp.layout
+        return Intermediate(kind="savedmodel", path=out, layout=layout, precision="fp32",
+                            meta={**inp.meta, "signature": "serving_default", "batch": batch})

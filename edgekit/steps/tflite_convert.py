@@ -1,0 +1,101 @@
+"""SavedModel -> TFLite at a precision: fp32, fp16, dynamic-range, or full-integer int8.
+
+Full-integer int8 uses the representative dataset (the user's calibration samples in the
+SavedModel's layout), TFLITE_BUILTINS_INT8 only (so an op without an int8 kernel fails here,
+loudly, instead of falling back to float), and the requested I/O type (int8, uint8 or float32).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import numpy as np
+
+from edgekit._deps import require
+from edgekit.errors import ConversionError
+from edgekit.steps.base import Intermediate, Step, StepContext
+
+# Ops that only appear when a dimension stayed dynamic; an edge artifact must not contain them.
+DYNAMIC_SHAPE_OPS = ("SHAPE", "STRIDED_SLICE", "PACK")
+
+
+def artifact_name(stem: str, precision: str, io_dtype: str | None, ext: str = "tflite") -> str:
+    """<stem>.<precision>.<ext>; int8 with non-int8 I/O says so: <stem>.int8-uint8io.tflite."""
+    suffix = f"-{io_dtype}io" if precision == "int8" and io_dtype and io_dtype != "int8" else ""
+    return f"{stem}.{precision}{suffix}.{ext}"
+
+
+def _first_error(log: str, exc: BaseException) -> str:
+    for line in str(exc).splitlines() + log.splitlines():
+        if "error:" in line.lower() and ("op" in line.lower() or "not supported" in line.lower()):
+            return line.strip()[:400]
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[0][:400] if lines else type(exc).__name__
+
+
+class TfliteConvert(Step):
+    name: ClassVar[str] = "tflite_convert"
+    consumes: ClassVar[str] = "savedmodel"
+    produces: ClassVar[str] = "tflite"
+    modules: ClassVar[tuple[str, ...]] = ("tensorflow",)
+
+    def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
+        tf = require("tensorflow", purpose="convert to TFLite")
+        precision: str = self.params["precision"]
+        io_dtype: str | None = self.params.get("io_dtype") if precision == "int8" else None
+        if precision == "int8":
+            io_dtype = io_dtype or "int8"
+        assert inp.path is not None
+        signature = inp.meta.get("signature", "serving_default")
+        out = ctx.work / artifact_name(ctx.stem, precision, io_dtype)
+        converter = tf.lite.TFLiteConverter.from_saved_model(str(inp.path), signature_keys=[signature])
+        if precision == "fp16":
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+            converter.target_spec.supported_types = [tf.float16]
+        elif precision == "dynamic":
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        elif precision == "int8":
+            samples = ctx.to_layout(ctx.calibration(), inp.layout).astype(np.float32)
+            batch = int(inp.meta.get("batch") or ctx.options.batch or 1)
+
+            def representative() -> Iterator[list[np.ndarray]]:
+                for i in range(0, len(samples) - batch + 1, batch):
+                    yield [samples[i:i + batch]]
+
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+            converter.representative_dataset = representative
+            converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+            io_type = {"int8": tf.int8, "uint8": tf.uint8, "float32": tf.float32}[io_dtype or "int8"]
+            converter.inference_input_type = io_type
+            converter.inference_output_type = io_type
+        log = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(log):
+                blob = converter.convert()
+        except Exception as exc:
+            raise ConversionError(
+                f"TFLite {precision} conversion failed (step tflite_convert): {_first_error(log.getvalue(), exc)}",
+                hint="An op without an int8 kernel cannot be fully quantized: convert with --quantize dynamic or fp16, "
+                "or replace the op." if precision == "int8" else "Run with EDGEKIT_DEBUG=1 for the converter's log.",
+            ) from exc
+        out.write_bytes(blob)
+        dyn = dynamic_shape_ops(out)
+        meta: dict[str, Any] = {**inp.meta, "io_dtype": io_dtype or "float32"}
+        if dyn:
+            meta["dynamic_shape_ops"] = dyn
+        return Intermediate(kind="tflite", path=out, layout=inp.layout, precision=precision, meta=meta)
+
+
+def dynamic_shape_ops(path: Any) -> list[str]:
+    """Names of SHAPE/STRIDED_SLICE/PACK ops in a .tflite (signs of a dimension left dynamic)."""
+    from edgekit.runtimes.litert import interpreter_class
+
+    try:
+        interp = interpreter_class()(model_path=str(path))
+        ops = {d["op_name"] for d in interp._get_ops_details()}
+    except Exception:  # reading the op list is a diagnostic; the runtime check comes in validation
+        return []
+    return sorted(o for o in ops if o in DYNAMIC_SHAPE_OPS)

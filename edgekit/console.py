@@ -64,3 +64,46 @@ class quiet_stdout:  # noqa: N801 - used as a context manager like contextlib's
         os.dup2(self._saved_fd, 1)
         os.close(self._saved_fd)
         sys.stdout = self._saved_py
+
+
+class captured_output:  # noqa: N801 - a context manager
+    """Capture everything written to fd 1 and 2 (C++ logs of TF/LiteRT/onnxruntime and Python prints).
+
+    Converters talk a lot on the terminal ("fully_quantize: 0 ...", absl pre-init warnings, XNNPACK
+    notices); a step's own chatter is kept and shown only when the step fails or EDGEKIT_DEBUG is set.
+    """
+
+    def __enter__(self) -> captured_output:
+        import os
+        import tempfile
+
+        self.debug = bool(os.environ.get("EDGEKIT_DEBUG"))
+        self.text = ""
+        if self.debug:
+            return self
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self._tmp = tempfile.TemporaryFile(mode="w+b")
+        self._saved = (os.dup(1), os.dup(2))
+        os.dup2(self._tmp.fileno(), 1)
+        os.dup2(self._tmp.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+
+        if self.debug:
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self._saved[0], 1)
+        os.dup2(self._saved[1], 2)
+        for fd in self._saved:
+            os.close(fd)
+        self._tmp.seek(0)
+        self.text = self._tmp.read().decode("utf-8", "replace")
+        self._tmp.close()
+
+    def tail(self, lines: int = 12) -> str:
+        keep = [ln for ln in self.text.splitlines() if ln.strip()]
+        return "\n".join(keep[-lines:])

@@ -4,6 +4,7 @@ execute(plan) -> validated artifacts and a manifest, published atomically.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from collections.abc import Callable
@@ -139,9 +140,17 @@ def make_plan(source: Source, options: ConvertOptions) -> Plan:
     for c in chains:
         ext = "onnx" if c.target == "onnx" else "tflite"
         name = artifact_name(_stem(source), c.precision, c.io_dtype, ext)
-        if name not in outputs:
-            outputs.append(name)
+        names = [name]
+        if c.target == "edgetpu":  # what the compiler writes, where it runs
+            names += [f"{_stem(source)}_edgetpu.tflite", f"{_stem(source)}_edgetpu.log"]
+        outputs.extend(n for n in names if n not in outputs)
     return Plan(source, options, chains, outputs)
+
+
+def _shown_path(path: Path) -> str:
+    """PATH relative to the current folder when it lies below it, else absolute."""
+    rel = os.path.relpath(path)
+    return str(path.resolve()) if rel.startswith("..") else rel
 
 
 def _stem(source: Source) -> str:
@@ -194,7 +203,7 @@ def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[
                     done += 1
                     progress(f"[{done}/{total}] {step.describe()} ...")
                     t0 = time.perf_counter()
-                    nxt = step.run(cur, ctx)
+                    nxt = _run_quietly(step, cur, ctx, progress)
                     memo[key] = (nxt, time.perf_counter() - t0)
                     progress(f"[{done}/{total}] {step.name} done in {memo[key][1]:.1f}s")
                 cur, secs = memo[key]
@@ -208,7 +217,13 @@ def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[
                                                       progress)
                 artifacts[ready.name].extra["edgetpu"] = report
                 if cur.path is None:
-                    not_compiled, how_to_finish = True, report.get("how_to_finish")
+                    # say it with the path the user will see once published, not the staging name
+                    from edgekit.edgetpu import how_to_finish as finish_text
+
+                    min_rt = int(options.edgetpu_min_runtime) if options.edgetpu_min_runtime else None
+                    how_to_finish = finish_text(_shown_path(out_dir / ready.name), min_rt)
+                    report["how_to_finish"] = how_to_finish
+                    not_compiled = True
                 else:
                     art = _describe_compiled(cur, artifacts[ready.name], timeline)
                     artifacts[cur.path.name] = art
@@ -241,19 +256,41 @@ def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[
     return ConvertResult(manifest, manifest_path, not_compiled, how_to_finish, warnings)
 
 
+def _run_quietly(step: Step, inp: Intermediate, ctx: StepContext, progress: Callable[[str], None]) -> Intermediate:
+    """Run STEP with the converters' terminal output captured; show it only if the step fails."""
+    from edgekit.console import captured_output
+    from edgekit.errors import EdgekitError
+
+    notes: list[str] = []
+    ctx.log = notes.append  # the step's own notes are shown after it, outside the capture
+    cap = captured_output()
+    try:
+        with cap:
+            return step.run(inp, ctx)
+    except EdgekitError as exc:
+        if cap.tail():
+            exc.hint = f"{exc.hint or ''}\nlast output of the converter:\n{cap.tail()}".strip()
+        raise
+    finally:
+        for note in notes:
+            progress(note)
+
+
 def _artifact(path: Path, fmt: str, inter: Intermediate, timeline: list[dict[str, Any]], chain: Chain,
               validate: Callable[..., Any], ref: Any, progress: Callable[[str], None]) -> Artifact:
+    from edgekit.console import captured_output
     from edgekit.runtimes import runtime_for_format
 
     t0 = time.perf_counter()
-    rt = runtime_for_format(fmt)()
-    rt.load(path)
-    inputs, outputs = rt.inputs, rt.outputs
-    rt.close()
+    progress(f"validating {path.name} on {len(ref.x)} {ref.inputs_name} samples ...")
+    with captured_output():  # LiteRT announces its XNNPACK delegate on every load
+        rt = runtime_for_format(fmt)()
+        rt.load(path)
+        inputs, outputs = rt.inputs, rt.outputs
+        rt.close()
+        fidelity = validate(path, fmt, inter.layout, inter.precision, ref)
     for spec in inputs:
         spec.layout = inter.layout if len(spec.shape) == 4 else None
-    progress(f"validating {path.name} on {len(ref.x)} {ref.inputs_name} samples ...")
-    fidelity = validate(path, fmt, inter.layout, inter.precision, ref)
     extra: dict[str, Any] = {"steps": timeline, "validation_seconds": round(time.perf_counter() - t0, 3)}
     for k in ("io_dtype", "dynamic_shape_ops", "exporter", "opset"):
         if k in inter.meta:

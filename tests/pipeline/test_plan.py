@@ -44,7 +44,7 @@ def test_edgetpu_is_int8_with_uint8_io(tmp_path: Path) -> None:
     (chain,) = plan.chains
     assert chain.precision == "int8" and chain.io_dtype == "uint8"
     assert [s.name for s in chain.steps][-1] == "edgetpu_compile"
-    assert plan.outputs == ["m.int8-uint8io.tflite"]
+    assert plan.outputs == ["m.int8-uint8io.tflite", "m_edgetpu.tflite", "m_edgetpu.log"]
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,13 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
+def _default_mode(path: str) -> None:
+    """mkstemp creates 0600 files; give the result the mode a plain open() would (0666 less the umask)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write DATA to PATH atomically (temp file in the same folder, fsync, os.replace)."""
     path = Path(path)
@@ -47,6 +54,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        _default_mode(tmp)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -74,6 +82,7 @@ def atomic_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Pat
         shutil.copyfile(src, tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
+        _default_mode(tmp)
         os.replace(tmp, dst)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -54,3 +54,10 @@ def test_publish_moves_file(tmp_path: Path) -> None:
     dst = publish(src, tmp_path / "d" / "s.bin")
     assert dst.read_bytes() == b"x" * 10 and not src.exists()
     assert len(sha256_file(dst)) == 64
+
+
+def test_atomic_write_gives_normal_permissions(tmp_path: Path) -> None:
+    p = atomic_write_bytes(tmp_path / "x.bin", b"1")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (p.stat().st_mode & 0o777) == (0o666 & ~umask)

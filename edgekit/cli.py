@@ -37,11 +37,14 @@ register_all(app)
 
 
 def report_error(exc: EdgekitError) -> None:
+    from rich.markup import escape
+
     from edgekit.console import err
 
-    err.print(f"[bold red]error:[/bold red] {exc.message}", markup=True, highlight=False)
+    # escape: messages hold things like 'edgekit[convert]' that rich would take for markup
+    err.print(f"[bold red]error:[/bold red] {escape(exc.message)}", markup=True, highlight=False)
     if exc.hint:
-        err.print(f"[bold]hint:[/bold] {exc.hint}", markup=True, highlight=False)
+        err.print(f"[bold]hint:[/bold] {escape(exc.hint)}", markup=True, highlight=False)
 
 
 def main(argv: list[str] | None = None) -> int:

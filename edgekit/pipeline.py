@@ -242,6 +242,9 @@ def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[
             if art.extra.get("dynamic_shape_ops"):
                 warnings.append(f"{art.path}: contains dynamic-shape ops {art.extra['dynamic_shape_ops']}")
         # publish: every file first, the manifest last, each with an atomic rename
+        for name, art in artifacts.items():  # what is published must be what was validated
+            if sha256_file(work / name) != art.sha256:
+                raise RuntimeError(f"{name} changed after it was validated; nothing was published")
         for name in [*artifacts, *extra_files]:
             publish(work / name, out_dir / name)
     manifest = Manifest(

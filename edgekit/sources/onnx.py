@@ -85,7 +85,12 @@ def load(path: Path, opts: LoadOptions, kind: str = "onnx") -> Source:
     try:
         session = ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
     except Exception as exc:
-        raise UnsupportedModel(f"onnxruntime cannot run {path}: {str(exc).splitlines()[0][:300]}") from exc
+        if "external" not in str(exc):
+            raise UnsupportedModel(f"onnxruntime cannot run {path}: {str(exc).splitlines()[0][:300]}") from exc
+        # onnxruntime cannot shape-infer through small constants (Reshape shapes) stored as external data:
+        # load the weights into memory and hand it the whole model
+        full = onnx.load(str(path))
+        session = ort.InferenceSession(full.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
     elem = session.get_inputs()[0].type
     dtype = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(uint8)": "uint8"}.get(elem, "float32")
     name = inputs[0].name

@@ -52,9 +52,15 @@ class OnnxQuantize(Step):
         assert inp.path is not None
         out = ctx.work / f"{ctx.stem}.{precision}.onnx"
         try:
+            if inp.path.parent.resolve() != ctx.work.resolve():
+                # the user's own .onnx (maybe with external data): work on a single-file copy, never on it
+                local = ctx.work / f"{ctx.stem}.source.onnx"
+                if not local.exists():
+                    _single_file(inp.path, local)
+                inp = Intermediate(kind=inp.kind, path=local, layout=inp.layout, precision=inp.precision,
+                                   meta=dict(inp.meta))
             if precision == "fp32":
-                if inp.path.resolve() != out.resolve():
-                    _single_file(inp.path, out)
+                _single_file(inp.path, out)
             elif precision == "fp16":
                 self._fp16(inp.path, out)
             elif precision == "dynamic":

@@ -58,6 +58,11 @@ class OnnxToSavedModel(Step):
 
         assert inp.path is not None
         out = ctx.work / f"{ctx.stem}_savedmodel"
+        # onnx2tf's onnxsim pass rewrites its input file in place: give it a private copy, never the user's
+        # source model nor an artifact another chain publishes.
+        private = ctx.work / f"{ctx.stem}.onnx2tf-input.onnx"
+        onnx = require("onnx")
+        onnx.save(onnx.load(str(inp.path)), str(private))
         batch = ctx.options.batch
         try:
             samples = ctx.to_layout(ctx.calibration(), "NHWC")
@@ -69,7 +74,7 @@ class OnnxToSavedModel(Step):
         try:
             with _env_for_onnx2tf(samples[:20]), contextlib.redirect_stdout(log):
                 onnx2tf.convert(
-                    input_onnx_file_path=str(inp.path),
+                    input_onnx_file_path=str(private),
                     output_folder_path=str(out),
                     batch_size=batch,
                     output_signaturedefs=True,
@@ -91,6 +96,7 @@ class OnnxToSavedModel(Step):
         if not (out / "saved_model.pb").is_file():
             raise ConversionError("onnx2tf finished without writing a SavedModel (step onnx_to_savedmodel).",
                                   hint=log.getvalue()[-400:])
+        private.unlink(missing_ok=True)
         for leftover in out.glob("*.tflite"):  # onnx2tf's own TFLite files: edgekit converts with its own settings
             leftover.unlink()
         layout = "NHWC" if inp.layout == "NCHW" else inp.layout

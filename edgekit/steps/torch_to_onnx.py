@@ -44,7 +44,8 @@ class TorchToOnnx(Step):
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
         torch = require("torch")
         onnx = require("onnx")
-        out = ctx.work / f"{ctx.stem}.fp32.onnx"
+        # an intermediate name: the fp32 artifact is a copy made by onnx_quantize, so no later step can alter it
+        out = ctx.work / f"{ctx.stem}.export.onnx"
         shape = list(ctx.source.input_shape)
         dynamic = shape[0] <= 0
         # torch.export specialises a dimension of size 1, so a dynamic batch is traced at 2

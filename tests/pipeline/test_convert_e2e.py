@@ -82,7 +82,7 @@ def test_failed_run_leaves_previous_outputs_intact(tmp_path: Path, monkeypatch: 
 def test_other_torch_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, extra: list[str]) -> None:
     monkeypatch.chdir(MODELS.parent)
     out = tmp_path / "o"
-    rc = main(["convert", str(MODELS / source), "-t", "onnx", "-q", "fp32,int8", "--calib", "mnist",
+    rc = main(["convert", str(MODELS / source), *extra, "-t", "onnx", "-q", "fp32,int8", "--calib", "mnist",
                "--calib-size", "100", "--val-size", "300", "--out", str(out), "--json"])
     assert rc == 0
     data = json.loads((out / "manifest.json").read_text())
@@ -98,7 +98,9 @@ def test_onnx_source_with_external_data_to_tflite(bundled_conversion, tmp_path: 
     src.parent.mkdir()
     onnx.save(model, str(src), save_as_external_data=True, location="ext.onnx.data", size_threshold=0)
     assert (src.parent / "ext.onnx.data").is_file()
+    before = {p.name: p.read_bytes() for p in src.parent.iterdir()}
     result = convert(src, "onnx,tflite", "fp32", out=tmp_path / "o", calib="mnist", val_size=200)
+    assert {p.name: p.read_bytes() for p in src.parent.iterdir()} == before  # the user's model is untouched
     assert sorted(a.path for a in result.artifacts) == ["ext.fp32.onnx", "ext.fp32.tflite"]
     assert all(a.fidelity.passed for a in result.artifacts)
     assert not (tmp_path / "o" / "ext.onnx.data").exists()  # the ONNX artifact is one self-contained file

@@ -29,6 +29,8 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/convert.py --json bench/results/convert.json
+	$(BIN)/python bench/overhead.py --json bench/results/overhead.json
+	$(BIN)/python bench/matrix.py --out bench/results/matrix
 
 clean:
 	rm -rf edgekit-out .pytest_cache .ruff_cache

@@ -11,6 +11,9 @@ import typer
 
 COMMAND_MODULES: list[str] = [
     "convert",
+    "inspect",
+    "profile",
+    "bench",
 ]
 
 

@@ -1,13 +1,24 @@
-"""Runtime backends, by name. Plain strings: listing them imports nothing heavy."""
+"""Runtime backends, by name. Plain strings: listing them imports nothing heavy.
+
+Adding a runtime: a module here with a `Runtime` subclass, one line in RUNTIMES; the conformance
+suite (tests/runtimes/test_runtime_conformance.py) runs it through the same contract as the rest.
+Runtime modules import their vendor library inside functions, so resolving a class is cheap.
+"""
 
 from __future__ import annotations
 
-from edgekit.registry import resolve
+from pathlib import Path
+from typing import Any
+
+from edgekit.errors import UsageError
+from edgekit.registry import check_choice, resolve
 from edgekit.runtimes.base import Runtime
 
 RUNTIMES: dict[str, str] = {
     "onnxruntime": "edgekit.runtimes.onnxruntime:OnnxRuntime",
     "litert": "edgekit.runtimes.litert:LiteRT",
+    "torch": "edgekit.runtimes.torch:TorchRuntime",
+    "tf": "edgekit.runtimes.tf:TFRuntime",
 }
 
 # The runtime used when none is named, per artifact format.
@@ -15,7 +26,13 @@ DEFAULT_FOR_FORMAT: dict[str, str] = {
     "onnx": "onnxruntime",
     "tflite": "litert",
     "edgetpu": "litert",
+    "savedmodel": "tf",
+    "torch": "torch",
 }
+
+# The device names users type; runtimes may accept more specific ones (onnxruntime: "tensorrt").
+DEVICES = ("auto", "cpu", "gpu", "edgetpu", "tpu")
+DEVICE_ALIASES = {"cuda": "gpu", "coral": "edgetpu"}
 
 
 def get_runtime(name: str) -> type[Runtime]:
@@ -23,11 +40,89 @@ def get_runtime(name: str) -> type[Runtime]:
 
 
 def runtime_for_format(fmt: str) -> type[Runtime]:
-    from edgekit.errors import UsageError
-
     if fmt not in DEFAULT_FOR_FORMAT:
-        raise UsageError(f"No runtime runs '{fmt}' artifacts.", hint=f"Runnable formats: {', '.join(DEFAULT_FOR_FORMAT)}.")
+        raise UsageError(f"No runtime runs '{fmt}' artifacts.",
+                         hint=f"Runnable formats: {', '.join(DEFAULT_FOR_FORMAT)}.")
     return get_runtime(DEFAULT_FOR_FORMAT[fmt])
 
 
-__all__ = ["RUNTIMES", "DEFAULT_FOR_FORMAT", "Runtime", "get_runtime", "runtime_for_format"]
+def runtimes_for_format(fmt: str) -> list[str]:
+    """Names of every runtime that can load FMT artifacts, the default first."""
+    names = [n for n in RUNTIMES if fmt in get_runtime(n).formats]
+    default = DEFAULT_FOR_FORMAT.get(fmt)
+    return sorted(names, key=lambda n: n != default)
+
+
+def normalize_device(device: str) -> str:
+    """Lower-case device name with aliases resolved ("cuda" -> "gpu"); unknown names pass through."""
+    d = device.strip().lower()
+    return DEVICE_ALIASES.get(d, d)
+
+
+def detect_format(path: str | Path) -> str:
+    """The artifact format of PATH from its content: onnx, tflite, edgetpu, savedmodel or torch."""
+    from edgekit.runtimes.litert import is_edgetpu_model
+
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"No such file or folder: {p}.", hint="Check the path (relative to the current folder).")
+    if p.is_dir():
+        if (p / "saved_model.pb").is_file():
+            return "savedmodel"
+        raise UsageError(f"{p} is a folder but not a SavedModel (no saved_model.pb).",
+                         hint="Pass a model file, or use `edgekit bench` for a conversion output folder.")
+    with open(p, "rb") as f:
+        head = f.read(8)
+    if head[4:8] == b"TFL3":
+        return "edgetpu" if is_edgetpu_model(p) else "tflite"
+    if p.suffix.lower() == ".onnx":
+        return "onnx"
+    from edgekit.sources.detect import FAMILY, detect
+
+    kind = detect(p)
+    family = FAMILY.get(kind)
+    if family in ("torch", "onnx"):
+        return family
+    raise UsageError(f"{p} is a {kind} model: profile one of its converted artifacts, not the source.",
+                     hint="Run `edgekit convert` first, then `edgekit profile` on what it wrote.")
+
+
+def pick_runtime(fmt: str, runtime: str | None = None) -> type[Runtime]:
+    """The runtime class named RUNTIME (checked against FMT), or FMT's default."""
+    if runtime is None:
+        return runtime_for_format(fmt)
+    cls = get_runtime(runtime)
+    if fmt not in cls.formats:
+        can = runtimes_for_format(fmt)
+        raise UsageError(f"The {cls.name} runtime cannot load {fmt} artifacts.",
+                         hint=f"Use {' or '.join(can) if can else 'another format'} for {fmt}.")
+    return cls
+
+
+def resolve_device(cls: type[Runtime], fmt: str, device: str) -> str:
+    """DEVICE for CLS, with "auto" meaning the fastest device that is available here."""
+    device = normalize_device(device)
+    if device != "auto":
+        check_choice(device, [*DEVICES, *cls.devices], "device")
+        return device
+    if fmt == "edgetpu":
+        return "edgetpu"
+    for candidate in cls.auto_devices:
+        if cls.available(candidate)[0]:
+            return candidate
+    return "cpu"
+
+
+def open_runtime(path: str | Path, runtime: str | None = None, device: str = "cpu",
+                 threads: int | None = None, **options: Any) -> Runtime:
+    """Load PATH on DEVICE with RUNTIME (default: the format's) and return the loaded runtime."""
+    fmt = detect_format(path)
+    cls = pick_runtime(fmt, runtime)
+    rt = cls()
+    rt.load(path, device=resolve_device(cls, fmt, device), threads=threads, **options)
+    return rt
+
+
+__all__ = ["RUNTIMES", "DEFAULT_FOR_FORMAT", "DEVICES", "Runtime", "detect_format", "get_runtime",
+           "normalize_device", "open_runtime", "pick_runtime", "resolve_device", "runtime_for_format",
+           "runtimes_for_format"]

@@ -8,7 +8,9 @@ float inputs, quantizes them with the model's scale/zero point and dequantizes t
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -24,6 +26,9 @@ class Runtime(ABC):
     name: ClassVar[str]
     formats: ClassVar[tuple[str, ...]]  # artifact formats it can load
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
+    # Accelerators that `--device auto` picks, in order, when available (else the CPU). Only
+    # devices that are reliably faster than the CPU for CNNs belong here.
+    auto_devices: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         self.inputs: list[TensorSpec] = []
@@ -50,6 +55,34 @@ class Runtime(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model (default: nothing to release)."""
+
+    # --- what the measuring loop needs ----------------------------------------------------------
+    def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], Any]:
+        """A zero-argument callable that runs one inference on INPUTS (already in the model's dtypes).
+
+        The timed loop of `edgekit profile` calls this, so backends override it to do per call only
+        what a real caller must do (copy inputs in, invoke, fetch outputs) and nothing else: inputs
+        are validated and converted once here. Vendor exceptions are not mapped inside the call
+        (that would cost time on every call); the first inference goes through `run()`, which maps them.
+        """
+        return functools.partial(self.run, inputs)
+
+    def info(self) -> dict[str, Any]:
+        """Backend details worth recording with a measurement: providers, delegates, accelerator."""
+        return {}
+
+    def arena_bytes(self) -> int | None:
+        """Memory the runtime itself reports for the model (arena, device allocator), where exposed."""
+        return None
+
+    def check_batch(self, batch: int) -> None:
+        """UsageError when the model cannot take a batch of BATCH (a static, different batch dim)."""
+        for spec in self.inputs:
+            if spec.shape and spec.shape[0] > 0 and spec.shape[0] != batch:
+                raise UsageError(
+                    f"Input '{spec.name}' has a static batch of {spec.shape[0]}, so a batch of {batch} cannot run.",
+                    hint=f"Use --batch {spec.shape[0]}, or re-convert with a dynamic batch or `--batch {batch}`.",
+                )
 
     def __enter__(self) -> Runtime:
         return self

@@ -1,7 +1,15 @@
-"""ONNX Runtime backend: CPU execution provider, CUDA and TensorRT providers where present."""
+"""ONNX Runtime backend: CPU execution provider, CUDA and TensorRT providers where present.
+
+Device names: "cpu"; "gpu" (alias "cuda") = CUDA provider; "tensorrt" = TensorRT provider with
+CUDA and CPU behind it. onnxruntime silently falls back to the CPU when a GPU provider fails to
+start (missing CUDA/cuDNN libraries); this backend checks which provider really came up and
+refuses the silent fallback, so a "GPU" figure is never a CPU figure.
+"""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -9,7 +17,7 @@ import numpy as np
 
 from edgekit._deps import require, version_of
 from edgekit.artifact import TensorSpec
-from edgekit.errors import NotAvailable, RuntimeFailure, UsageError
+from edgekit.errors import MissingDependency, NotAvailable, RuntimeFailure, UsageError
 from edgekit.runtimes.base import Runtime
 
 # onnx tensor type strings -> numpy dtype names
@@ -32,6 +40,8 @@ _PROVIDERS = {
 }
 _LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
            "all": "ORT_ENABLE_ALL"}
+GPU_HINT = ("On a machine with an NVIDIA GPU: pip uninstall onnxruntime && pip install onnxruntime-gpu "
+            "(the build matching your CUDA major version); TensorRT also needs the TensorRT libraries.")
 
 
 def _spec(node: Any) -> TensorSpec:
@@ -39,10 +49,34 @@ def _spec(node: Any) -> TensorSpec:
     return TensorSpec(name=node.name, shape=shape, dtype=_ORT_TYPES.get(node.type, node.type))
 
 
+def _provider_options(device: str, options: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per-provider options, in the order of _PROVIDERS[device]."""
+    device_id = str(int(options.get("device_id", 0)))
+    out: list[dict[str, Any]] = []
+    for prov in _PROVIDERS[device]:
+        if prov == "CUDAExecutionProvider":
+            out.append({"device_id": device_id})
+        elif prov == "TensorrtExecutionProvider":
+            from edgekit.profile import cache_dir
+
+            cache = cache_dir() / "tensorrt"
+            out.append({
+                "device_id": device_id,
+                # Building an engine takes seconds to minutes: cache it, keyed by TensorRT on the model.
+                "trt_engine_cache_enable": "True",
+                "trt_engine_cache_path": str(cache),
+                "trt_fp16_enable": "True" if options.get("fp16") else "False",
+            })
+        else:
+            out.append({})
+    return out
+
+
 class OnnxRuntime(Runtime):
     name: ClassVar[str] = "onnxruntime"
     formats: ClassVar[tuple[str, ...]] = ("onnx",)
     devices: ClassVar[tuple[str, ...]] = ("cpu", "gpu", "cuda", "tensorrt")
+    auto_devices: ClassVar[tuple[str, ...]] = ("gpu",)
 
     @classmethod
     def version(cls) -> str | None:
@@ -52,40 +86,50 @@ class OnnxRuntime(Runtime):
     def available(cls, device: str = "cpu") -> tuple[bool, str]:
         try:
             ort = require("onnxruntime", purpose="run ONNX models")
-        except Exception as exc:  # MissingDependency
+        except MissingDependency as exc:
             return False, str(exc)
         wanted = _PROVIDERS.get(device)
         if wanted is None:
             return False, f"onnxruntime has no device '{device}' (choose from {', '.join(_PROVIDERS)})."
         have = ort.get_available_providers()
         if wanted[0] not in have:
-            return False, (
-                f"onnxruntime here has no {wanted[0]} (available: {', '.join(have)}). "
-                "Install 'onnxruntime-gpu' matching your CUDA version on a machine with an NVIDIA GPU."
-            )
+            return False, f"onnxruntime here has no {wanted[0]} (available: {', '.join(have)}). {GPU_HINT}"
         return True, ""
 
     def load(self, path: str | Path, device: str = "cpu", threads: int | None = None, **options: Any) -> None:
         ort = require("onnxruntime", purpose="run ONNX models")
         ok, why = self.available(device)
         if not ok:
-            raise NotAvailable(f"onnxruntime cannot run on '{device}' here: {why}")
+            raise NotAvailable(f"onnxruntime cannot run on '{device}' here: {why}", hint=GPU_HINT)
         so = ort.SessionOptions()
         if threads:
             so.intra_op_num_threads = int(threads)
             so.inter_op_num_threads = 1
-        level = options.get("graph_optimization", "all")
-        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVELS.get(level, "ORT_ENABLE_ALL"))
+        level = str(options.get("graph_optimization", "all"))
+        if level not in _LEVELS:
+            raise UsageError(f"Unknown graph optimisation level '{level}'.",
+                             hint=f"Choose one of: {', '.join(_LEVELS)}.")
+        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVELS[level])
         so.log_severity_level = 3
         try:
-            self.session = ort.InferenceSession(str(path), sess_options=so, providers=_PROVIDERS[device])
+            self.session = ort.InferenceSession(str(path), sess_options=so, providers=_PROVIDERS[device],
+                                                provider_options=_provider_options(device, options))
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph/... types
             raise RuntimeFailure(
                 f"onnxruntime could not load {path}: {str(exc).strip().splitlines()[0][:400]}",
                 hint="Check that the file is a complete ONNX model (re-run `edgekit convert`).",
             ) from exc
-        self.device = device
         self.providers = self.session.get_providers()
+        if self.providers[0] != _PROVIDERS[device][0]:
+            # onnxruntime fell back to a provider further down the list: do not report it as the GPU.
+            raise NotAvailable(
+                f"onnxruntime's {_PROVIDERS[device][0]} did not start (the session came up on "
+                f"{self.providers[0]}); its CUDA/cuDNN/TensorRT libraries are missing or do not match.",
+                hint=GPU_HINT,
+            )
+        self.device = device
+        self.threads = threads
+        self.graph_optimization = level
         self.inputs = [_spec(i) for i in self.session.get_inputs()]
         self.outputs = [_spec(o) for o in self.session.get_outputs()]
         self._output_names = [o.name for o in self.outputs]
@@ -100,6 +144,15 @@ class OnnxRuntime(Runtime):
                     from exc
             raise RuntimeFailure(f"onnxruntime failed to run the model: {str(exc).strip()[:400]}") from exc
         return dict(zip(self._output_names, values, strict=True))
+
+    def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], Any]:
+        """`session.run(names, feed)` itself: exactly what a caller of onnxruntime does per inference."""
+        feed = {s.name: np.ascontiguousarray(inputs[s.name]) for s in self.inputs}
+        return functools.partial(self.session.run, self._output_names, feed)
+
+    def info(self) -> dict[str, Any]:
+        return {"providers": list(self.providers), "graph_optimization": self.graph_optimization,
+                "intra_op_threads": self.threads}
 
     def close(self) -> None:
         self.session = None  # type: ignore[assignment]

@@ -1,0 +1,70 @@
+"""`edgekit bench MANIFEST_OR_DIR`: every artifact of a conversion run on every runtime/device here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+HELP = """Profile every artifact of a conversion run (its manifest.json or output folder) on every runtime
+and device available here, plus the source model where it can run, and print one table: format,
+precision, size, top-1 agreement and accuracy (from the manifest), p50/p90 latency, throughput,
+energy per inference and speed-up. Writes bench.json, bench.md and bench.png (latency against size)
+into --out (default: <folder>/bench)."""
+
+
+def render(report: dict[str, Any], console: Any) -> None:
+    from rich.table import Table
+
+    from edgekit.bench import COLUMNS, footnotes, table_rows
+
+    t = Table(title="edgekit bench", title_justify="left")
+    for c in COLUMNS:
+        t.add_column(c, justify="right" if c not in ("Model", "Format", "Precision", "Runtime", "Device") else "left",
+                     overflow="fold")
+    for row in table_rows(report):
+        t.add_row(*row)
+    console.print(t)
+    for note in footnotes(report):
+        console.print(f"[dim]- {note}[/dim]")
+    files = report.get("files", {})
+    if files:
+        console.print(f"[dim]written: {', '.join(files.values())}[/dim]")
+
+
+def _split(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("bench", help=HELP)
+    def bench_cmd(
+        target: Path = typer.Argument(..., help="manifest.json of a conversion run, or its output folder."),
+        runtime: str | None = typer.Option(None, "--runtime", "-r", help="Only these runtimes (comma list)."),
+        device: str | None = typer.Option(None, "--device", "-d", help="Only these devices (comma list: cpu, gpu, "
+                                          "edgetpu, tpu); default: the CPU and each accelerator available here."),
+        out: Path | None = typer.Option(None, "--out", "-o", help="Folder for bench.json/.md/.png."),
+        runs: int = typer.Option(50, help="Minimum timed runs per row."),
+        min_seconds: float = typer.Option(0.5, help="Minimum timed seconds per row."),
+        warmup: int = typer.Option(5, help="Untimed runs per row."),
+        batch: int = typer.Option(1, help="Batch size."),
+        threads: int | None = typer.Option(None, help="Runtime threads."),
+        no_source: bool = typer.Option(False, "--no-source", help="Do not measure the source model."),
+        in_process: bool = typer.Option(False, "--in-process", help="Measure every row in this process (faster "
+                                        "start; peak memory figures then accumulate across rows)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the bench report JSON alone on stdout."),
+    ) -> None:
+        from edgekit.bench import BenchSettings, bench
+        from edgekit.console import out as stdout
+        from edgekit.console import print_json, progress, quiet_stdout
+
+        settings = BenchSettings(runs=runs, min_seconds=min_seconds, warmup=warmup, threads=threads, batch=batch,
+                                 runtimes=_split(runtime), devices=_split(device), isolate=not in_process,
+                                 include_source=not no_source)
+        with quiet_stdout():
+            report = bench(target, settings, out_dir=out, log=progress)
+        if as_json:
+            print_json(report)
+        else:
+            render(report, stdout)

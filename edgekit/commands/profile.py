@@ -1,0 +1,168 @@
+"""`edgekit profile ARTIFACT`: latency, throughput, memory, compute and power of one artifact here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from edgekit.errors import UsageError
+
+HELP = """Measure one artifact on one device: load time and first inference apart, untimed warmup, then
+timed single-stream runs until both --runs and --min-seconds are reached; latency percentiles,
+throughput at --batch, memory, achieved GMAC/s and, where a power sensor can be read, energy per
+inference. --json prints the ProfileResult (schema: docs/profile.md) alone on stdout.
+
+--device: auto, cpu, gpu, edgetpu, tpu, a device name (edgekit/devices/*.toml) or a .toml file."""
+
+
+def parse_options(items: list[str] | None) -> dict[str, Any]:
+    """--option KEY=VALUE pairs for the runtime; true/false/ints become Python values."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--option '{item}' is not KEY=VALUE.", hint="For example: --option xnnpack=false")
+        v: Any = value.strip()
+        if v.lower() in ("true", "false"):
+            v = v.lower() == "true"
+        elif v.lstrip("-").isdigit():
+            v = int(v)
+        out[key.strip()] = v
+    return out
+
+
+def parse_shape(value: str | None) -> list[int] | None:
+    if value is None:
+        return None
+    try:
+        return [int(v) for v in value.replace("x", ",").split(",") if v.strip()]
+    except ValueError as exc:
+        raise UsageError(f"--input-shape '{value}' is not a list of integers.",
+                         hint="For example: --input-shape 1,1,28,28") from exc
+
+
+def render(result: dict[str, Any], console: Any) -> None:
+    """The ProfileResult as a table for people."""
+    from rich.table import Table
+
+    from edgekit.console import human_bytes
+
+    a, lat, mem, comp, pw = (result[k] for k in ("artifact", "latency_ms", "memory", "compute", "power"))
+    rt, dev, st = result["runtime"], result["device"], result["settings"]
+    t = Table(title=f"{Path(a['path']).name}  ({a['format']} {a['precision'] or '?'}, {human_bytes(a['size_bytes'])})",
+              show_header=False, title_justify="left")
+    t.add_column("what", style="bold")
+    t.add_column("value")
+    t.add_row("runtime", f"{rt['name']} {rt['version'] or ''}  {_details(rt['details'])}")
+    t.add_row("device", f"{dev['name']}" + (f" ({dev['accelerator']})" if dev.get("accelerator") else "")
+              + f"  {dev['cpu_model']}, {dev['cpu_cores_logical']} logical cores"
+              + (f", profile {dev['profile']}" if dev.get("profile") else ""))
+    t.add_row("settings", f"batch {st['batch']}, threads {st['threads'] or 'default'}, warmup {st['warmup']}, "
+              f"min {st['runs']} runs / {st['min_seconds']:g} s, input {st['input']}")
+    t.add_row("load", f"{result['load_ms']:.1f} ms")
+    t.add_row("first inference", f"{result['first_inference_ms']:.2f} ms")
+    t.add_row("latency (ms)", f"p50 {lat['p50']:.3f}  p90 {lat['p90']:.3f}  p99 {lat['p99']:.3f}  "
+              f"mean {lat['mean']:.3f} ± {lat['std']:.3f}  min {lat['min']:.3f}  max {lat['max']:.3f}  "
+              f"({result['runs']} runs, {result['timed_seconds']:.2f} s)")
+    t.add_row("throughput", f"{result['throughput_per_s']:.1f} /s")
+    t.add_row("memory", f"peak RSS {human_bytes(mem['peak_rss_bytes'])}, "
+              f"load +{human_bytes(mem['load_rss_delta_bytes'])}"
+              + (f", arena {human_bytes(mem['arena_bytes'])}" if mem.get("arena_bytes") else ""))
+    if comp.get("macs"):
+        extra = (f", {comp['fraction_of_peak']:.1%} of this CPU's measured fp32 peak "
+                 f"({comp['cpu_peak_gmacs_per_s']:.1f} GMAC/s)" if comp.get("fraction_of_peak") is not None else "")
+        t.add_row("compute", f"{_si(comp['macs'])} MACs/call, {comp['gmacs_per_s']:.3g} GMAC/s{extra}")
+    else:
+        t.add_row("compute", comp.get("macs_source") or "not counted")
+    if pw["measured"]:
+        idle = f", idle {pw['idle_watts']:.2f} W subtracted" if pw.get("idle_watts") is not None else ""
+        t.add_row("power", f"{pw['avg_watts']:.2f} W avg{idle}, {pw['joules_per_inference'] * 1e3:.3f} mJ/inference "
+                  f"[{pw['sensor']}: {pw['scope']}]")
+    elif pw["estimated"]:
+        t.add_row("power", f"ESTIMATE {pw['avg_watts']:.2f} W, {pw['joules_per_inference'] * 1e3:.3f} mJ/inference "
+                  f"({pw['scope']})")
+    else:
+        t.add_row("power", pw.get("reason") or "not measured")
+    for note in result.get("notes", []):
+        t.add_row("note", note)
+    console.print(t)
+
+
+def _si(n: float) -> str:
+    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if n >= div:
+            return f"{n / div:.3g} {unit}"
+    return f"{n:.0f}"
+
+
+def _details(d: dict[str, Any]) -> str:
+    keep = []
+    for k in ("providers", "delegates", "api", "signature", "mode", "kind"):
+        if d.get(k):
+            v = d[k]
+            keep.append(f"{k}={','.join(v) if isinstance(v, list) else v}")
+    return " ".join(keep)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("profile", help=HELP)
+    def profile_cmd(
+        artifact: Path = typer.Argument(..., help="An artifact: .onnx, .tflite (Edge TPU compiled too), a SavedModel "
+                                        "folder, or a PyTorch .pt2/.pt source."),
+        device: str = typer.Option("auto", "--device", "-d", help="auto|cpu|gpu|edgetpu|tpu, a device name or a "
+                                   ".toml file."),
+        runtime: str | None = typer.Option(None, "--runtime", "-r", help="onnxruntime, litert, torch or tf "
+                                           "(default: the format's)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the ProfileResult JSON alone on stdout."),
+        runs: int = typer.Option(100, help="Minimum number of timed runs."),
+        min_seconds: float = typer.Option(1.0, help="Minimum duration of the timed runs, in seconds."),
+        warmup: int = typer.Option(10, help="Untimed runs before timing."),
+        batch: int = typer.Option(1, help="Batch size (where the artifact's batch is dynamic or equal)."),
+        threads: int | None = typer.Option(None, help="Runtime threads (default: the runtime's or device's)."),
+        input_data: str | None = typer.Option(None, "--input", help="Real inputs: 'mnist', an image folder, a "
+                                              ".npy/.npz (default: random data of the right dtype and range)."),
+        raw_io: bool = typer.Option(False, help="--input data is already in the model's dtype: do not quantize."),
+        idle_baseline: bool = typer.Option(False, help="Measure idle power first and subtract it."),
+        idle_seconds: float = typer.Option(2.0, help="Duration of the idle-power measurement."),
+        sensor: str | None = typer.Option(None, help="Power sensors to try, comma list: rapl, nvml, hwmon, pi5 "
+                                          "(default: the device's)."),
+        estimate_power: bool = typer.Option(False, help="Where no sensor can be read, fill in an ESTIMATE from the "
+                                            "device profile's typical_watts (labelled as such)."),
+        macs: int | None = typer.Option(None, help="MACs per sample, where inspect cannot count them "
+                                        "(SavedModel, PyTorch)."),
+        input_shape: str | None = typer.Option(None, help="Input shape for TorchScript/state_dict sources: 1,1,28,28."),
+        model: str | None = typer.Option(None, "--model", help="package.module:factory for state_dict sources."),
+        trust_model: bool = typer.Option(False, help="Allow pickled PyTorch modules (runs code from the file)."),
+        option: list[str] | None = typer.Option(None, "--option", "-O", help="Runtime option KEY=VALUE (repeat): "
+                                                "graph_optimization=basic, xnnpack=false, api=compiled, "
+                                                "edgetpu_device=usb:0, signature=NAME, tpu=NAME, fp16=true."),
+        output: Path | None = typer.Option(None, "--output", "-o", help="Also write the JSON to this file."),
+    ) -> None:
+        from edgekit.console import out, print_json, progress, quiet_stdout
+        from edgekit.profile import ProfileSettings, profile_artifact
+
+        opts = parse_options(option)
+        if input_shape:
+            opts["input_shape"] = parse_shape(input_shape)
+        if model:
+            opts["factory"] = model
+        if trust_model:
+            opts["trust_model"] = True
+        settings = ProfileSettings(runs=runs, min_seconds=min_seconds, warmup=warmup, threads=threads, batch=batch,
+                                   input=input_data, raw_io=raw_io, idle_baseline=idle_baseline,
+                                   idle_seconds=idle_seconds)
+        sensors = [s.strip() for s in sensor.split(",") if s.strip()] if sensor else None
+        with quiet_stdout():  # runtimes and TF log on stdout; results go there alone
+            result = profile_artifact(artifact, runtime=runtime, device=device, settings=settings, sensors=sensors,
+                                      options=opts, macs=macs, estimate_power=estimate_power, log=progress)
+        data = result.to_dict()
+        if output is not None:
+            from edgekit.fsutil import atomic_write_json
+
+            atomic_write_json(output, data)
+        if as_json:
+            print_json(data)
+        else:
+            render(data, out)

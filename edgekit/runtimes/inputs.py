@@ -1,0 +1,68 @@
+"""The arrays a loaded runtime is fed when measured: random data, or real samples.
+
+Random data has each input's own dtype, shape and range (for an int8 input: the whole int8
+range, which is what the model's quantization maps onto its float range). Real samples
+(`mnist`, a folder of images, a .npy/.npz; read by edgekit.calibration) are float; they are
+quantized with the model's scale/zero point unless `raw_io` says they are already in the model's
+dtype. Everything is prepared before timing starts, so the timed loop only calls the runtime.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgekit.artifact import TensorSpec
+from edgekit.errors import UsageError
+from edgekit.runtimes.base import Runtime, concrete_shape, quantize, random_array
+
+MAX_BATCHES = 8  # distinct sample batches cycled through by the timed loop
+
+
+def guess_layout(spec: TensorSpec) -> str | None:
+    """NCHW/NHWC for a 4-D image input: the spec's own layout, else the axis that looks like channels."""
+    if spec.layout:
+        return spec.layout
+    if len(spec.shape) != 4:
+        return None
+    c_first, c_last = spec.shape[1], spec.shape[3]
+    if c_last in (1, 3, 4) and c_first not in (1, 3, 4):
+        return "NHWC"
+    return "NCHW"
+
+
+def random_batches(rt: Runtime, batch: int = 1, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return [{s.name: random_array(s, rng, batch) for s in rt.inputs}]
+
+
+def sample_batches(rt: Runtime, spec: str, batch: int = 1, raw_io: bool = False,
+                   mean: list[float] | None = None, std: list[float] | None = None) -> list[dict[str, np.ndarray]]:
+    """Up to MAX_BATCHES batches of real samples from SPEC, in each input's dtype."""
+    if len(rt.inputs) != 1:
+        raise UsageError(f"--input feeds single-input models; this one takes {[s.name for s in rt.inputs]}.",
+                         hint="Profile with random inputs (leave out --input).")
+    tspec = rt.inputs[0]
+    shape = concrete_shape(tspec, batch)
+    layout = guess_layout(tspec) or "NC"
+    try:
+        from edgekit.calibration import load_samples
+    except ImportError as exc:
+        raise UsageError("Real inputs (--input) need edgekit.calibration, which this install lacks.",
+                         hint="Reinstall edgekit, or profile with random inputs.") from exc
+    data = load_samples(spec, shape, layout, mean=mean, std=std)
+    x = np.asarray(data.x)
+    if len(x) == 0:
+        raise UsageError(f"--input {spec} gave no samples.")
+    n_batches = max(1, min(MAX_BATCHES, len(x) // batch))
+    idx = np.arange(n_batches * batch) % len(x)
+    out = []
+    for b in range(n_batches):
+        xb = x[idx[b * batch : (b + 1) * batch]]
+        if raw_io:
+            if xb.dtype != np.dtype(tspec.dtype):
+                raise UsageError(f"--raw-io: the samples are {xb.dtype.name} but input '{tspec.name}' takes "
+                                 f"{tspec.dtype}.", hint="Leave out --raw-io to have them quantized.")
+            out.append({tspec.name: np.ascontiguousarray(xb)})
+        else:
+            out.append({tspec.name: np.ascontiguousarray(quantize(xb.astype(np.float32), tspec))})
+    return out

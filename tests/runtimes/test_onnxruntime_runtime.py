@@ -1,0 +1,50 @@
+"""onnxruntime specifics: provider selection, the silent-CPU-fallback guard, options."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from edgekit.errors import NotAvailable, UsageError
+from edgekit.runtimes import onnxruntime as ortmod
+from edgekit.runtimes.onnxruntime import OnnxRuntime
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def test_cuda_that_falls_back_to_cpu_is_refused(tiny_models: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """onnxruntime-gpu without its CUDA libraries quietly runs on the CPU: that must not be reported as GPU."""
+    real = ort.InferenceSession
+
+    def session(path: str, sess_options: Any = None, providers: Any = None, provider_options: Any = None) -> Any:
+        assert providers == ["CUDAExecutionProvider", "CPUExecutionProvider"]
+        assert provider_options[0] == {"device_id": "0"}
+        return real(path, sess_options=sess_options, providers=["CPUExecutionProvider"])
+
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(ort, "InferenceSession", session)
+    with pytest.raises(NotAvailable, match="did not start") as err:
+        OnnxRuntime().load(tiny_models["models"]["onnx"], device="gpu")
+    assert "onnxruntime-gpu" in err.value.hint
+
+
+def test_tensorrt_options(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    monkeypatch.setenv("EDGEKIT_CACHE_DIR", str(tmp_path))
+    opts = ortmod._provider_options("tensorrt", {"fp16": True, "device_id": 1})
+    assert opts[0]["trt_engine_cache_path"] == str(tmp_path / "tensorrt")
+    assert opts[0]["trt_fp16_enable"] == "True" and opts[0]["device_id"] == "1"
+    assert opts[1] == {"device_id": "1"} and opts[2] == {}
+
+
+def test_graph_optimization_and_threads(tiny_models: dict[str, Any]) -> None:
+    rt = OnnxRuntime()
+    rt.load(tiny_models["models"]["onnx"], threads=1, graph_optimization="basic")
+    assert rt.info() == {"providers": ["CPUExecutionProvider"], "graph_optimization": "basic", "intra_op_threads": 1}
+    with pytest.raises(UsageError, match="graph optimisation level"):
+        OnnxRuntime().load(tiny_models["models"]["onnx"], graph_optimization="fastest")
+
+
+def test_unknown_device() -> None:
+    ok, why = OnnxRuntime.available("npu")
+    assert not ok and "no device 'npu'" in why

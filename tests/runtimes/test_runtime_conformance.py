@@ -1,0 +1,154 @@
+"""One black-box contract for every entry of RUNTIMES, on every format it loads (as ExecuTorch's suite).
+
+The same tiny CNN, with the same weights, exists in every format (edgekit.runtimes.testmodels);
+a numpy forward pass is the ground truth. Each runtime must: load it and describe its tensors, give
+the reference outputs within tolerance through run_float (quantizing int8 inputs and dequantizing
+outputs), give the same values through bind() as through run(), take a batch where the batch is
+dynamic, and turn bad input into edgekit errors. What is not installed or not present is skipped
+with the reason the runtime itself gives; on a machine with a CUDA GPU the "gpu" cases run too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from edgekit.errors import EdgekitError, NotAvailable, UsageError
+from edgekit.runtimes import RUNTIMES, get_runtime, testmodels
+from edgekit.runtimes.base import dequantize
+
+CASES = [(rt, key, dev) for rt in RUNTIMES for key, (fmt, _, _) in testmodels.KINDS.items()
+         if fmt in get_runtime(rt).formats for dev in ("cpu", "gpu")]
+
+
+def _load(rt_name: str, key: str, device: str, tiny: dict[str, Any]) -> Any:
+    if key not in tiny["models"]:
+        pytest.skip(f"{key} was not built here: {tiny['skipped']}")
+    cls = get_runtime(rt_name)
+    if device not in cls.devices:
+        pytest.skip(f"{rt_name} has no {device} device")
+    ok, why = cls.available(device)
+    if not ok:
+        pytest.skip(f"{rt_name} on {device}: {why}")
+    rt = cls()
+    options = {"input_shape": [1, 1, 28, 28]} if key == "torchscript" else {}
+    rt.load(tiny["models"][key], device=device, **options)
+    return rt
+
+
+def _feed(key: str, x_nchw: np.ndarray) -> np.ndarray:
+    layout = testmodels.KINDS[key][2]
+    return x_nchw if layout == "NCHW" else np.ascontiguousarray(x_nchw.transpose(0, 2, 3, 1))
+
+
+@pytest.fixture(scope="module")
+def samples() -> tuple[np.ndarray, np.ndarray]:
+    x = testmodels.sample_inputs(8)
+    return x, testmodels.forward(x)
+
+
+@pytest.mark.parametrize(("rt_name", "key", "device"), CASES, ids=[f"{r}-{k}-{d}" for r, k, d in CASES])
+def test_runtime_contract(rt_name: str, key: str, device: str, tiny_models: dict[str, Any],
+                          samples: tuple[np.ndarray, np.ndarray]) -> None:
+    rt = _load(rt_name, key, device, tiny_models)
+    cls = type(rt)
+    assert isinstance(cls.version(), str) and cls.version()
+    assert cls.available(device) == (True, "")
+    assert len(rt.inputs) == 1 and len(rt.outputs) == 1
+    spec = rt.inputs[0]
+    assert spec.shape[1:] in ([1, 28, 28], [28, 28, 1])
+    precision = testmodels.KINDS[key][1]
+    assert spec.dtype == ("int8" if precision == "int8" else "float32")
+
+    x, ref = samples
+    xin = _feed(key, x)
+    ys = np.concatenate([next(iter(rt.run_float({spec.name: xin[i:i + 1]}).values())) for i in range(len(x))])
+    assert ys.shape == ref.shape and ys.dtype == np.float32
+    if precision == "fp32":
+        np.testing.assert_allclose(ys, ref, rtol=1e-4, atol=1e-4)
+    else:  # int8: quantized I/O handled; close in direction and in argmax
+        cos = (ys * ref).sum(1) / np.linalg.norm(ys, axis=1) / np.linalg.norm(ref, axis=1)
+        assert cos.min() > 0.99
+        assert (ys.argmax(1) == ref.argmax(1)).mean() >= 0.875
+
+    # run() on the model's own dtypes and bind() give the same values
+    from edgekit.runtimes.base import quantize
+
+    raw = {spec.name: quantize(xin[:1], spec)}
+    out_run = rt.run(raw)
+    out_bound = rt.bind(raw)()
+    values = list(out_bound.values()) if isinstance(out_bound, dict) else list(out_bound)
+    for a, b in zip(out_run.values(), values, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    out_spec = rt.outputs[0]
+    np.testing.assert_allclose(dequantize(next(iter(out_run.values())), out_spec), ys[:1], rtol=1e-5, atol=1e-5)
+
+    # a batch, where the batch dim is dynamic
+    if spec.shape[0] == -1:
+        yb = next(iter(rt.run_float({spec.name: xin[:4]}).values()))
+        np.testing.assert_allclose(yb, ys[:4], rtol=1e-4, atol=1e-4 if precision == "fp32" else 1e-6)
+
+    # bad input is an edgekit error, never a vendor exception
+    with pytest.raises(UsageError):
+        rt.run_float({"no-such-input": xin[:1]})
+    with pytest.raises(EdgekitError):
+        rt.run({spec.name: np.zeros((1, 3, 5), dtype=np.float64)})
+    rt.close()
+
+
+ABSENT = [(rt, dev) for rt in RUNTIMES for dev in get_runtime(rt).devices if dev != "cpu"]
+
+
+@pytest.mark.parametrize(("rt_name", "device"), ABSENT, ids=[f"{r}-{d}" for r, d in ABSENT])
+def test_absent_device_says_why(rt_name: str, device: str, tiny_models: dict[str, Any]) -> None:
+    """Every accelerator a runtime names either works here or is refused with a reason and an install hint."""
+    cls = get_runtime(rt_name)
+    ok, why = cls.available(device)
+    if ok:
+        pytest.skip(f"{rt_name} on {device} is available here: covered by the contract test")
+    assert why and len(why) > 20, why
+    fmt_key = {"onnx": "onnx", "tflite": "tflite-fp32", "edgetpu": "tflite-fp32", "torch": "torch-pt2",
+               "savedmodel": "savedmodel"}[cls.formats[0]]
+    if fmt_key not in tiny_models["models"]:
+        pytest.skip(f"no {fmt_key} model here")
+    with pytest.raises((NotAvailable, UsageError)) as err:
+        cls().load(tiny_models["models"][fmt_key], device=device)
+    assert err.value.hint or err.value.exit_code == 2
+    if isinstance(err.value, NotAvailable):
+        assert err.value.exit_code == 3
+
+
+CORRUPT = {"onnx": ("bad.onnx", b"\x08\x07garbage" * 10),
+           "tflite": ("bad.tflite", b"\x1c\x00\x00\x00TFL3" + b"\x00" * 40),
+           "torch": ("bad.pt2", b"PK\x03\x04garbage"), "savedmodel": ("bad_savedmodel", b"\x00not a proto")}
+
+
+@pytest.mark.parametrize("rt_name", list(RUNTIMES))
+def test_corrupt_file_is_an_edgekit_error(rt_name: str, tmp_path: Path) -> None:
+    cls = get_runtime(rt_name)
+    ok, why = cls.available("cpu")
+    if not ok:
+        pytest.skip(why)
+    name, data = CORRUPT[cls.formats[0]]
+    path = tmp_path / name
+    if name.endswith("_savedmodel"):
+        path.mkdir()
+        (path / "saved_model.pb").write_bytes(data)
+    else:
+        path.write_bytes(data)
+    with pytest.raises(EdgekitError):
+        cls().load(path, device="cpu")
+
+
+def test_registry_and_classes_agree() -> None:
+    from edgekit.runtimes import DEFAULT_FOR_FORMAT
+
+    for name in RUNTIMES:
+        cls = get_runtime(name)
+        assert cls.name == name
+        assert "cpu" in cls.devices and set(cls.auto_devices) <= set(cls.devices)
+    for fmt, name in DEFAULT_FOR_FORMAT.items():
+        assert fmt in get_runtime(name).formats

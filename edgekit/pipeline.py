@@ -154,6 +154,8 @@ def _shown_path(path: Path) -> str:
 
 
 def _stem(source: Source) -> str:
+    if source.kind.endswith("-factory") and not source.path.exists():  # built in code: name it after its module
+        return str(source.path).partition(":")[0].rsplit(".", 1)[-1]
     return source.path.name if source.path.is_dir() else source.path.stem
 
 
@@ -327,8 +329,21 @@ def _parent(timeline: list[dict[str, Any]]) -> str | None:
     return " -> ".join(t["step"] for t in timeline[:-1]) or "source"
 
 
+def _factory_family(spec: str) -> str:
+    """torch or keras: which framework the --model factory builds with (judged by its classes, no import)."""
+    from edgekit.sources.factory import load_factory
+
+    obj = load_factory(spec)()
+    roots = {c.__module__.split(".")[0] for c in type(obj).__mro__}
+    if "torch" in roots:
+        return "torch"
+    if roots & {"keras", "tf_keras", "tensorflow"}:
+        return "keras"
+    raise UsageError(f"--model {spec} built a {type(obj).__name__}, neither a torch.nn.Module nor a Keras model.")
+
+
 def convert(
-    source: str | Path,
+    source: str | Path | None,
     targets: str | list[str] = "onnx",
     quantize: str | list[str] = "fp32",
     *,
@@ -370,10 +385,19 @@ def convert(
         raise UsageError(f"--batch must be at least 1, got {batch}.")
     if calib_size < 1 or val_size < 1:
         raise UsageError("--calib-size and --val-size must be at least 1.")
-    path = Path(source)
-    kind = detect(path)
-    say(f"loading {path} ({kind}) ...")
-    loader = resolve(LOADERS, FAMILY[kind], "source family")
+    if source is None or str(source) == "":
+        if not model:
+            raise UsageError("No model given.", hint="Pass a model file, or --model package.module:factory to build "
+                             "one in code (with --input-shape).")
+        path, family = None, _factory_family(model)
+        kind = f"{family}-factory"
+        say(f"building the model with {model} ...")
+    else:
+        path = Path(source)
+        kind = detect(path)
+        family = FAMILY[kind]
+        say(f"loading {path} ({kind}) ...")
+    loader = resolve(LOADERS, family, "source family")
     src: Source = loader(path, LoadOptions(factory=model, trust_model=trust_model, input_shape=input_shape,
                                            signature=signature), kind)
     options = ConvertOptions(

@@ -37,8 +37,9 @@ def parse_floats(value: str | None, what: str) -> list[float] | None:
 def register(app: typer.Typer) -> None:
     @app.command("convert", help=HELP)
     def convert_cmd(
-        source: Path = typer.Argument(..., help="Model: .pt2, TorchScript .pt, state_dict .pt (+ --model), .onnx, "
-                                      ".keras, .h5 or a SavedModel folder."),
+        source: Path | None = typer.Argument(None, help="Model: .pt2, TorchScript .pt, state_dict .pt (+ --model), "
+                                             ".onnx, .keras, .h5 or a SavedModel folder; leave out to build the "
+                                             "model with --model alone."),
         target: str = typer.Option("onnx", "--target", "-t", help="Comma list of: onnx, tflite, edgetpu."),
         quantize: str = typer.Option("fp32", "--quantize", "-q", help="Comma list of: fp32, fp16, dynamic, int8."),
         calib: str | None = typer.Option(None, help="Calibration data: image folder, .npy/.npz, or 'mnist'."),
@@ -58,7 +59,7 @@ def register(app: typer.Typer) -> None:
         trust_model: bool = typer.Option(False, help="Allow formats whose loading runs code (pickled modules, "
                                          "Lambda layers)."),
         signature: str = typer.Option("serving_default", help="SavedModel signature to convert."),
-        opset: int = typer.Option(18, help="ONNX opset for PyTorch exports."),
+        opset: int = typer.Option(18, help="ONNX opset of the PyTorch, Keras and TF exports."),
         out: Path | None = typer.Option(None, "--out", "-o", help="Output folder (default edgekit-out/<stem>)."),
         force: bool = typer.Option(False, help="Replace outputs of an earlier run."),
         strict: bool = typer.Option(False, help="Exit 5 when an artifact misses its fidelity thresholds."),

@@ -120,7 +120,9 @@ class OnnxQuantize(Step):
         options: dict[str, Any] = {"ActivationSymmetric": False, "WeightSymmetric": True}
         quantize_static(
             str(pre), str(dst), _Reader(name, samples, batch),
-            quant_format=QuantFormat.QDQ, per_channel=True,
+            # reduce_range (7-bit weights): x86 CPUs without VNNI saturate in onnxruntime's int8 convolutions
+            # (AVX2 here: the Keras twin's agreement went 98.9% -> 99.6%); harmless where VNNI/ARM dot products exist
+            quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=True,
             activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
             calibrate_method=CalibrationMethod.MinMax, extra_options=options,
         )

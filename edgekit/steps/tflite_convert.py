@@ -51,7 +51,13 @@ class TfliteConvert(Step):
         assert inp.path is not None
         signature = inp.meta.get("signature", "serving_default")
         out = ctx.work / artifact_name(ctx.stem, precision, io_dtype)
-        converter = tf.lite.TFLiteConverter.from_saved_model(str(inp.path), signature_keys=[signature])
+        from edgekit.steps.keras_to_savedmodel import ensure_static_batch
+
+        # a SavedModel source may have a dynamic batch: trace it at a fixed one, or TFLite keeps SHAPE/PACK ops
+        batch = int(inp.meta.get("batch") or ctx.options.batch or 1)
+        inner = list(ctx.source.input_shape[1:]) if inp.layout == ctx.source.layout else None
+        saved = ensure_static_batch(inp.path, signature, batch, ctx.work / f"{ctx.stem}_static_savedmodel", inner)
+        converter = tf.lite.TFLiteConverter.from_saved_model(str(saved), signature_keys=[signature])
         if precision == "fp16":
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
             converter.target_spec.supported_types = [tf.float16]
@@ -59,7 +65,6 @@ class TfliteConvert(Step):
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
         elif precision == "int8":
             samples = ctx.to_layout(ctx.calibration(), inp.layout).astype(np.float32)
-            batch = int(inp.meta.get("batch") or ctx.options.batch or 1)
 
             def representative() -> Iterator[list[np.ndarray]]:
                 for i in range(0, len(samples) - batch + 1, batch):

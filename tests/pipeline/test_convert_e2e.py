@@ -178,3 +178,21 @@ def test_json_output_is_the_manifest_alone(tmp_path: Path, capfd: pytest.Capture
     out = capfd.readouterr().out
     assert rc == 0
     assert json.loads(out)["artifacts"][0]["path"] == "m.fp32.onnx"
+
+
+@pytest.mark.parametrize(("factory", "shape", "family"), [("models.mnist_cnn:build", "1,1,28,28", "torch"),
+                                                          ("models.mnist_keras:build", "1,28,28,1", "keras")])
+def test_model_built_from_code_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, factory: str, shape: str,
+                                     family: str) -> None:
+    monkeypatch.chdir(MODELS.parent)
+    rc = main(["convert", "--model", factory, "--input-shape", shape, "--val-size", "30", "--out", str(tmp_path / "o")])
+    assert rc == 0
+    data = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert data["source"]["kind"] == f"{family}-factory"
+    assert [a["path"] for a in data["artifacts"]] == [f"{factory.split(':')[0].split('.')[-1]}.fp32.onnx"]
+    assert data["artifacts"][0]["fidelity"]["passed"]
+
+
+def test_no_model_at_all_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["convert"]) == EXIT_USAGE
+    assert "No model given" in capsys.readouterr().err

@@ -1,0 +1,316 @@
+"""Keras sources: Keras 3 `.keras` archives, legacy `.h5` files, and models built by user code.
+
+Safety: a Keras model file is a config (JSON) plus weights. Most of it is data, but three things
+in a config make loading run code the file chooses: Lambda layers (Python bytecode), serialized
+Python lambdas, and custom objects (classes from modules the file names). Before Keras sees the
+file, its config is read as plain JSON and scanned for those; if any is present, the model is
+refused unless the user passed --trust-model. Keras itself is then called with safe_mode=True
+(its own check, kept as a second line of defence) and compile=False (losses and metrics are not
+needed to convert a model, and their configs are one more place for custom code).
+
+`--model package.module:factory` builds the network in the user's own code (trusted by
+definition: the user named it); a model file given beside it supplies only the weights. That is
+also the way to convert a model whose archive is refused, without trusting the archive.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgekit._deps import require
+from edgekit.errors import UnsupportedModel, UsageError
+from edgekit.fsutil import sha256_file
+from edgekit.sources.base import LoadOptions, Source
+from edgekit.sources.factory import load_factory
+
+# Top-level packages whose classes Keras itself deserializes (Keras only imports these).
+_KERAS_PACKAGES = {"keras", "builtins", "keras_hub", "keras_cv", "keras_nlp", "tf_keras"}
+# Layouts of an input by rank when the model is channels-last (every Keras default).
+_LAYOUT_BY_RANK = {2: "NC", 3: "NWC", 4: "NHWC", 5: "NDHWC"}
+_TRUST_HINT = (
+    "If you trust this file and its code, pass --trust-model. Otherwise rebuild the network in your own "
+    "code and pass --model package.module:factory with this file for the weights."
+)
+PREDICT_BATCH = 256
+
+
+# --- reading the config without Keras ---------------------------------------------------------
+def _corrupt(path: Path, why: str) -> UnsupportedModel:
+    return UnsupportedModel(
+        f"{path} could not be read as a Keras model: {why}. The file is truncated, corrupt or not a Keras model.",
+        hint="Re-save the model (model.save('model.keras')) or re-download the file.",
+    )
+
+
+def read_config(path: Path, kind: str) -> dict[str, Any] | None:
+    """The model config stored in PATH as plain JSON, or None for an .h5 file that holds only weights."""
+    try:
+        if kind == "keras":
+            with zipfile.ZipFile(path) as zf:
+                raw: bytes | str = zf.read("config.json")
+        else:
+            h5py = require("h5py", extra="convert", purpose="read .h5 Keras models")
+            with h5py.File(path, "r") as f:
+                raw = f.attrs.get("model_config")
+            if raw is None:
+                return None
+    except KeyError as exc:
+        raise _corrupt(path, "the archive has no config.json") from exc
+    except (OSError, zipfile.BadZipFile, EOFError, RuntimeError, ValueError) as exc:
+        raise _corrupt(path, first_line(exc)) from exc
+    try:
+        config = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else str(raw))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _corrupt(path, f"its model config is not valid JSON ({exc})") from exc
+    if not isinstance(config, dict):
+        raise _corrupt(path, "its model config is not a JSON object")
+    return config
+
+
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """The first line of an exception's message (library messages run to pages), or its type."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:limit] if text else type(exc).__name__
+
+
+def _walk(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        yield node
+        for v in node.values():
+            yield from _walk(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _walk(v)
+
+
+def unsafe_parts(config: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """What in CONFIG would run code on load: (human-readable reasons, modules a custom object names)."""
+    reasons: list[str] = []
+    modules: list[str] = []
+    for d in _walk(config):
+        cls = d.get("class_name")
+        if not isinstance(cls, str):
+            continue
+        inner = d.get("config") if isinstance(d.get("config"), dict) else {}
+        name = inner.get("name", "?")
+        if cls == "Lambda":
+            reasons.append(f"Lambda layer '{name}' (its Python function is stored in the file and runs on load)")
+        elif cls == "TFOpLambda":
+            reasons.append(f"TFOpLambda layer '{name}' (calls TensorFlow functions by name)")
+        elif cls == "__lambda__":
+            reasons.append("a serialized Python lambda (bytecode that runs on load)")
+        module = d.get("module")
+        if isinstance(module, str) and module.split(".", 1)[0] not in _KERAS_PACKAGES:
+            reasons.append(f"custom object '{d.get('registered_name') or cls}' from module '{module}'")
+            if module not in modules:
+                modules.append(module)
+    # Lambda layers carry a nested __lambda__ dict: report each thing once, in order.
+    return list(dict.fromkeys(reasons)), modules
+
+
+def _import_custom_modules(modules: list[str]) -> None:
+    """--trust-model: import the modules a config names, so their classes register with Keras."""
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise UnsupportedModel(
+                f"The model uses custom objects from the module '{module}', which cannot be imported here ({exc}).",
+                hint="Run edgekit from the folder that holds that module (or install its package), or build the "
+                "model with --model package.module:factory and pass this file for the weights.",
+            ) from exc
+
+
+# --- loading ------------------------------------------------------------------------------------
+def _load_file(path: Path, kind: str, opts: LoadOptions) -> Any:
+    """keras.saving.load_model behind the config scan; every Keras failure becomes UnsupportedModel."""
+    config = read_config(path, kind)
+    if config is None:
+        raise UsageError(
+            f"{path} holds only weights (no model config): it cannot be converted without the network.",
+            hint="Pass --model package.module:factory naming a function that builds the network for these weights.",
+        )
+    reasons, modules = unsafe_parts(config)
+    if reasons and not opts.trust_model:
+        raise UnsupportedModel(
+            f"{path} needs code execution to load: it contains {'; '.join(reasons[:5])}"
+            f"{' and more' if len(reasons) > 5 else ''}. Loading it would run code chosen by the file, so "
+            "edgekit refuses it by default.",
+            hint=_TRUST_HINT,
+        )
+    if reasons:
+        _import_custom_modules(modules)
+    keras = require("keras", purpose="load Keras models")
+    try:
+        return keras.saving.load_model(str(path), compile=False, safe_mode=not opts.trust_model)
+    except Exception as exc:  # Keras raises anything from a bad file: map it at the border
+        text = str(exc).strip()
+        first = first_line(exc, 400)
+        if "safe_mode" in text or "unsafe" in text.lower():
+            raise UnsupportedModel(
+                f"{path} needs code execution to load, and Keras refused it in safe mode: {first}",
+                hint=_TRUST_HINT,
+            ) from exc
+        if "Could not locate" in text or "Unknown layer" in text or "Unknown object" in text:
+            raise UnsupportedModel(
+                f"{path} uses a custom class that Keras does not know here: {first}",
+                hint="Build the model with --model package.module:factory and pass this file for the weights, or "
+                "make the module that registers the class importable and pass --trust-model.",
+            ) from exc
+        raise _corrupt(path, f"{type(exc).__name__}: {first}") from exc
+
+
+def _from_factory(path: Path | None, opts: LoadOptions) -> Any:
+    keras = require("keras", purpose="build Keras models")
+    model = load_factory(opts.factory or "")()
+    if not isinstance(model, keras.Model):
+        raise UsageError(f"--model {opts.factory} returned a {type(model).__name__}, not a keras.Model.",
+                         hint="The factory must return the Keras model (keras.Model or keras.Sequential).")
+    if path is not None:
+        try:
+            model.load_weights(str(path))
+        except Exception as exc:  # shape mismatch, wrong file kind, truncated file
+            raise UsageError(
+                f"The weights in {path} do not fit the model built by {opts.factory}: {first_line(exc)}",
+                hint="Check that --model names the architecture these weights were saved from "
+                "(Keras weights files end in .weights.h5, .keras or .h5).",
+            ) from exc
+    return model
+
+
+def _layers(model: Any) -> Iterator[Any]:
+    for layer in getattr(model, "layers", []) or []:
+        yield layer
+        yield from _layers(layer)
+
+
+def _layout(model: Any, rank: int) -> str:
+    if rank == 4 and any(getattr(layer, "data_format", None) == "channels_first" for layer in _layers(model)):
+        return "NCHW"
+    return _LAYOUT_BY_RANK.get(rank, "N" + "X" * (rank - 1))
+
+
+def make_predict(model: Any, dtype: str, max_batch: int = PREDICT_BATCH) -> Callable[[np.ndarray], np.ndarray]:
+    """The reference function: model(x, training=False) in batches, first output as float32."""
+    keras = require("keras")
+
+    def predict(x: np.ndarray) -> np.ndarray:
+        outs = []
+        for i in range(0, len(x), max_batch):
+            y = model(np.ascontiguousarray(x[i:i + max_batch], dtype=dtype), training=False)
+            if isinstance(y, dict):
+                y = next(iter(y.values()))
+            elif isinstance(y, (list, tuple)):
+                y = y[0]
+            outs.append(np.asarray(keras.ops.convert_to_numpy(y), dtype=np.float32))
+        return np.concatenate(outs)
+
+    return predict
+
+
+def output_names(model: Any) -> list[str]:
+    """Names of the model's outputs: Keras's output_names, else the layers that produce them (Sequential)."""
+    try:
+        return [str(n) for n in model.output_names]
+    except (AttributeError, ValueError, TypeError):
+        pass
+    names = []
+    for t in getattr(model, "outputs", None) or []:
+        op = getattr(getattr(t, "_keras_history", None), "operation", None)
+        names.append(getattr(op, "name", None) or getattr(t, "name", f"output_{len(names)}"))
+    return names
+
+
+def source_from_model(model: Any, path: Path | None, kind: str, opts: LoadOptions) -> Source:
+    """A Source for a loaded keras.Model: its one input's name/shape/dtype, layout, reference predict."""
+    label = path or opts.factory
+    try:
+        inputs = list(model.inputs or [])
+    except (AttributeError, ValueError):  # a subclassed model that was never built
+        inputs = []
+    if len(inputs) > 1:
+        raise UnsupportedModel(
+            f"{label} takes {len(inputs)} inputs ({', '.join(t.name for t in inputs)}); edgekit converts and "
+            "validates single-input models.",
+            hint="Wrap the model so that it takes one input tensor.",
+        )
+    if inputs:
+        name = inputs[0].name
+        shape = [-1 if d is None else int(d) for d in inputs[0].shape]
+        dtype = str(getattr(inputs[0].dtype, "name", inputs[0].dtype))
+    else:
+        name, shape, dtype = "input", [], "float32"
+    if opts.input_shape:
+        given = [int(d) for d in opts.input_shape]
+        if shape and not (len(given) == len(shape) and all(m <= 0 or g == m for g, m in zip(given, shape,
+                                                                                            strict=True))):
+            raise UsageError(f"--input-shape {_fmt(given)} does not fit the model, which takes {_fmt(shape)}.",
+                             hint="Keras models are channels-last: give N,H,W,C (batch first), e.g. 1,96,96,3.")
+        shape = given
+    if not shape or any(d <= 0 for d in shape[1:]):
+        raise UsageError(
+            f"The input shape of {label} is not fully known ({_fmt(shape) if shape else 'not recorded'}).",
+            hint="Pass --input-shape N,H,W,C (batch first, channels last for Keras), e.g. --input-shape 1,96,96,3.",
+        )
+    predict = make_predict(model, dtype)
+    probe = np.zeros([1, *shape[1:]], dtype=np.float32)
+    try:
+        predict(probe)
+    except Exception as exc:  # the model rejects the shape: say so, not a traceback
+        raise UsageError(f"The model does not accept an input of shape {_fmt(probe.shape)}: "
+                         f"{(str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]}",
+                         hint="Pass the shape the model was built for with --input-shape N,H,W,C.") from exc
+    return Source(
+        path=path or Path(opts.factory or "factory"),
+        kind=kind,
+        family="keras",
+        layout=_layout(model, len(shape)),
+        input_name=name,
+        input_shape=shape,
+        input_dtype=dtype,
+        predict=predict,
+        model=model,
+        sha256=sha256_file(path) if path and path.is_file() else "",
+        output_names=output_names(model),
+        extra={"factory": opts.factory} if opts.factory else {},
+    )
+
+
+def load(path: Path | None, opts: LoadOptions, kind: str) -> Source:
+    """Load a Keras source: kind "keras" (.keras archive), "h5" (legacy HDF5) or "keras-factory".
+
+    With --model (opts.factory) the network is built by that function and PATH, if given, only
+    supplies its weights.
+    """
+    require("tensorflow", purpose="load Keras models")  # the backend Keras runs on here
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise UsageError(f"No such file: {path}.", hint="Check the path (it is relative to the current folder).")
+    if opts.factory or kind == "keras-factory":
+        if not opts.factory:
+            raise UsageError("A Keras model built in code needs --model package.module:factory.")
+        model = _from_factory(path, opts)
+        kind = "keras-factory"
+    elif kind in ("keras", "h5") and path is not None:
+        model = _load_file(path, kind, opts)
+    else:
+        raise UsageError(f"The Keras loader cannot read a '{kind}' source.",
+                         hint="Keras sources are .keras archives, .h5 files, or --model package.module:factory.")
+    return source_from_model(model, path, kind, opts)
+
+
+def _fmt(shape: Any) -> str:
+    return "x".join(str(d) if d > 0 else "?" for d in shape)

@@ -1,0 +1,161 @@
+"""TensorFlow SavedModel sources: a folder with saved_model.pb, converted through one signature.
+
+A SavedModel can hold several signatures (entry points); `--signature` picks one, by default
+`serving_default`, the one `model.export()` and `tf.saved_model.save` write. Loading a SavedModel
+runs no Python code from the folder (it is a graph plus variables), so it needs no --trust-model.
+The reference `predict` calls that same signature, so every artifact is validated against exactly
+the function that was converted.
+
+Layout: TensorFlow models are channels-last, so a 4-D input is taken as NHWC, unless its shape is
+plainly channels-first (dim 1 is 1 or 3 and the last dim is not a channel count).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgekit._deps import require
+from edgekit.errors import UnsupportedModel, UsageError
+from edgekit.sources.base import LoadOptions, Source
+
+PREDICT_BATCH = 256
+_LAYOUT_BY_RANK = {2: "NC", 3: "NWC", 4: "NHWC", 5: "NDHWC"}
+
+
+def tree_sha256(folder: Path) -> str:
+    """One digest for a folder: every file's relative path and content, in sorted order."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(str(f.relative_to(folder)).encode() + b"\0")
+        with open(f, "rb") as fh:
+            while block := fh.read(1 << 20):
+                h.update(block)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _layout(shape: list[int]) -> str:
+    if len(shape) == 4 and shape[1] in (1, 3) and shape[3] not in (1, 3, 4):
+        return "NCHW"
+    return _LAYOUT_BY_RANK.get(len(shape), "N" + "X" * (len(shape) - 1))
+
+
+def signature_io(fn: Any) -> tuple[str, Any, list[str]]:
+    """(input key, its tf.TensorSpec, output keys in the order converters flatten them) of a signature."""
+    args, kwargs = fn.structured_input_signature
+    specs = dict(kwargs)
+    if args or len(specs) != 1:
+        names = [*(f"arg{i}" for i in range(len(args))), *specs]
+        raise UnsupportedModel(
+            f"The signature takes {len(names)} inputs ({', '.join(names) or 'none'}); edgekit "
+            "converts and validates single-input models.",
+            hint="Export a signature with one input tensor (e.g. model.export(path) for a single-input Keras model).",
+        )
+    (key, spec), = specs.items()
+    outputs = fn.structured_outputs
+    out_keys = sorted(outputs) if isinstance(outputs, dict) else ["output_0"]
+    return key, spec, out_keys
+
+
+def open_signature(path: Path, name: str) -> tuple[Any, Any]:
+    """(loaded object, signature function); the object must stay alive while the function is used."""
+    tf = require("tensorflow", purpose="load TensorFlow SavedModels")
+    path = Path(path)
+    if not path.is_dir() or not ((path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file()):
+        raise UnsupportedModel(
+            f"{path} is not a TensorFlow SavedModel folder (no saved_model.pb inside).",
+            hint="Pass the SavedModel folder itself (the one holding saved_model.pb and variables/).",
+        )
+    try:
+        loaded = tf.saved_model.load(str(path))
+    except Exception as exc:  # TF raises many kinds for a damaged folder: map them at the border
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise UnsupportedModel(
+            f"{path} could not be loaded as a SavedModel: {first}. The folder is incomplete or corrupt.",
+            hint="Re-export the model (model.export(path) or tf.saved_model.save(obj, path)).",
+        ) from exc
+    sigs = dict(getattr(loaded, "signatures", {}) or {})
+    if not sigs:
+        raise UnsupportedModel(
+            f"{path} has no signatures, so there is no entry point to convert.",
+            hint="Re-export it with a serving signature: model.export(path), or tf.saved_model.save(obj, path, "
+            "signatures=obj.__call__.get_concrete_function(tf.TensorSpec(shape, tf.float32))).",
+        )
+    if name not in sigs:
+        raise UsageError(
+            f"{path} has no signature '{name}'. Its signatures: {', '.join(sorted(sigs))}.",
+            hint=f"Pick one with --signature, e.g. --signature {sorted(sigs)[0]}.",
+        )
+    return loaded, sigs[name]
+
+
+def make_predict(loaded: Any, fn: Any, key: str, out_key: str, static_batch: int,
+                 dtype: str) -> Callable[[np.ndarray], np.ndarray]:
+    """Run the signature on a float batch; a static-batch signature is fed in chunks of its batch."""
+    tf = require("tensorflow")
+    chunk = static_batch or PREDICT_BATCH
+
+    def predict(x: np.ndarray) -> np.ndarray:
+        _ = loaded  # keep the SavedModel's objects (variables) alive as long as this function
+        outs = []
+        for i in range(0, len(x), chunk):
+            part = np.ascontiguousarray(x[i:i + chunk], dtype=dtype)
+            n = len(part)
+            if static_batch and n < static_batch:  # pad the last chunk up to the signature's batch
+                part = np.concatenate([part, np.repeat(part[-1:], static_batch - n, axis=0)])
+            y = fn(**{key: tf.constant(part)})
+            y = y[out_key] if isinstance(y, dict) else y
+            outs.append(np.asarray(y.numpy(), dtype=np.float32)[:n])
+        return np.concatenate(outs)
+
+    return predict
+
+
+def load(path: Path | None, opts: LoadOptions, kind: str = "savedmodel") -> Source:
+    """Load the SavedModel folder PATH through signature opts.signature."""
+    if path is None:
+        raise UsageError("A SavedModel source needs the path of its folder.")
+    path = Path(path)
+    loaded, fn = open_signature(path, opts.signature)
+    key, spec, out_keys = signature_io(fn)
+    dtype = spec.dtype.name
+    shape = [-1 if d is None else int(d) for d in spec.shape.as_list()] if spec.shape.rank is not None else []
+    if opts.input_shape:
+        given = [int(d) for d in opts.input_shape]
+        if shape and not (len(given) == len(shape) and all(m <= 0 or g == m for g, m in zip(given, shape,
+                                                                                            strict=True))):
+            raise UsageError(f"--input-shape {_fmt(given)} does not fit signature '{opts.signature}', which takes "
+                             f"{_fmt(shape)}.", hint="Give N,H,W,C (batch first, channels last for TensorFlow).")
+        shape = given
+    if not shape or any(d <= 0 for d in shape[1:]):
+        raise UsageError(
+            f"The input shape of signature '{opts.signature}' in {path} is not fully known "
+            f"({_fmt(shape) if shape else 'unknown rank'}).",
+            hint="Pass --input-shape N,H,W,C (batch first, channels last), e.g. --input-shape 1,224,224,3.",
+        )
+    sig_batch = spec.shape.as_list()[0] if spec.shape.rank else None
+    predict = make_predict(loaded, fn, key, out_keys[0], int(sig_batch or 0), dtype)
+    return Source(
+        path=path,
+        kind="savedmodel",
+        family="savedmodel",
+        layout=_layout(shape),
+        input_name=key,
+        input_shape=shape,
+        input_dtype=dtype,
+        predict=predict,
+        model=path,
+        sha256=tree_sha256(path),
+        output_names=out_keys,
+        # "meta" seeds the first Intermediate's meta: tflite_convert and savedmodel_to_onnx read the signature there
+        extra={"signature": opts.signature, "meta": {"signature": opts.signature}},
+    )
+
+
+def _fmt(shape: Any) -> str:
+    return "x".join(str(d) if d > 0 else "?" for d in shape)

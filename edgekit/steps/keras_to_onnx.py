@@ -1,0 +1,127 @@
+"""Keras model -> ONNX (fp32) through tf2onnx.convert.from_function.
+
+Why from_function: `tf2onnx.convert.from_keras` breaks on Keras 3 (KeyError 'keras_tensor_N');
+Keras 3's own `model.export(format="onnx")` calls from_function too, but discards its result and
+tf2onnx converts with continue_on_error=True: an op it cannot convert is left in the graph under
+its TensorFlow name and only logged. Calling from_function here lets the step look at the graph
+and fail, naming the op, instead of writing a model no runtime can load.
+
+Batch: the ONNX model keeps a dynamic batch (dim "batch"): ONNX Runtime needs no static shapes,
+validation runs large batches, and the quantizer handles it. The layout stays the source's (NHWC
+for Keras); no transposes are added. Outputs are named after the Keras model's outputs.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any, ClassVar
+
+from edgekit._deps import require
+from edgekit.errors import ConversionError
+from edgekit.steps.base import Intermediate, Step, StepContext
+from edgekit.steps.keras_to_savedmodel import first_line, tf_name
+
+# Domains whose ops ONNX Runtime implements; anything else in a tf2onnx graph is an unconverted op.
+_KNOWN_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "com.microsoft")
+
+
+def _patch_tf2onnx() -> None:
+    """tf2onnx 1.17 still uses np.object and other pre-numpy-2 names; Keras ships the fix."""
+    try:
+        from keras.src.export.tf2onnx_lib import patch_tf2onnx
+    except ImportError:  # a Keras without it: numpy 1 or a tf2onnx that no longer needs it
+        return
+    with warnings.catch_warnings():  # the patch probes np.object, which warns on numpy 2
+        warnings.simplefilter("ignore", FutureWarning)
+        patch_tf2onnx()
+
+
+def unconverted_ops(model: Any) -> dict[str, list[str]]:
+    """op type -> node names of nodes that are not ONNX ops (tf2onnx left the TensorFlow op in place)."""
+    onnx = require("onnx")
+    bad: dict[str, list[str]] = {}
+
+    def visit(graph: Any) -> None:
+        for node in graph.node:
+            known = node.domain in _KNOWN_DOMAINS and (
+                node.domain not in ("", "ai.onnx") or onnx.defs.has(node.op_type)
+            )
+            if not known:
+                bad.setdefault(node.op_type, []).append(node.name)
+            for attr in node.attribute:  # If / Loop / Scan bodies
+                if attr.g is not None and attr.g.node:
+                    visit(attr.g)
+                for g in attr.graphs:
+                    visit(g)
+
+    visit(model.graph)
+    return bad
+
+
+def _name_batch_dim(model: Any) -> None:
+    """tf2onnx names a None dim 'unk__N'; call the batch dim of every input and output 'batch'."""
+    for value in [*model.graph.input, *model.graph.output]:
+        dims = value.type.tensor_type.shape.dim
+        if dims and not dims[0].HasField("dim_value"):
+            dims[0].dim_param = "batch"
+
+
+def tf_function_to_onnx(fn: Any, spec: Any, opset: int, out: Path, step: str) -> Path:
+    """Convert the tf.function FN (one input, SPEC) to the ONNX file OUT; ConversionError on any failure."""
+    tf2onnx = require("tf2onnx", purpose="convert TensorFlow models to ONNX")
+    onnx = require("onnx")
+    _patch_tf2onnx()
+    try:
+        model, _ = tf2onnx.convert.from_function(fn, input_signature=[spec], opset=opset)
+    except Exception as exc:  # tf2onnx raises anything on an unsupported graph
+        raise ConversionError(f"{step}: tf2onnx failed: {first_line(exc)}",
+                              hint="Try another --opset, or convert to TFLite only (--target tflite).") from exc
+    bad = unconverted_ops(model)
+    if bad:
+        listed = "; ".join(f"{op} ({len(nodes)}x, e.g. {nodes[0]})" for op, nodes in sorted(bad.items()))
+        raise ConversionError(
+            f"{step}: tf2onnx cannot express these TensorFlow ops in ONNX opset {opset}: {listed}. "
+            "The ONNX model would not load in any runtime, so none was written.",
+            hint="Replace the layers that use them with standard ones, try another --opset, or convert to "
+            "TFLite only (--target tflite).",
+        )
+    _name_batch_dim(model)
+    try:
+        onnx.checker.check_model(model)
+    except Exception as exc:  # onnx.checker.ValidationError and friends
+        raise ConversionError(f"{step}: the ONNX model tf2onnx wrote is invalid: {first_line(exc)}") from exc
+    out.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(out))
+    return out
+
+
+class KerasToOnnx(Step):
+    name: ClassVar[str] = "keras_to_onnx"
+    consumes: ClassVar[str] = "keras"
+    produces: ClassVar[str] = "onnx"
+    modules: ClassVar[tuple[str, ...]] = ("tensorflow", "keras", "tf2onnx", "onnx")
+
+    def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
+        tf = require("tensorflow", purpose="convert Keras models to ONNX")
+        model: Any = inp.obj if inp.obj is not None else ctx.source.model
+        src = ctx.source
+        shape = [None, *src.input_shape[1:]]
+        spec = tf.TensorSpec(shape, dtype=tf.as_dtype(src.input_dtype), name=tf_name(src.input_name))
+        names = list(src.output_names) or ["output_0"]
+
+        @tf.function(input_signature=[spec])
+        def forward(x: Any) -> dict[str, Any]:
+            y = model(x, training=False)
+            if isinstance(y, dict):
+                return dict(y)
+            ys = list(y) if isinstance(y, (list, tuple)) else [y]
+            keys = names if len(names) == len(ys) else [f"output_{i}" for i in range(len(ys))]
+            return dict(zip(keys, ys, strict=True))
+
+        out = ctx.work / f"{ctx.stem}.fp32.onnx"
+        opset = int(ctx.options.opset)
+        ctx.log(f"keras -> ONNX (opset {opset}, dynamic batch, layout {src.layout})")
+        tf_function_to_onnx(forward, spec, opset, out, self.name)
+        return Intermediate(kind="onnx", path=out, obj=None, layout=inp.layout or src.layout, precision="fp32",
+                            meta={**inp.meta, "opset": opset, "batch": "dynamic"})

@@ -13,9 +13,9 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 STAGING_PREFIX = ".edgekit-staging-"
 
@@ -44,14 +44,13 @@ def _default_mode(path: str) -> None:
     os.chmod(path, 0o666 & ~umask)
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write DATA to PATH atomically (temp file in the same folder, fsync, os.replace)."""
-    path = Path(path)
+def _write_atomically(path: Path, fill: Callable[[BinaryIO], None]) -> Path:
+    """FILL a temp file in PATH's folder, fsync it, give it the usual mode, and rename it over PATH."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            fill(f)
             f.flush()
             os.fsync(f.fileno())
         _default_mode(tmp)
@@ -64,32 +63,17 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return path
 
 
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write DATA to PATH atomically (temp file in the same folder, fsync, os.replace)."""
+    return _write_atomically(Path(path), lambda f: f.write(data))
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
-
-
-def atomic_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Path:
-    """Copy SRC to DST atomically: a copy in DST's folder first, then os.replace."""
-    dst = Path(dst)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
-    os.close(fd)
-    try:
-        shutil.copyfile(src, tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        _default_mode(tmp)
-        os.replace(tmp, dst)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(dst.parent)
-    return dst
 
 
 @contextlib.contextmanager

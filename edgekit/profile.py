@@ -124,8 +124,8 @@ def timed_loop(calls: list[Callable[[], Any]], runs: int, min_seconds: float) ->
     buf = [0] * max(runs, 64)
     n, k = 0, len(calls)
     start = pc()
-    # two copies of the loop on purpose: the common single-input case skips the round-robin index,
-    # which bench/overhead.py showed in the per-call figures
+    # two copies of the loop on purpose: the common single-batch case keeps the round-robin index
+    # out of the timed body (bench/overhead.py measures what this loop adds)
     if k == 1:
         call = calls[0]
         while True:

@@ -196,3 +196,21 @@ def test_model_built_from_code_alone(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_no_model_at_all_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["convert"]) == EXIT_USAGE
     assert "No model given" in capsys.readouterr().err
+
+
+def test_python_api_returns_artifacts(tmp_path: Path) -> None:
+    import edgekit
+
+    arts = edgekit.convert(str(MODELS / "mnist_cnn.pt2"), targets="onnx", quantize="fp32", out=tmp_path / "o",
+                           val_size=20)
+    assert [a.path for a in arts] == ["mnist_cnn.fp32.onnx"] and arts[0].fidelity.passed
+
+
+def test_tflite_int8_with_float_io(tmp_path: Path) -> None:
+    result = convert(MODELS / "mnist_cnn.pt2", "tflite", "int8", calib="mnist", io_dtype="float32",
+                     calib_size=100, val_size=300, out=tmp_path / "o")
+    (art,) = result.artifacts
+    assert art.path == "mnist_cnn.int8-float32io.tflite"
+    assert art.inputs[0].dtype == "float32" and art.outputs[0].dtype == "float32"
+    assert art.extra["io_dtype"] == "float32"
+    assert art.fidelity.passed and art.fidelity.top1_agreement >= 0.99

@@ -20,6 +20,13 @@ from typing import Any, BinaryIO
 STAGING_PREFIX = ".edgekit-staging-"
 
 
+def cache_dir() -> Path:
+    """Where edgekit caches facts: $EDGEKIT_CACHE_DIR, else $XDG_CACHE_HOME/edgekit, else ~/.cache/edgekit."""
+    if os.environ.get("EDGEKIT_CACHE_DIR"):
+        return Path(os.environ["EDGEKIT_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edgekit"
+
+
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -173,8 +173,6 @@ def check_outputs(plan: Plan, out_dir: Path) -> None:
 
 def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[str], None]) -> ConvertResult:
     """Run every chain (shared prefixes once), validate each artifact, publish, write the manifest."""
-    from edgekit.validate import validate
-
     options, source = plan.options, plan.source
     out_dir = Path(options.out_dir)
     check_outputs(plan, out_dir)
@@ -215,8 +213,7 @@ def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[
                 ready = Path(cur.meta["ready_model"])
                 report = cur.meta.get("edgetpu", {})
                 if ready.name not in artifacts:
-                    artifacts[ready.name] = _artifact(ready, "tflite", cur, timeline[:-1], chain, validate, ref,
-                                                      progress)
+                    artifacts[ready.name] = _artifact(ready, "tflite", cur, timeline[:-1], ref, progress)
                 artifacts[ready.name].extra["edgetpu"] = report
                 if cur.path is None:
                     # say it with the path the user will see once published, not the staging name
@@ -236,8 +233,7 @@ def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[
                 if cur.path is None:
                     raise UsageError(f"The {chain.label} chain produced no file.")
                 if cur.path.name not in artifacts:
-                    artifacts[cur.path.name] = _artifact(cur.path, chain.target, cur, timeline, chain, validate, ref,
-                                                         progress)
+                    artifacts[cur.path.name] = _artifact(cur.path, chain.target, cur, timeline, ref, progress)
         for art in artifacts.values():
             if art.fidelity is not None and not art.fidelity.passed:
                 warnings.append(f"{art.path}: fidelity below threshold: {'; '.join(art.fidelity.failures)}")
@@ -281,10 +277,12 @@ def _run_quietly(step: Step, inp: Intermediate, ctx: StepContext, progress: Call
             progress(note)
 
 
-def _artifact(path: Path, fmt: str, inter: Intermediate, timeline: list[dict[str, Any]], chain: Chain,
-              validate: Callable[..., Any], ref: Any, progress: Callable[[str], None]) -> Artifact:
+def _artifact(path: Path, fmt: str, inter: Intermediate, timeline: list[dict[str, Any]], ref: Any,
+              progress: Callable[[str], None]) -> Artifact:
+    """Read the artifact's I/O from its runtime, validate it against the reference, describe it."""
     from edgekit.console import captured_output
     from edgekit.runtimes import runtime_for_format
+    from edgekit.validate import validate
 
     t0 = time.perf_counter()
     progress(f"validating {path.name} on {len(ref.x)} {ref.inputs_name} samples ...")
@@ -398,8 +396,12 @@ def convert(
         family = FAMILY[kind]
         say(f"loading {path} ({kind}) ...")
     loader = resolve(LOADERS, family, "source family")
-    src: Source = loader(path, LoadOptions(factory=model, trust_model=trust_model, input_shape=input_shape,
-                                           signature=signature), kind)
+    load_opts = LoadOptions(factory=model, trust_model=trust_model, input_shape=input_shape, signature=signature)
+    if path is not None:
+        from edgekit.sources.probe import probe
+
+        probe(path, kind, family, load_opts)  # a malformed file may crash a native reader: not in this process
+    src: Source = loader(path, load_opts, kind)
     options = ConvertOptions(
         targets=targets if isinstance(targets, list) else [t for t in targets.split(",") if t.strip()],
         precisions=quantize if isinstance(quantize, list) else [q for q in quantize.split(",") if q.strip()],

@@ -25,6 +25,7 @@ import numpy as np
 
 from edgekit import __version__
 from edgekit.errors import EdgekitError, NotAvailable, RuntimeFailure, UsageError
+from edgekit.fsutil import cache_dir
 
 SCHEMA_VERSION = 1
 PRECISION_TOKENS = {"fp32": "fp32", "float32": "fp32", "fp16": "fp16", "float16": "fp16", "int8": "int8",
@@ -175,13 +176,6 @@ def peak_rss() -> int | None:
         return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak if sys.platform == "darwin" else peak * 1024)
-
-
-def cache_dir() -> Path:
-    """Where edgekit caches measured facts: $EDGEKIT_CACHE_DIR, else $XDG_CACHE_HOME/edgekit, else ~/.cache/edgekit."""
-    if os.environ.get("EDGEKIT_CACHE_DIR"):
-        return Path(os.environ["EDGEKIT_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edgekit"
 
 
 def measured_peak(refresh: bool = False, seconds: float = 0.5) -> dict[str, Any]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,10 @@ REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "models"
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# a cache of this session's own (probe marks, CPU peak): tests never read or fill the user's ~/.cache
+_CACHE = tempfile.mkdtemp(prefix="edgekit-test-cache-")
+os.environ["EDGEKIT_CACHE_DIR"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, True)
 
 
 @pytest.fixture(scope="session")

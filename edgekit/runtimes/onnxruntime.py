@@ -57,7 +57,7 @@ def _provider_options(device: str, options: dict[str, Any]) -> list[dict[str, An
         if prov == "CUDAExecutionProvider":
             out.append({"device_id": device_id})
         elif prov == "TensorrtExecutionProvider":
-            from edgekit.profile import cache_dir
+            from edgekit.fsutil import cache_dir
 
             cache = cache_dir() / "tensorrt"
             out.append({

@@ -1,0 +1,120 @@
+"""Load an untrusted model file in a child process first, so a crash cannot take the caller down.
+
+Native readers of model files (TensorFlow's CHECK failures, h5py/HDF5, the ONNX checker,
+TorchScript) can abort or segfault on a malformed file instead of raising. `probe()` runs the same
+loader in a child process (`python -m edgekit.sources.probe`); a child killed by a signal becomes
+an UnsupportedModel error in the parent, and an edgekit error in the child is re-raised as itself.
+Only then does the caller load the file in its own process. EDGEKIT_NO_ISOLATION=1 skips the probe
+(for files you trust, to save the second load).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from edgekit import errors
+from edgekit.errors import UnsupportedModel
+from edgekit.sources.base import LoadOptions
+
+PROBE_TIMEOUT_S = 600.0
+
+
+# what a family's loader runs on: a file that read safely with these versions reads safely again
+_FAMILY_DISTS = {"torch": ("torch",), "onnx": ("onnx", "onnxruntime"), "keras": ("keras", "tensorflow", "h5py"),
+                 "savedmodel": ("tensorflow",)}
+
+
+def _fingerprint(path: Path, kind: str, family: str, opts: LoadOptions) -> str:
+    """Content hash of the file (a folder: of its files), the load options and the reader's library versions."""
+    import hashlib
+
+    from edgekit._deps import version_of
+    from edgekit.fsutil import sha256_file
+
+    h = hashlib.sha256(f"{kind}|{family}|{json.dumps(dataclasses.asdict(opts), sort_keys=True)}".encode())
+    for dist in _FAMILY_DISTS.get(family, ()):
+        h.update(f"|{dist}={version_of(dist)}".encode())
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        h.update(f"|{f.relative_to(path) if path.is_dir() else f.name}:{sha256_file(f)}".encode())
+    return h.hexdigest()
+
+
+def probe(path: Path, kind: str, family: str, opts: LoadOptions) -> None:
+    """Load PATH with FAMILY's loader in a child process; raise what it raised, or UnsupportedModel if it died.
+
+    A success is remembered (edgekit's cache folder, by content hash and library versions), so the
+    second load is paid once per file, not on every conversion.
+    """
+    if os.environ.get("EDGEKIT_NO_ISOLATION"):
+        return
+    from edgekit.fsutil import atomic_write_text, cache_dir
+
+    mark = cache_dir() / "probed" / _fingerprint(path, kind, family, opts)
+    if mark.is_file():
+        return
+    _probe_in_child(path, kind, family, opts)
+    with contextlib.suppress(OSError):  # a read-only home: the probe just runs again next time
+        atomic_write_text(mark, f"{path}\n")
+
+
+def _probe_in_child(path: Path, kind: str, family: str, opts: LoadOptions) -> None:
+    request = json.dumps({"path": str(path), "kind": kind, "family": family, "opts": dataclasses.asdict(opts)})
+    # the child imports what this process can (a --model factory's package, for one)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    try:
+        child = subprocess.run([sys.executable, "-m", "edgekit.sources.probe", request], capture_output=True,
+                               text=True, timeout=PROBE_TIMEOUT_S, env=env, cwd=os.getcwd())
+    except subprocess.TimeoutExpired as exc:
+        raise UnsupportedModel(
+            f"Loading {path} did not finish within {PROBE_TIMEOUT_S:.0f} s.",
+            hint="The file may be malformed; set EDGEKIT_NO_ISOLATION=1 to load it directly.",
+        ) from exc
+    if child.returncode < 0:
+        name = signal.Signals(-child.returncode).name
+        raise UnsupportedModel(
+            f"Reading {path} crashed the {family} loader ({name}): the file is malformed, or was written by an "
+            "incompatible version. edgekit read it in a separate process, so nothing else was affected.",
+            hint="Re-export the model with the framework version that trained it.",
+        )
+    lines = [ln for ln in child.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        tail = "\n".join(child.stderr.strip().splitlines()[-5:])
+        raise UnsupportedModel(f"Reading {path} failed in the {family} loader (exit {child.returncode}).",
+                               hint=tail or None)
+    answer = json.loads(lines[-1])
+    if answer.get("ok"):
+        return
+    cls = getattr(errors, answer.get("error", ""), None)
+    if not (isinstance(cls, type) and issubclass(cls, errors.EdgekitError)):
+        cls = UnsupportedModel
+    raise cls(answer.get("message", f"Reading {path} failed."), hint=answer.get("hint"))
+
+
+def _child(request: str) -> int:
+    from edgekit.registry import resolve
+    from edgekit.sources import LOADERS
+
+    req = json.loads(request)
+    try:
+        loader = resolve(LOADERS, req["family"], "source family")
+        loader(Path(req["path"]), LoadOptions(**req["opts"]), req["kind"])
+        answer = {"ok": True}
+    except errors.EdgekitError as exc:
+        answer = {"ok": False, "error": type(exc).__name__, "message": exc.message, "hint": exc.hint}
+    except Exception as exc:  # a loader bug still reaches the parent as an error, not a crash
+        answer = {"ok": False, "error": "UnsupportedModel", "message": f"Reading {req['path']} failed: {exc}"}
+    sys.stdout.write("\n" + json.dumps(answer) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - runs in the child
+    raise SystemExit(_child(sys.argv[1]))

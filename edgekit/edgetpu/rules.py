@@ -17,7 +17,7 @@ while writing this, so those rules say `verified=False` (see docs/edgetpu.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -146,6 +146,11 @@ class OpRule:
 
 
 # --- limitation checks -----------------------------------------------------------------------------
+def _nontrivial(shape: Sequence[int]) -> int:
+    """How many dimensions are larger than 1 (the ones the Edge TPU's shape limits count)."""
+    return sum(1 for d in shape if d > 1)
+
+
 def _axes(values: np.ndarray | None, rank: int) -> set[int] | None:
     if values is None:
         return None
@@ -187,7 +192,7 @@ def _fully_connected(ctx: OpCtx) -> str | None:
     if ctx.option("weightsFormat", "DEFAULT") not in ("DEFAULT", 0):
         return f"uses the {ctx.option('weightsFormat')} weights format (only the default format is supported)"
     out = ctx.out
-    if out is not None and sum(1 for d in out.static_shape if d > 1) > 1:
+    if out is not None and _nontrivial(out.static_shape) > 1:
         return f"has a {len(out.static_shape)}-D output {out.static_shape} (the output must be one-dimensional)"
     return None
 
@@ -228,7 +233,7 @@ def _prelu(ctx: OpCtx) -> str | None:
     alpha = ctx.ins(1)
     if alpha is None or not alpha.const:
         return "has a non-constant alpha"
-    if sum(1 for d in alpha.static_shape[:-1] if d > 1):
+    if _nontrivial(alpha.static_shape[:-1]):
         return f"has alpha of shape {alpha.static_shape} (only the innermost dimension may be larger than 1)"
     return None
 
@@ -237,7 +242,7 @@ def _softmax(ctx: OpCtx) -> str | None:
     x = ctx.ins(0)
     if x is None:
         return None
-    if sum(1 for d in x.static_shape if d > 1) > 1:
+    if _nontrivial(x.static_shape) > 1:
         return f"has a {len(x.static_shape)}-D input {x.static_shape} (only 1-D inputs are supported)"
     if x.elements > 16000:
         return f"has {x.elements} elements (at most 16,000)"

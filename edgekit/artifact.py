@@ -17,8 +17,6 @@ from edgekit.errors import UsageError
 from edgekit.fsutil import atomic_write_json
 
 MANIFEST_VERSION = 1
-FORMATS = ("onnx", "tflite", "edgetpu", "savedmodel", "torch", "keras")
-PRECISIONS = ("fp32", "fp16", "dynamic", "int8")
 
 
 @dataclass
@@ -73,8 +71,8 @@ class Artifact:
     """One converted model file and everything known about it."""
 
     path: str  # relative to the manifest's folder once written
-    format: str
-    precision: str
+    format: str  # a key of edgekit.formats.FORMATS
+    precision: str  # a key of edgekit.precisions.PRECISIONS
     inputs: list[TensorSpec]
     outputs: list[TensorSpec]
     size_bytes: int

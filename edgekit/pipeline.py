@@ -16,9 +16,10 @@ import numpy as np
 
 from edgekit import __version__
 from edgekit._deps import available, install_line, version_of
-from edgekit.artifact import PRECISIONS, Artifact, Manifest
+from edgekit.artifact import Artifact, Manifest
 from edgekit.errors import MissingDependency, UsageError
 from edgekit.fsutil import publish, sha256_file, staging_dir
+from edgekit.precisions import PRECISION_NAMES as PRECISIONS
 from edgekit.registry import check_choice
 from edgekit.sources.base import Source
 from edgekit.steps import CONVERSIONS, ConvertOptions, Intermediate, Step, StepContext, get_step

@@ -14,17 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from edgekit.artifact import Fidelity
+from edgekit.precisions import thresholds as default_thresholds
 from edgekit.runtimes import runtime_for_format
 from edgekit.steps.base import to_layout
-
-# Default thresholds per precision (documented in README "Fidelity thresholds").
-# accuracy_drop is in fraction points (0.01 = 1 point) below the source model's accuracy.
-THRESHOLDS: dict[str, dict[str, float]] = {
-    "fp32": {"top1_agreement": 0.99, "cosine": 0.9999},
-    "fp16": {"top1_agreement": 0.99, "cosine": 0.999},
-    "dynamic": {"top1_agreement": 0.98, "cosine": 0.995},
-    "int8": {"top1_agreement": 0.97, "cosine": 0.98, "accuracy_drop": 0.01},
-}
 
 
 @dataclass
@@ -64,7 +56,7 @@ def run_artifact(path: Path, fmt: str, x: np.ndarray, layout_from: str, layout_t
 
 def compare(ref: Reference, y: np.ndarray, precision: str, thresholds: dict[str, float] | None = None) -> Fidelity:
     """Fidelity of outputs Y against the reference, judged by the precision's thresholds."""
-    th = dict(THRESHOLDS.get(precision, THRESHOLDS["fp32"]))
+    th = default_thresholds(precision)
     th.update(thresholds or {})
     failures: list[str] = []
     n = len(ref.x)

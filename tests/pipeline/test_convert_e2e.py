@@ -143,17 +143,17 @@ def test_pickled_module_refused_unless_trusted(tmp_path: Path, monkeypatch: pyte
     assert data["source"]["kind"] == "torch-pickle"
 
 
-def test_strict_fidelity_miss_exits_5(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_strict_fidelity_miss_exits_5(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
     # An absurd threshold forces a miss on a real artifact: --strict must turn it into exit 5.
-    import edgekit.validate as validate
+    import dataclasses
 
-    old = validate.THRESHOLDS["fp32"]
-    validate.THRESHOLDS["fp32"] = {"top1_agreement": 1.01, "cosine": 0.0}
-    try:
-        rc = main(["convert", str(MODELS / "mnist_cnn.pt2"), "--strict", "--val-size", "20", "--out",
-                   str(tmp_path / "o")])
-    finally:
-        validate.THRESHOLDS["fp32"] = old
+    import edgekit.precisions as precisions
+
+    absurd = dataclasses.replace(precisions.PRECISIONS["fp32"], thresholds={"top1_agreement": 1.01, "cosine": 0.0})
+    monkeypatch.setitem(precisions.PRECISIONS, "fp32", absurd)
+    rc = main(["convert", str(MODELS / "mnist_cnn.pt2"), "--strict", "--val-size", "20", "--out",
+               str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == EXIT_FIDELITY and "missed the fidelity thresholds" in err
     data = json.loads((tmp_path / "o" / "manifest.json").read_text())

@@ -1,0 +1,190 @@
+"""No import cycle inside edgekit/, counting the imports that sit inside functions.
+
+A cycle hidden in a function body still ties two modules into one unit: neither can be
+understood, tested or replaced alone, and the cycle turns into an ImportError the day someone
+moves the import to the top. So the graph here is built from every `import` statement in every
+module, wherever it sits, by reading the source with `ast` (nothing is imported).
+
+Nodes are modules (`edgekit.runtimes.litert`); a package is the node of its `__init__.py`
+(`edgekit.runtimes`). `from edgekit.x import y` is an edge to `edgekit.x.y` when y is a
+submodule, else to `edgekit.x`. Importing `edgekit.a.b` also runs `edgekit.a`'s `__init__`, but
+that edge is left out on purpose: every submodule would otherwise form a cycle with a package
+`__init__` that re-exports it, which is how packages are meant to be built.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import edgekit
+
+ROOT = Path(edgekit.__file__).resolve().parent
+PACKAGE = "edgekit"
+
+
+def module_name(path: Path, root: Path = ROOT, package: str = PACKAGE) -> str:
+    """Dotted name of the module at PATH; a package's `__init__.py` is the package itself."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join([package, *parts])
+
+
+def all_modules(root: Path = ROOT, package: str = PACKAGE) -> dict[str, Path]:
+    return {module_name(p, root, package): p for p in sorted(root.rglob("*.py"))}
+
+
+def _resolve_relative(current: str, is_package: bool, level: int, module: str | None) -> str:
+    """The absolute name of `from {'.' * level}{module} import ...` written in CURRENT."""
+    base = current.split(".")
+    if not is_package:
+        base = base[:-1]  # a module's relative imports start from its package
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def _target(name: str, modules: dict[str, Path]) -> str | None:
+    """NAME, or its nearest enclosing module that exists in edgekit (`edgekit.x.func` -> `edgekit.x`)."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The edgekit modules that the module NAME at PATH imports, anywhere in its body."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = _target(alias.name, modules)
+                if target:
+                    found.add(target)
+        elif isinstance(node, ast.ImportFrom):
+            base = (_resolve_relative(name, is_package, node.level, node.module) if node.level
+                    else node.module or "")
+            if not (base == PACKAGE or base.startswith(PACKAGE + ".")):
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                target = sub if sub in modules else _target(base, modules)
+                if target:
+                    found.add(target)
+    found.discard(name)
+    return found
+
+
+def import_graph(root: Path = ROOT, package: str = PACKAGE) -> dict[str, set[str]]:
+    modules = all_modules(root, package)
+    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+
+
+def components(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan): each holds a cycle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One shortest cycle per strongly connected component."""
+    return [_one_cycle(graph, comp) for comp in components(graph)]
+
+
+def _one_cycle(graph: dict[str, set[str]], comp: list[str]) -> list[str]:
+    """A shortest cycle through the first module of COMP, staying inside COMP (breadth first)."""
+    members = set(comp)
+    start = comp[0]
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        v = queue.pop(0)
+        for w in sorted(graph[v] & members):
+            if w == start:
+                return [*paths[v], start]
+            if w not in paths:
+                paths[w] = [*paths[v], w]
+                queue.append(w)
+    return [*comp, comp[0]]  # unreachable for a strongly connected component
+
+
+def test_no_import_cycle_inside_edgekit() -> None:
+    graph = import_graph()
+    found = components(graph)
+    lines = []
+    for comp in found:
+        cycle = _one_cycle(graph, comp)
+        more = f"  (all tied together: {', '.join(comp)})" if len(comp) > len(cycle) - 1 else ""
+        lines.append("  " + " -> ".join(cycle) + more)
+    listing = "\n".join(lines)
+    assert not found, f"{len(found)} import cycle(s) inside edgekit/ (function-level imports included):\n{listing}"
+
+
+# --- the walker itself, on a package written for the purpose -------------------------------------
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+def test_walker_finds_cycles_through_function_level_and_relative_imports(tmp_path: Path) -> None:
+    pkg = tmp_path / "edgekit"
+    _write(pkg, {
+        "__init__.py": "",
+        "a.py": "def f():\n    from edgekit.sub import b\n",  # function-level, `from pkg import submodule`
+        "sub/__init__.py": "from .b import thing\n",  # a package re-exporting its submodule: no cycle
+        "sub/b.py": "from ..c import g\nthing = 1\n",  # relative, two levels up
+        "c.py": "import edgekit.a\ng = 2\n",  # plain import closes the cycle a -> sub.b -> c -> a
+        "leaf.py": "import os\nfrom edgekit import c\n",
+    })
+    graph = import_graph(pkg, "edgekit")
+    assert graph["edgekit.a"] == {"edgekit.sub.b"}
+    assert graph["edgekit.sub"] == {"edgekit.sub.b"}
+    assert graph["edgekit.sub.b"] == {"edgekit.c"}
+    assert graph["edgekit.leaf"] == {"edgekit.c"}
+    assert cycles(graph) == [["edgekit.a", "edgekit.sub.b", "edgekit.c", "edgekit.a"]]
+
+
+def test_walker_finds_no_cycle_in_a_layered_package(tmp_path: Path) -> None:
+    pkg = tmp_path / "edgekit"
+    _write(pkg, {
+        "__init__.py": "",
+        "low.py": "import json\n",
+        "mid.py": "from edgekit.low import x\n",
+        "top.py": "from . import mid\nfrom .low import y\n",
+    })
+    assert cycles(import_graph(pkg, "edgekit")) == []

@@ -8,7 +8,7 @@ import typer
 
 from edgekit import __version__
 from edgekit.commands import register_all
-from edgekit.errors import EXIT_USAGE, EdgekitError
+from edgekit.errors import EXIT_USAGE, EdgekitError, InternalError
 
 app = typer.Typer(
     name="edgekit",
@@ -41,10 +41,23 @@ def report_error(exc: EdgekitError) -> None:
 
     from edgekit.console import err
 
+    label = "internal error" if isinstance(exc, InternalError) else "error"
     # escape: messages hold things like 'edgekit[convert]' that rich would take for markup
-    err.print(f"[bold red]error:[/bold red] {escape(exc.message)}", markup=True, highlight=False)
+    err.print(f"[bold red]{label}:[/bold red] {escape(exc.message)}", markup=True, highlight=False)
     if exc.hint:
         err.print(f"[bold]hint:[/bold] {escape(exc.hint)}", markup=True, highlight=False)
+
+
+def _report(error: EdgekitError, raised: BaseException) -> int:
+    """Show ERROR (and, with EDGEKIT_DEBUG, the traceback of what was RAISED); its exit code."""
+    import os
+
+    if os.environ.get("EDGEKIT_DEBUG"):
+        import traceback
+
+        traceback.print_exception(raised)
+    report_error(error)
+    return error.exit_code
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,12 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         rv = app(args=argv, prog_name="edgekit", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
     except EdgekitError as exc:
-        if os.environ.get("EDGEKIT_DEBUG"):
-            import traceback
-
-            traceback.print_exception(exc)
-        report_error(exc)
-        code = exc.exit_code
+        code = _report(exc, exc)
     except typer.Exit as exc:
         code = exc.exit_code
     except (typer.Abort, KeyboardInterrupt):
@@ -79,8 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):
             exc.show()
             code = exc.exit_code or EXIT_USAGE
-        else:
-            raise
+        else:  # anything else is a bug in edgekit: say so cleanly, exit 1, traceback only with EDGEKIT_DEBUG
+            from edgekit.border import internal_error
+
+            code = _report(internal_error(exc), exc)
     if argv is None:
         sys.exit(code)
     return code

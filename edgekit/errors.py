@@ -2,13 +2,15 @@
 
 The CLI (`edgekit.cli`) is the one place that turns these into "error: ... / hint: ..." and an
 exit status. Everything else raises them; nothing else prints tracebacks for user mistakes.
+What a vendor library raises is mapped to these at one border (`edgekit.border.vendor_errors`);
+a bug in edgekit itself becomes InternalError (exit 1), never "bad input".
 """
 
 from __future__ import annotations
 
 # Exit codes, documented in README.md ("Exit codes"). CI scripts depend on them: never renumber.
 EXIT_OK = 0
-EXIT_INTERNAL = 1  # a bug in edgekit: the traceback is shown
+EXIT_INTERNAL = 1  # internal error: a bug in edgekit (the traceback is shown with EDGEKIT_DEBUG=1)
 EXIT_USAGE = 2  # bad input: missing file, unknown option value, shape that does not fit
 EXIT_MISSING = 3  # an optional dependency, runtime or piece of hardware is not present here
 EXIT_CONVERSION = 4  # a conversion step failed
@@ -23,13 +25,26 @@ class EdgekitError(Exception):
 
     exit_code: int = EXIT_INTERNAL
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
+    def __init__(self, message: str, hint: str | None = None, *, step: str | None = None,
+                 op: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.step = step  # the conversion step (or stage) it happened in, where known
+        self.op = op  # the model op it is about, where known
 
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message}\nhint: {self.hint}"
+
+
+class InternalError(EdgekitError):
+    """A bug in edgekit itself: not the user's input, not a vendor library failing on the model.
+
+    Raised by `edgekit.border` for a programming error (TypeError, KeyError ...) whose innermost
+    traceback frame is edgekit's code, and by the CLI for any exception that is not an EdgekitError.
+    """
+
+    exit_code = EXIT_INTERNAL
 
 
 class UsageError(EdgekitError):

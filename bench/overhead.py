@@ -86,11 +86,11 @@ def main(argv: list[str] | None = None) -> int:
 
     path = args.artifact
     if path is None:
-        from edgekit.runtimes import testmodels
+        from edgekit.testing import tiny_cnn
 
         folder = Path(tempfile.gettempdir()) / "edgekit-overhead-models"
         print(f"making a small CNN in {folder} ...", file=sys.stderr)
-        index = testmodels.build(folder)
+        index = tiny_cnn.build(folder)
         path = Path(index["models"].get("onnx") or index["models"]["tflite-fp32"])
     fmt = detect_format(path)
     rt = open_runtime(path, device="cpu")

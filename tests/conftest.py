@@ -1,4 +1,9 @@
-"""Shared fixtures: the bundled model, and one real conversion of it reused by many tests."""
+"""Shared fixtures: the bundled model, one real conversion of it, and the tiny CNN in every format.
+
+Each fixture here is defined once for the whole suite (session scope), so a model is built at most
+once per run, whichever test directories are selected. Tests that run a real conversion or load
+TensorFlow/torch for seconds carry `@pytest.mark.slow`; `make test-fast` leaves them out.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,3 +43,15 @@ def bundled_conversion(tmp_path_factory: pytest.TempPathFactory, bundled_pt2: Pa
 
     out = tmp_path_factory.mktemp("bundled") / "mnist_cnn"
     return convert(bundled_pt2, "onnx,tflite", "fp32,fp16,dynamic,int8", calib="mnist", out=out)
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The tiny CNN in every format whose converter is installed (edgekit.testing.tiny_cnn).
+
+    {"models": {key: path}, "skipped": {group: reason}}; built once per session (torch and TensorFlow,
+    several seconds), so the tests that take it are marked slow.
+    """
+    from edgekit.testing import tiny_cnn
+
+    return tiny_cnn.build(tmp_path_factory.getbasetemp() / "edgekit-tiny-models")

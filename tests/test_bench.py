@@ -16,13 +16,6 @@ from edgekit.fsutil import sha256_file
 FAST = dict(runs=10, min_seconds=0.02, warmup=1)
 
 
-@pytest.fixture(scope="session")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from edgekit.runtimes import testmodels
-
-    return testmodels.build(tmp_path_factory.getbasetemp() / "edgekit-tiny-models")
-
-
 @pytest.fixture(autouse=True)
 def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EDGEKIT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "edgekit-cache"))
@@ -38,9 +31,9 @@ def _artifact(path: Path, fmt: str, precision: str, top1: float | None, acc: flo
 
 
 @pytest.fixture()
-def run_dir(tiny: dict[str, Any], tmp_path: Path) -> Path:
+def run_dir(tiny_models: dict[str, Any], tmp_path: Path) -> Path:
     """A conversion-run folder: three artifacts, an Edge TPU model that was not compiled, the .pt2 source."""
-    m = tiny["models"]
+    m = tiny_models["models"]
     out = tmp_path / "run"
     out.mkdir()
     for key, name in (("onnx", "tiny.fp32.onnx"), ("tflite-fp32", "tiny.fp32.tflite"),
@@ -111,8 +104,8 @@ def test_each_row_in_its_own_process(run_dir: Path, tmp_path: Path) -> None:
     assert report["results"][0]["artifact"]["precision_source"] == "manifest"
 
 
-def test_folder_without_manifest(tiny: dict[str, Any], tmp_path: Path) -> None:
-    shutil.copy(tiny["models"]["tflite-int8"], tmp_path / "model_int8.tflite")
+def test_folder_without_manifest(tiny_models: dict[str, Any], tmp_path: Path) -> None:
+    shutil.copy(tiny_models["models"]["tflite-int8"], tmp_path / "model_int8.tflite")
     (tmp_path / "notes.txt").write_text("not a model")
     manifest, _ = load_target(tmp_path)
     assert [(a.format, a.precision) for a in manifest.artifacts] == [("tflite", "int8")]

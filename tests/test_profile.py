@@ -27,13 +27,6 @@ FAST = ProfileSettings(runs=20, min_seconds=0.05, warmup=2)
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="session")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from edgekit.runtimes import testmodels
-
-    return testmodels.build(tmp_path_factory.getbasetemp() / "edgekit-tiny-models")
-
-
 @pytest.fixture(autouse=True)
 def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EDGEKIT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "edgekit-cache"))
@@ -59,8 +52,8 @@ def test_timed_loop_count_duration_and_rotation() -> None:
     assert len(slow) == 3 and min(slow) >= 2_000_000
 
 
-def test_profile_onnx(tiny: dict[str, Any]) -> None:
-    path = Path(tiny["models"]["onnx"])
+def test_profile_onnx(tiny_models: dict[str, Any]) -> None:
+    path = Path(tiny_models["models"]["onnx"])
     r = profile_artifact(path, device="cpu", settings=FAST).to_dict()
     assert all(k in r for k in REQUIRED)
     assert r["artifact"] == {"path": str(path), "sha256": sha256_file(path), "format": "onnx", "precision": None,
@@ -84,8 +77,8 @@ def test_profile_onnx(tiny: dict[str, Any]) -> None:
     assert pw["measured"] is False and pw["avg_watts"] is None and pw["reason"].startswith("not measured")
 
 
-def test_profile_int8_tflite_batch_and_real_inputs(tiny: dict[str, Any]) -> None:
-    path = tiny["models"]["tflite-int8"]
+def test_profile_int8_tflite_batch_and_real_inputs(tiny_models: dict[str, Any]) -> None:
+    path = tiny_models["models"]["tflite-int8"]
     r = profile_artifact(path, device="cpu", settings=ProfileSettings(runs=10, min_seconds=0, warmup=1, batch=4),
                          macs=59264).to_dict()
     assert r["inputs"][0]["shape"] == [4, 28, 28, 1] and r["inputs"][0]["dtype"] == "int8"
@@ -102,15 +95,15 @@ def test_profile_int8_tflite_batch_and_real_inputs(tiny: dict[str, Any]) -> None
                                                                       raw_io=True))
 
 
-def test_static_batch_is_refused(tiny: dict[str, Any]) -> None:
+def test_static_batch_is_refused(tiny_models: dict[str, Any]) -> None:
     pytest.importorskip("torch")
     with pytest.raises(UsageError, match="static batch of 1"):
-        profile_artifact(tiny["models"]["torch-pt2"], device="cpu", options={"input_shape": [1, 1, 28, 28]},
+        profile_artifact(tiny_models["models"]["torch-pt2"], device="cpu", options={"input_shape": [1, 1, 28, 28]},
                          settings=ProfileSettings(runs=1, min_seconds=0, batch=2))
 
 
-def test_device_profiles_and_absent_devices(tiny: dict[str, Any], tmp_path: Path) -> None:
-    onnx = tiny["models"]["onnx"]
+def test_device_profiles_and_absent_devices(tiny_models: dict[str, Any], tmp_path: Path) -> None:
+    onnx = tiny_models["models"]["onnx"]
     r = profile_artifact(onnx, device="cpu-x86", settings=FAST)
     assert r.device["profile"] == "cpu-x86" and r.device["name"] == "cpu"
     board = tmp_path / "myboard.toml"
@@ -129,10 +122,10 @@ def test_device_profiles_and_absent_devices(tiny: dict[str, Any], tmp_path: Path
         with pytest.raises(NotAvailable, match="onnxruntime runtime cannot run on 'gpu'"):
             profile_artifact(onnx, device="gpu", settings=FAST)
     with pytest.raises(UsageError, match="not compiled for the Edge TPU"):
-        profile_artifact(tiny["models"]["tflite-int8"], device="edgetpu", settings=FAST)
+        profile_artifact(tiny_models["models"]["tflite-int8"], device="edgetpu", settings=FAST)
 
 
-def test_power_measured_over_the_window(tiny: dict[str, Any], tmp_path: Path,
+def test_power_measured_over_the_window(tiny_models: dict[str, Any], tmp_path: Path,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """RAPL in a fake sysfs tree whose counter reads as 4 W at rest, then 10 W once timing starts."""
     from edgekit.sensors.rapl import RaplSensor
@@ -161,7 +154,7 @@ def test_power_measured_over_the_window(tiny: dict[str, Any], tmp_path: Path,
 
     monkeypatch.setattr(RaplSensor, "read_counters", counters)
     monkeypatch.setattr(RaplSensor, "start", start)
-    r = profile_artifact(tiny["models"]["onnx"], device="cpu", sensors=["rapl"], sysfs_root=tmp_path,
+    r = profile_artifact(tiny_models["models"]["onnx"], device="cpu", sensors=["rapl"], sysfs_root=tmp_path,
                          settings=ProfileSettings(runs=10, min_seconds=0.2, warmup=1, idle_baseline=True,
                                                   idle_seconds=0.1))
     pw = r.power
@@ -182,8 +175,8 @@ def test_measured_peak_is_cached() -> None:
     assert again["gmacs_per_s"] == first["gmacs_per_s"] > 0.1
 
 
-def test_result_round_trip_and_version_check(tiny: dict[str, Any]) -> None:
-    d = profile_artifact(tiny["models"]["tflite-fp32"], device="cpu", settings=FAST).to_dict()
+def test_result_round_trip_and_version_check(tiny_models: dict[str, Any]) -> None:
+    d = profile_artifact(tiny_models["models"]["tflite-fp32"], device="cpu", settings=FAST).to_dict()
     assert json.loads(json.dumps(d)) == d
     assert ProfileResult.from_dict(d).to_dict() == d
     with pytest.raises(UsageError, match="missing latency_ms"):
@@ -192,29 +185,30 @@ def test_result_round_trip_and_version_check(tiny: dict[str, Any]) -> None:
         ProfileResult.from_dict({**d, "schema_version": 99})
 
 
-def test_cli_json_alone_on_stdout(tiny: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_json_alone_on_stdout(tiny_models: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     from edgekit.cli import main
 
-    code = main(["profile", tiny["models"]["tflite-int8"], "--json", "--runs", "5", "--min-seconds", "0",
+    code = main(["profile", tiny_models["models"]["tflite-int8"], "--json", "--runs", "5", "--min-seconds", "0",
                  "--warmup", "1", "--device", "cpu"])
     out, err = capsys.readouterr()
     assert code == 0
     data = json.loads(out)  # stdout holds the JSON and nothing else
     assert data["schema_version"] == 1 and data["artifact"]["format"] == "tflite"
     assert "timing:" in err
-    code = main(["profile", tiny["models"]["tflite-int8"], "--runs", "5", "--min-seconds", "0", "--device", "cpu"])
+    code = main(["profile", tiny_models["models"]["tflite-int8"], "--runs", "5", "--min-seconds", "0",
+                 "--device", "cpu"])
     out, _ = capsys.readouterr()
     assert code == 0 and "latency (ms)" in out and "not measured" in out
-    code = main(["profile", tiny["models"]["tflite-int8"], "--device", "edgetpu"])
+    code = main(["profile", tiny_models["models"]["tflite-int8"], "--device", "edgetpu"])
     _, err = capsys.readouterr()
     assert code == 2 and "not compiled for the Edge TPU" in err
 
 
-def test_docs_schema_matches_a_real_result(tiny: dict[str, Any]) -> None:
+def test_docs_schema_matches_a_real_result(tiny_models: dict[str, Any]) -> None:
     """docs/profile.md's example has exactly the keys a real ProfileResult has, nested objects included."""
     text = (REPO / "docs" / "profile.md").read_text()
     example = json.loads(re.search(r"```json\n(.*?)\n```", text, re.S).group(1))
-    real = profile_artifact(tiny["models"]["onnx"], device="cpu", settings=FAST).to_dict()
+    real = profile_artifact(tiny_models["models"]["onnx"], device="cpu", settings=FAST).to_dict()
 
     def keys(d: dict[str, Any], prefix: str = "") -> set[str]:
         out = set()

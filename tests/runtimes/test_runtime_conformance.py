@@ -1,6 +1,6 @@
 """One black-box contract for every entry of RUNTIMES, on every format it loads (as ExecuTorch's suite).
 
-The same tiny CNN, with the same weights, exists in every format (edgekit.runtimes.testmodels);
+The same tiny CNN, with the same weights, exists in every format (edgekit.testing.tiny_cnn);
 a numpy forward pass is the ground truth. Each runtime must: load it and describe its tensors, give
 the reference outputs within tolerance through run_float (quantizing int8 inputs and dequantizing
 outputs), give the same values through bind() as through run(), take a batch where the batch is
@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 
 from edgekit.errors import EdgekitError, NotAvailable, UsageError
-from edgekit.runtimes import RUNTIMES, get_runtime, testmodels
+from edgekit.runtimes import RUNTIMES, get_runtime
 from edgekit.runtimes.base import dequantize
+from edgekit.testing import tiny_cnn
 
-CASES = [(rt, key, dev) for rt in RUNTIMES for key, (fmt, _, _) in testmodels.KINDS.items()
+CASES = [(rt, key, dev) for rt in RUNTIMES for key, (fmt, _, _) in tiny_cnn.KINDS.items()
          if fmt in get_runtime(rt).formats for dev in ("cpu", "gpu")]
 
 
@@ -40,14 +41,14 @@ def _load(rt_name: str, key: str, device: str, tiny: dict[str, Any]) -> Any:
 
 
 def _feed(key: str, x_nchw: np.ndarray) -> np.ndarray:
-    layout = testmodels.KINDS[key][2]
+    layout = tiny_cnn.KINDS[key][2]
     return x_nchw if layout == "NCHW" else np.ascontiguousarray(x_nchw.transpose(0, 2, 3, 1))
 
 
 @pytest.fixture(scope="module")
 def samples() -> tuple[np.ndarray, np.ndarray]:
-    x = testmodels.sample_inputs(8)
-    return x, testmodels.forward(x)
+    x = tiny_cnn.sample_inputs(8)
+    return x, tiny_cnn.forward(x)
 
 
 @pytest.mark.parametrize(("rt_name", "key", "device"), CASES, ids=[f"{r}-{k}-{d}" for r, k, d in CASES])
@@ -60,7 +61,7 @@ def test_runtime_contract(rt_name: str, key: str, device: str, tiny_models: dict
     assert len(rt.inputs) == 1 and len(rt.outputs) == 1
     spec = rt.inputs[0]
     assert spec.shape[1:] in ([1, 28, 28], [28, 28, 1])
-    precision = testmodels.KINDS[key][1]
+    precision = tiny_cnn.KINDS[key][1]
     assert spec.dtype == ("int8" if precision == "int8" else "float32")
 
     x, ref = samples

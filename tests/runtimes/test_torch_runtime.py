@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from edgekit.errors import NotAvailable, UnsupportedModel, UsageError
-from edgekit.runtimes import testmodels
+from edgekit.testing import tiny_cnn
 
 torch = pytest.importorskip("torch")
 from edgekit.runtimes.torch import TorchRuntime  # noqa: E402
@@ -21,13 +21,13 @@ def state_dict_and_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> t
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "net.py").write_text(
-        "from edgekit.runtimes import testmodels\n\n"
+        "from edgekit.testing import tiny_cnn\n\n"
         "def build():\n"
-        "    return testmodels._torch_module({k: v * 0 for k, v in testmodels.weights().items()})\n"
+        "    return tiny_cnn.torch_module({k: v * 0 for k, v in tiny_cnn.weights().items()})\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     sd = tmp_path / "tiny.state_dict.pt"
-    torch.save({k: torch.from_numpy(v) for k, v in testmodels.weights().items()}, sd)
+    torch.save({k: torch.from_numpy(v) for k, v in tiny_cnn.weights().items()}, sd)
     return sd, "tinyfactory_pkg.net:build"
 
 
@@ -38,9 +38,9 @@ def test_state_dict_needs_and_uses_the_factory(state_dict_and_factory: tuple[Pat
     rt = TorchRuntime()
     rt.load(sd, factory=factory, input_shape=[1, 1, 28, 28])
     assert rt.inputs[0].shape == [-1, 1, 28, 28]  # an eager module takes any batch
-    x = testmodels.sample_inputs(3)
+    x = tiny_cnn.sample_inputs(3)
     y = rt.run_float({rt.inputs[0].name: x})["output_0"]
-    np.testing.assert_allclose(y, testmodels.forward(x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y, tiny_cnn.forward(x), rtol=1e-4, atol=1e-4)
 
 
 def test_pickled_module_refused_unless_trusted(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """One tiny CNN, the same weights, in every format a runtime loads: the runtimes' shared test bench.
 
 The conformance suite, `bench/overhead.py` and anyone checking an install need real models in
-each format that are known to compute the same function. This module writes them from one set of
+each format that are known to compute the same function. It lives in `edgekit.testing`, not in
+`edgekit.runtimes`, because no runtime uses it: only tests and benchmarks do. This module writes them from one set of
 weights, with a numpy forward pass as the ground truth that depends on no framework:
 conv 1->4 3x3 + ReLU, max-pool 2, conv 4->8 3x3 + ReLU, global average pool, dense 8->10, on a
 28x28 one-channel image in [0, 1].
@@ -67,8 +68,11 @@ def sample_inputs(n: int = 8, seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).random((n, *INPUT_SHAPE_NCHW[1:]), dtype=np.float32)
 
 
-def _torch_module(w: dict[str, np.ndarray]) -> Any:
+def torch_module(w: dict[str, np.ndarray] | None = None) -> Any:
+    """The tiny CNN as an eval-mode torch.nn.Module holding W (default: `weights()`)."""
     import torch
+
+    w = weights() if w is None else w
 
     class TinyCNN(torch.nn.Module):
         def __init__(self) -> None:
@@ -89,7 +93,7 @@ def _torch_module(w: dict[str, np.ndarray]) -> Any:
 def _build_torch(out: Path, w: dict[str, np.ndarray]) -> dict[str, Path]:
     import torch
 
-    m = _torch_module(w)
+    m = torch_module(w)
     example = torch.from_numpy(sample_inputs(2))  # batch 2: torch.export specialises a batch of 1
     batch = torch.export.Dim("batch", min=1, max=1024)
     ep = torch.export.export(m, (example,), dynamic_shapes=({0: batch},))

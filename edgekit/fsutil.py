@@ -35,6 +35,36 @@ def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def sha256_tree(folder: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+    """One digest for a folder (a SavedModel): every file's relative path and content, in sorted order.
+
+    The one folder digest of edgekit: a manifest's source sha256 and a ProfileResult's artifact
+    sha256 for the same folder are equal, so either can be checked against the other.
+    """
+    root = Path(folder)
+    h = hashlib.sha256()
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(str(f.relative_to(root)).encode() + b"\0")
+        with open(f, "rb") as fh:
+            while block := fh.read(chunk):
+                h.update(block)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def sha256_path(path: str | os.PathLike[str]) -> str:
+    """sha256 of a file's bytes, or `sha256_tree` of a folder."""
+    return sha256_tree(path) if Path(path).is_dir() else sha256_file(path)
+
+
+def size_path(path: str | os.PathLike[str]) -> int:
+    """Bytes of a file, or of every file under a folder."""
+    p = Path(path)
+    if p.is_dir():
+        return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+    return p.stat().st_size
+
+
 def _fsync_dir(directory: Path) -> None:
     with contextlib.suppress(OSError):  # not every platform can fsync a directory
         fd = os.open(directory, os.O_RDONLY)

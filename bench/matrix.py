@@ -86,8 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-seconds", type=float, default=1.0)
     args = ap.parse_args(argv)
 
-    from edgekit.bench import BenchSettings, bench, markdown
+    from edgekit.bench import BenchSettings, bench
     from edgekit.console import quiet_stdout
+    from edgekit.report.bench import markdown
 
     settings = BenchSettings(runs=args.runs, min_seconds=args.min_seconds, warmup=5, batch=1)
     sections = []

@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, dest="json_out", help="write {ratio, edgekit_p50_ms, bare_p50_ms, ...}")
     args = ap.parse_args(argv)
 
-    from edgekit.profile import ProfileSettings, profile_artifact
+    from edgekit.measure.settings import MeasureSettings
+    from edgekit.profile import profile_artifact
     from edgekit.runtimes import detect_format, open_runtime
     from edgekit.runtimes.inputs import random_batches
 
@@ -97,13 +98,13 @@ def main(argv: list[str] | None = None) -> int:
     feed = random_batches(rt, 1, seed=0)[0]  # the same data profile_artifact feeds (seed 0)
     rt.close()
     bare = bare_call(path, fmt, feed, args.threads)
-    settings = ProfileSettings(runs=args.runs, min_seconds=0.0, warmup=args.warmup, threads=args.threads)
+    settings = MeasureSettings(runs=args.runs, min_seconds=0.0, warmup=args.warmup, threads=args.threads)
     ek, bb = [], []
     for block in range(args.blocks):
         order = ("edgekit", "bare") if block % 2 == 0 else ("bare", "edgekit")
         for side in order:
             if side == "edgekit":
-                ek.append(profile_artifact(path, device="cpu", settings=settings).latency_ms["p50"])
+                ek.append(profile_artifact(path, device="cpu", settings=settings).latency_ms.p50)
             else:
                 bb.append(bare_p50(bare, args.runs, args.warmup))
         print(f"block {block + 1}/{args.blocks}: edgekit p50 {ek[-1]:.4f} ms, bare p50 {bb[-1]:.4f} ms",

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from edgekit.artifact import Artifact, Fidelity, Manifest, TensorSpec
-from edgekit.bench import BenchSettings, bench, load_target
+from edgekit.bench import BenchReport, BenchSettings, bench, load_target
 from edgekit.fsutil import sha256_file
 
 FAST = dict(runs=10, min_seconds=0.02, warmup=1)
@@ -52,7 +52,7 @@ def run_dir(tiny_models: dict[str, Any], tmp_path: Path) -> Path:
 
 def test_bench_rows_reference_and_files(run_dir: Path) -> None:
     pytest.importorskip("torch")
-    report = bench(run_dir, BenchSettings(isolate=False, **FAST))
+    report = bench(run_dir, BenchSettings(isolate=False, **FAST)).to_dict()
     rows = {(r["label"], r["runtime"], r["device"]): r for r in report["rows"]}
     labels = [r["label"] for r in report["rows"]]
     assert labels == ["source (torch-exported)", "onnx fp32", "tflite fp32", "tflite int8", "edgetpu int8"]
@@ -74,6 +74,7 @@ def test_bench_rows_reference_and_files(run_dir: Path) -> None:
     files = report["files"]
     data = json.loads(Path(files["json"]).read_text())
     assert data["rows"] == report["rows"] and data["schema_version"] == 1
+    assert BenchReport.from_dict(data).to_dict() == data == report  # bench.json reads back to the same record
     md = Path(files["markdown"]).read_text()
     assert "| Model | Format | Precision |" in md and md.count("\n| ") == 1 + 5
     assert "Speed-up: p50 of the source model" in md and "not available" in md
@@ -86,7 +87,7 @@ def test_changed_source_falls_back_to_the_fp32_artifact(run_dir: Path, tmp_path:
     m.source["sha256"] = "0" * 64
     m.write(run_dir / "manifest.json")
     report = bench(run_dir / "manifest.json", BenchSettings(isolate=False, runtimes=["onnxruntime", "torch"], **FAST),
-                   out_dir=tmp_path / "out")
+                   out_dir=tmp_path / "out").to_dict()
     src = report["rows"][0]
     assert src["status"] == "not available" and "changed since the conversion" in src["note"]
     assert report["reference"]["kind"].startswith("fp32 artifact")
@@ -97,7 +98,8 @@ def test_changed_source_falls_back_to_the_fp32_artifact(run_dir: Path, tmp_path:
 
 def test_each_row_in_its_own_process(run_dir: Path, tmp_path: Path) -> None:
     """The default: rows run as `edgekit profile --json` subprocesses (memory per row, crashes contained)."""
-    report = bench(run_dir, BenchSettings(runtimes=["litert"], include_source=False, **FAST), out_dir=tmp_path)
+    report = bench(run_dir, BenchSettings(runtimes=["litert"], include_source=False, **FAST),
+                   out_dir=tmp_path).to_dict()
     ok = [r for r in report["rows"] if r["status"] == "ok"]
     assert [r["label"] for r in ok] == ["tflite fp32", "tflite int8"]
     assert all(res["schema_version"] == 1 for res in report["results"])
@@ -130,3 +132,23 @@ def test_cli_table(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
                  "--min-seconds", "0", "--json"])
     out, _ = capsys.readouterr()
     assert code == 0 and json.loads(out)["rows"][0]["label"] == "onnx fp32"
+
+
+def test_row_command_line_and_the_factory_the_manifest_names(run_dir: Path) -> None:
+    """A row's `edgekit profile` flags come from the one settings record; --model from manifest options.factory."""
+    from edgekit.bench import plan_jobs
+
+    m = Manifest.read(run_dir)
+    m.options = {"factory": "mypkg.models:build", "trust_model": True, "model": "ignored:never_written"}
+    m.write(run_dir / "manifest.json")
+    s = BenchSettings(runs=7, min_seconds=0.25, warmup=2, threads=3, batch=2, input="mnist", raw_io=True,
+                      runtimes=["torch"])
+    src = plan_jobs(m, run_dir / "manifest.json", s)[0]
+    assert src.label == "source (torch-exported)" and src.options["factory"] == "mypkg.models:build"
+    args = src.cli_args(s)
+    assert args[:3] == ["profile", str(src.path), "--json"]
+    flags = " ".join(args[3:])
+    for part in ("--runtime torch", "--device cpu", "--runs 7", "--min-seconds 0.25", "--warmup 2", "--batch 2",
+                 "--threads 3", "--input mnist", "--raw-io", "--model mypkg.models:build", "--trust-model"):
+        assert part in flags
+    assert "ignored" not in flags and "--idle-baseline" not in flags

@@ -13,17 +13,13 @@ import pytest
 
 from edgekit.errors import NotAvailable, UsageError
 from edgekit.fsutil import sha256_file
-from edgekit.profile import (
-    REQUIRED,
-    ProfileResult,
-    ProfileSettings,
-    latency_stats,
-    measured_peak,
-    profile_artifact,
-    timed_loop,
-)
+from edgekit.measure.loop import timed_loop
+from edgekit.measure.machine import measured_peak
+from edgekit.measure.settings import MeasureSettings
+from edgekit.measure.stats import latency_stats
+from edgekit.profile import REQUIRED, ProfileResult, profile_artifact
 
-FAST = ProfileSettings(runs=20, min_seconds=0.05, warmup=2)
+FAST = MeasureSettings(runs=20, min_seconds=0.05, warmup=2)
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -34,11 +30,12 @@ def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyP
 
 def test_latency_stats_known_values() -> None:
     s = latency_stats([int(v * 1e6) for v in range(1, 101)])  # 1 .. 100 ms
-    assert s["p50"] == pytest.approx(50.5) and s["p90"] == pytest.approx(90.1) and s["p99"] == pytest.approx(99.01)
-    assert s["mean"] == pytest.approx(50.5) and s["std"] == pytest.approx(29.011491975882016)
-    assert (s["min"], s["max"], s["n"]) == (1.0, 100.0, 100)
+    assert s.p50 == pytest.approx(50.5) and s.p90 == pytest.approx(90.1) and s.p99 == pytest.approx(99.01)
+    assert s.mean == pytest.approx(50.5) and s.std == pytest.approx(29.011491975882016)
+    assert (s.min, s.max, s.n) == (1.0, 100.0, 100)
+    assert list(s.to_dict()) == ["p50", "p90", "p99", "mean", "std", "min", "max", "n"]
     one = latency_stats([2_000_000])
-    assert one["std"] == 0.0 and one["p99"] == 2.0
+    assert one.std == 0.0 and one.p99 == 2.0
 
 
 def test_timed_loop_count_duration_and_rotation() -> None:
@@ -79,19 +76,19 @@ def test_profile_onnx(tiny_models: dict[str, Any]) -> None:
 
 def test_profile_int8_tflite_batch_and_real_inputs(tiny_models: dict[str, Any]) -> None:
     path = tiny_models["models"]["tflite-int8"]
-    r = profile_artifact(path, device="cpu", settings=ProfileSettings(runs=10, min_seconds=0, warmup=1, batch=4),
+    r = profile_artifact(path, device="cpu", settings=MeasureSettings(runs=10, min_seconds=0, warmup=1, batch=4),
                          macs=59264).to_dict()
     assert r["inputs"][0]["shape"] == [4, 28, 28, 1] and r["inputs"][0]["dtype"] == "int8"
     assert r["artifact"]["precision"] == "int8" and r["artifact"]["precision_source"] == "file name"
     assert r["compute"]["macs"] == 4 * 59264 and r["compute"]["macs_source"] == "given (--macs)"
     assert r["throughput_per_s"] == pytest.approx(4 * r["runs"] / r["timed_seconds"])
     pytest.importorskip("mlxtend")
-    real = profile_artifact(path, device="cpu", settings=ProfileSettings(runs=16, min_seconds=0, warmup=0,
+    real = profile_artifact(path, device="cpu", settings=MeasureSettings(runs=16, min_seconds=0, warmup=0,
                                                                          input="mnist")).to_dict()
     assert real["settings"]["input"] == "mnist" and real["inputs"][0]["dtype"] == "int8"
     assert any("8 distinct input batches" in n for n in real["notes"])
     with pytest.raises(UsageError, match="--raw-io"):
-        profile_artifact(path, device="cpu", settings=ProfileSettings(runs=1, min_seconds=0, input="mnist",
+        profile_artifact(path, device="cpu", settings=MeasureSettings(runs=1, min_seconds=0, input="mnist",
                                                                       raw_io=True))
 
 
@@ -99,20 +96,20 @@ def test_static_batch_is_refused(tiny_models: dict[str, Any]) -> None:
     pytest.importorskip("torch")
     with pytest.raises(UsageError, match="static batch of 1"):
         profile_artifact(tiny_models["models"]["torch-pt2"], device="cpu", options={"input_shape": [1, 1, 28, 28]},
-                         settings=ProfileSettings(runs=1, min_seconds=0, batch=2))
+                         settings=MeasureSettings(runs=1, min_seconds=0, batch=2))
 
 
 def test_device_profiles_and_absent_devices(tiny_models: dict[str, Any], tmp_path: Path) -> None:
     onnx = tiny_models["models"]["onnx"]
     r = profile_artifact(onnx, device="cpu-x86", settings=FAST)
-    assert r.device["profile"] == "cpu-x86" and r.device["name"] == "cpu"
+    assert r.device.profile == "cpu-x86" and r.device.name == "cpu"
     board = tmp_path / "myboard.toml"
     board.write_text('name = "myboard"\ndescription = "test board"\nkind = "cpu"\nthreads = 1\n'
                      'power_sensors = ["hwmon"]\n')
     r = profile_artifact(onnx, device=str(board), settings=FAST, sysfs_root=tmp_path)
-    assert r.device["profile"] == "myboard" and r.settings["threads"] == 1
-    assert r.runtime["details"]["intra_op_threads"] == 1
-    assert "hwmon" in r.power["reason"]
+    assert r.device.profile == "myboard" and r.settings.threads == 1
+    assert r.runtime.details["intra_op_threads"] == 1
+    assert "hwmon" in r.power.reason
     with pytest.raises(UsageError) as err:
         profile_artifact(onnx, device="raspbery-pi-5", settings=FAST)
     assert "raspberry-pi-5" in err.value.hint
@@ -155,17 +152,17 @@ def test_power_measured_over_the_window(tiny_models: dict[str, Any], tmp_path: P
     monkeypatch.setattr(RaplSensor, "read_counters", counters)
     monkeypatch.setattr(RaplSensor, "start", start)
     r = profile_artifact(tiny_models["models"]["onnx"], device="cpu", sensors=["rapl"], sysfs_root=tmp_path,
-                         settings=ProfileSettings(runs=10, min_seconds=0.2, warmup=1, idle_baseline=True,
+                         settings=MeasureSettings(runs=10, min_seconds=0.2, warmup=1, idle_baseline=True,
                                                   idle_seconds=0.1))
     pw = r.power
     assert len(starts) == 2
-    assert pw["measured"] is True and pw["sensor"] == "rapl" and pw["estimated"] is False
-    assert pw["scope"] == "CPU package-0@intel-rapl:0" and pw["method"] == "energy counter"
-    assert pw["idle_watts"] == pytest.approx(4.0, rel=0.05)
-    assert pw["avg_watts"] == pytest.approx(10.0, rel=0.05)
-    assert pw["net_watts"] == pytest.approx(6.0, rel=0.08)
+    assert pw.measured is True and pw.sensor == "rapl" and pw.estimated is False
+    assert pw.scope == "CPU package-0@intel-rapl:0" and pw.method == "energy counter"
+    assert pw.idle_watts == pytest.approx(4.0, rel=0.05)
+    assert pw.avg_watts == pytest.approx(10.0, rel=0.05)
+    assert pw.net_watts == pytest.approx(6.0, rel=0.08)
     # energy per inference: the net power over the window, shared by the runs in it
-    assert pw["joules_per_inference"] == pytest.approx(6.0 * r.timed_seconds / r.runs, rel=0.15)
+    assert pw.joules_per_inference == pytest.approx(6.0 * r.timed_seconds / r.runs, rel=0.15)
 
 
 def test_measured_peak_is_cached() -> None:
@@ -222,3 +219,19 @@ def test_docs_schema_matches_a_real_result(tiny_models: dict[str, Any]) -> None:
     for key in keys(real):
         assert f"`{key.split('.')[-1]}`" in text, f"{key} is not described in docs/profile.md"
     assert np.isfinite(real["latency_ms"]["p50"])
+
+
+def test_folder_digest_is_the_one_of_fsutil(tmp_path: Path) -> None:
+    """A SavedModel folder gets edgekit's one folder digest (the manifest's source sha256 uses it too)."""
+    from edgekit.fsutil import sha256_tree
+    from edgekit.measure.artifact import describe_artifact
+
+    folder = tmp_path / "saved_model_int8"
+    (folder / "variables").mkdir(parents=True)
+    (folder / "saved_model.pb").write_bytes(b"graph")
+    (folder / "variables" / "variables.index").write_bytes(b"index")
+    info, notes = describe_artifact(folder, "savedmodel")
+    assert info.sha256 == sha256_tree(folder) and info.size_bytes == 10 and notes == []
+    assert (info.precision, info.precision_source) == ("int8", "file name")
+    (folder / "variables" / "variables.index").write_bytes(b"changed")
+    assert describe_artifact(folder, "savedmodel")[0].sha256 != info.sha256

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -12,25 +11,6 @@ and device available here, plus the source model where it can run, and print one
 precision, size, top-1 agreement and accuracy (from the manifest), p50/p90 latency, throughput,
 energy per inference and speed-up. Writes bench.json, bench.md and bench.png (latency against size)
 into --out (default: <folder>/bench)."""
-
-
-def render(report: dict[str, Any], console: Any) -> None:
-    from rich.table import Table
-
-    from edgekit.bench import COLUMNS, footnotes, table_rows
-
-    t = Table(title="edgekit bench", title_justify="left")
-    for c in COLUMNS:
-        t.add_column(c, justify="right" if c not in ("Model", "Format", "Precision", "Runtime", "Device") else "left",
-                     overflow="fold")
-    for row in table_rows(report):
-        t.add_row(*row)
-    console.print(t)
-    for note in footnotes(report):
-        console.print(f"[dim]- {note}[/dim]")
-    files = report.get("files", {})
-    if files:
-        console.print(f"[dim]written: {', '.join(files.values())}[/dim]")
 
 
 def _split(value: str | None) -> list[str] | None:
@@ -65,6 +45,8 @@ def register(app: typer.Typer) -> None:
         with quiet_stdout():
             report = bench(target, settings, out_dir=out, log=progress)
         if as_json:
-            print_json(report)
+            print_json(report.to_dict())
         else:
-            render(report, stdout)
+            from edgekit.report.bench import print_report
+
+            print_report(report, stdout)

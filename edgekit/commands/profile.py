@@ -43,69 +43,6 @@ def parse_shape(value: str | None) -> list[int] | None:
                          hint="For example: --input-shape 1,1,28,28") from exc
 
 
-def render(result: dict[str, Any], console: Any) -> None:
-    """The ProfileResult as a table for people."""
-    from rich.table import Table
-
-    from edgekit.console import human_bytes
-
-    a, lat, mem, comp, pw = (result[k] for k in ("artifact", "latency_ms", "memory", "compute", "power"))
-    rt, dev, st = result["runtime"], result["device"], result["settings"]
-    t = Table(title=f"{Path(a['path']).name}  ({a['format']} {a['precision'] or '?'}, {human_bytes(a['size_bytes'])})",
-              show_header=False, title_justify="left")
-    t.add_column("what", style="bold")
-    t.add_column("value")
-    t.add_row("runtime", f"{rt['name']} {rt['version'] or ''}  {_details(rt['details'])}")
-    t.add_row("device", f"{dev['name']}" + (f" ({dev['accelerator']})" if dev.get("accelerator") else "")
-              + f"  {dev['cpu_model']}, {dev['cpu_cores_logical']} logical cores"
-              + (f", profile {dev['profile']}" if dev.get("profile") else ""))
-    t.add_row("settings", f"batch {st['batch']}, threads {st['threads'] or 'default'}, warmup {st['warmup']}, "
-              f"min {st['runs']} runs / {st['min_seconds']:g} s, input {st['input']}")
-    t.add_row("load", f"{result['load_ms']:.1f} ms")
-    t.add_row("first inference", f"{result['first_inference_ms']:.2f} ms")
-    t.add_row("latency (ms)", f"p50 {lat['p50']:.3f}  p90 {lat['p90']:.3f}  p99 {lat['p99']:.3f}  "
-              f"mean {lat['mean']:.3f} ± {lat['std']:.3f}  min {lat['min']:.3f}  max {lat['max']:.3f}  "
-              f"({result['runs']} runs, {result['timed_seconds']:.2f} s)")
-    t.add_row("throughput", f"{result['throughput_per_s']:.1f} /s")
-    t.add_row("memory", f"peak RSS {human_bytes(mem['peak_rss_bytes'])}, "
-              f"load +{human_bytes(mem['load_rss_delta_bytes'])}"
-              + (f", arena {human_bytes(mem['arena_bytes'])}" if mem.get("arena_bytes") else ""))
-    if comp.get("macs"):
-        extra = (f", {comp['fraction_of_peak']:.1%} of this CPU's measured fp32 peak "
-                 f"({comp['cpu_peak_gmacs_per_s']:.1f} GMAC/s)" if comp.get("fraction_of_peak") is not None else "")
-        t.add_row("compute", f"{_si(comp['macs'])} MACs/call, {comp['gmacs_per_s']:.3g} GMAC/s{extra}")
-    else:
-        t.add_row("compute", comp.get("macs_source") or "not counted")
-    if pw["measured"]:
-        idle = f", idle {pw['idle_watts']:.2f} W subtracted" if pw.get("idle_watts") is not None else ""
-        t.add_row("power", f"{pw['avg_watts']:.2f} W avg{idle}, {pw['joules_per_inference'] * 1e3:.3f} mJ/inference "
-                  f"[{pw['sensor']}: {pw['scope']}]")
-    elif pw["estimated"]:
-        t.add_row("power", f"ESTIMATE {pw['avg_watts']:.2f} W, {pw['joules_per_inference'] * 1e3:.3f} mJ/inference "
-                  f"({pw['scope']})")
-    else:
-        t.add_row("power", pw.get("reason") or "not measured")
-    for note in result.get("notes", []):
-        t.add_row("note", note)
-    console.print(t)
-
-
-def _si(n: float) -> str:
-    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if n >= div:
-            return f"{n / div:.3g} {unit}"
-    return f"{n:.0f}"
-
-
-def _details(d: dict[str, Any]) -> str:
-    keep = []
-    for k in ("providers", "delegates", "api", "signature", "mode", "kind"):
-        if d.get(k):
-            v = d[k]
-            keep.append(f"{k}={','.join(v) if isinstance(v, list) else v}")
-    return " ".join(keep)
-
-
 def register(app: typer.Typer) -> None:
     @app.command("profile", help=HELP)
     def profile_cmd(
@@ -141,7 +78,8 @@ def register(app: typer.Typer) -> None:
         output: Path | None = typer.Option(None, "--output", "-o", help="Also write the JSON to this file."),
     ) -> None:
         from edgekit.console import out, print_json, progress, quiet_stdout
-        from edgekit.profile import ProfileSettings, profile_artifact
+        from edgekit.measure.settings import MeasureSettings
+        from edgekit.profile import profile_artifact
 
         opts = parse_options(option)
         if input_shape:
@@ -150,7 +88,7 @@ def register(app: typer.Typer) -> None:
             opts["factory"] = model
         if trust_model:
             opts["trust_model"] = True
-        settings = ProfileSettings(runs=runs, min_seconds=min_seconds, warmup=warmup, threads=threads, batch=batch,
+        settings = MeasureSettings(runs=runs, min_seconds=min_seconds, warmup=warmup, threads=threads, batch=batch,
                                    input=input_data, raw_io=raw_io, idle_baseline=idle_baseline,
                                    idle_seconds=idle_seconds)
         sensors = [s.strip() for s in sensor.split(",") if s.strip()] if sensor else None
@@ -165,4 +103,6 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(data)
         else:
-            render(data, out)
+            from edgekit.report.profile import profile_table
+
+            out.print(profile_table(result))

@@ -37,10 +37,10 @@ def test_not_measured_is_none_not_zero(tmp_path: Path) -> None:
     w = PowerWindow("cpu", ["rapl"], tmp_path)
     w.start()
     r = w.result(w.stop(), n=100, seconds=1.0)
-    assert r["measured"] is False and r["estimated"] is False
-    assert r["avg_watts"] is None and r["joules_per_inference"] is None
-    assert r["reason"].startswith("not measured: rapl:")
-    assert PowerWindow("tpu", None, tmp_path).result(None, 1, 1.0)["reason"] == \
+    assert r.measured is False and r.estimated is False
+    assert r.avg_watts is None and r.joules_per_inference is None
+    assert r.reason.startswith("not measured: rapl:")
+    assert PowerWindow("tpu", None, tmp_path).result(None, 1, 1.0).reason == \
         "not measured: no power sensor is known for device 'tpu'"
 
 
@@ -50,8 +50,8 @@ def test_measured_with_idle_baseline() -> None:
     reading = EnergyReading(sensor="rapl", scope="CPU package-0", seconds=2.0, joules=10.0, samples=3,
                             method="energy counter")
     r = w.result(reading, n=400, seconds=2.0)
-    assert r["measured"] and r["avg_watts"] == pytest.approx(5.0) and r["net_watts"] == pytest.approx(3.0)
-    assert r["joules_per_inference"] == pytest.approx(3.0 * 2.0 / 400)
+    assert r.measured and r.avg_watts == pytest.approx(5.0) and r.net_watts == pytest.approx(3.0)
+    assert r.joules_per_inference == pytest.approx(3.0 * 2.0 / 400)
 
 
 def test_estimate_only_when_asked_and_labelled() -> None:
@@ -59,8 +59,8 @@ def test_estimate_only_when_asked_and_labelled() -> None:
 
     coral = load_profile("coral-usb")
     w = PowerWindow("edgetpu", [], "/", coral)
-    assert w.result(None, 100, 1.0)["avg_watts"] is None
+    assert w.result(None, 100, 1.0).avg_watts is None
     r = w.result(None, 100, 1.0, estimate=True)
-    assert r["estimated"] is True and r["measured"] is False and r["sensor"] == "estimate"
-    assert r["joules_per_inference"] == pytest.approx(2.0 / 100)
-    assert "not measured" in r["scope"] and r["reason"].startswith("estimated, not measured")
+    assert r.estimated is True and r.measured is False and r.sensor == "estimate"
+    assert r.joules_per_inference == pytest.approx(2.0 / 100)
+    assert "not measured" in r.scope and r.reason.startswith("estimated, not measured")

@@ -1,15 +1,11 @@
-"""Tables shown on screen (rich), built from the records alone."""
+"""The `edgekit convert` table (rich), built from the manifest alone."""
 
 from __future__ import annotations
 
 from rich.table import Table
 
 from edgekit.artifact import Manifest
-from edgekit.console import human_bytes
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.2f}%"
+from edgekit.report.text import human_bytes, pct
 
 
 def convert_table(manifest: Manifest) -> Table:
@@ -35,7 +31,7 @@ def convert_table(manifest: Manifest) -> Table:
             if f.reference_accuracy is not None:
                 acc += f" ({100 * (f.accuracy - f.reference_accuracy):+.2f})"
         table.add_row(
-            a.path, human_bytes(a.size_bytes), ratio, _pct(f.top1_agreement if f else None), acc,
+            a.path, human_bytes(a.size_bytes), ratio, pct(f.top1_agreement if f else None), acc,
             f"{f.cosine:.5f}" if f else "-", f"{a.seconds:.1f}s", verdict,
         )
     return table

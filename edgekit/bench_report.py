@@ -1,0 +1,98 @@
+"""The records of `edgekit bench`: its settings, one table row, the speed-up reference, the report.
+
+`BenchReport.to_dict()` is bench.json; fields may be added, never renamed or removed without bumping
+SCHEMA_VERSION. `check` and CI read bench.json back with `BenchReport.from_dict`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgekit.errors import UsageError
+from edgekit.measure.child import Status
+from edgekit.measure.settings import MeasureSettings
+from edgekit.profile import ProfileResult
+from edgekit.records import Record
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class BenchSettings(MeasureSettings):
+    """How each row is measured (MeasureSettings, with shorter defaults: a table has many rows), and which rows."""
+
+    runs: int = 50
+    min_seconds: float = 0.5
+    warmup: int = 5
+    runtimes: list[str] | None = None  # only these runtimes; None: every one that loads the format
+    devices: list[str] | None = None  # only these devices; None: the CPU and each accelerator here
+    isolate: bool = True  # one process per row
+    include_source: bool = True  # a row for the source model where a runtime here runs it
+    timeout: float = 600.0  # seconds per row in its own process
+
+
+@dataclass
+class BenchRow(Record):
+    """One line of the table: what ran where, its fidelity (from the manifest) and its speed."""
+
+    label: str = ""  # "onnx int8", "source (torch-exported)"
+    format: str = ""
+    precision: str | None = None
+    runtime: str = ""
+    device: str = ""
+    path: str = ""
+    size_bytes: int | None = None
+    top1_agreement: float | None = None
+    accuracy: float | None = None
+    status: Status = "ok"
+    note: str | None = None  # why not measured, or the ProfileResult's notes
+    p50_ms: float | None = None
+    p90_ms: float | None = None
+    throughput_per_s: float | None = None
+    joules_per_inference: float | None = None
+    energy_estimated: bool = False
+    speedup: float | None = None  # reference p50 / this row's p50
+
+
+@dataclass
+class Reference(Record):
+    """The row speed-ups are against: what kind (source model or fp32 artifact), which row, its p50."""
+
+    kind: str = ""
+    label: str = ""
+    p50_ms: float = 0.0
+
+
+@dataclass
+class BenchReport(Record):
+    """bench.json: the rows, every row's full ProfileResult, and what the figures were measured on and with."""
+
+    edgekit_version: str = ""
+    manifest: str = ""  # the manifest.json benched (made up for a folder without one)
+    source: dict[str, Any] = field(default_factory=dict)  # the manifest's source
+    host: dict[str, Any] = field(default_factory=dict)  # edgekit.devices.host_info()
+    settings: BenchSettings = field(default_factory=BenchSettings)
+    reference: Reference | None = None
+    rows: list[BenchRow] = field(default_factory=list)
+    results: list[ProfileResult] = field(default_factory=list)
+    energy_note: str | None = None  # why no row has an energy figure
+    files: dict[str, str] = field(default_factory=dict)  # json, markdown, chart -> path
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        return {"schema_version": d.pop("schema_version"), **d}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BenchReport:
+        """Read bench.json back; UsageError for a file that is not one or is of a newer schema."""
+        if not isinstance(d, dict) or "rows" not in d:
+            raise UsageError("Not an edgekit bench report: no 'rows'.")
+        if int(d.get("schema_version", SCHEMA_VERSION)) > SCHEMA_VERSION:
+            raise UsageError(f"Bench report schema {d['schema_version']} is newer than this edgekit's "
+                             f"({SCHEMA_VERSION}).", hint="Upgrade edgekit to read it.")
+        return super().from_dict(d)
+
+
+__all__ = ["SCHEMA_VERSION", "BenchReport", "BenchRow", "BenchSettings", "Reference"]

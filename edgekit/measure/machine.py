@@ -1,0 +1,80 @@
+"""Facts about this machine while it measures: resident memory, and this CPU's measured peak compute.
+
+The peak is what "fraction of peak" in a ProfileResult divides by: a number measured here (numpy's
+BLAS on a float32 matmul), not a datasheet figure, cached so that every profile does not pay for it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgekit.fsutil import cache_dir
+
+
+def current_rss() -> int | None:
+    """This process's resident set size in bytes now (psutil, else /proc/self/statm), or None."""
+    try:
+        import psutil
+
+        return int(psutil.Process().memory_info().rss)
+    except ImportError:
+        try:
+            pages = int(Path("/proc/self/statm").read_text().split()[1])
+            return pages * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            return None
+
+
+def peak_rss() -> int | None:
+    """The process's peak resident set size in bytes (getrusage: KiB on Linux, bytes on macOS)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def measured_peak(refresh: bool = False, seconds: float = 0.5) -> dict[str, Any]:
+    """This CPU's float32 matrix-multiply rate in GMAC/s (numpy's BLAS, its default threads), cached.
+
+    The probe multiplies 1024x1024 matrices for about SECONDS and keeps the best run; the result is
+    cached per CPU model, core count and numpy version in <cache>/cpu_peak.json.
+    """
+    from edgekit.devices import cpu_model
+
+    key = f"{cpu_model()}|{os.cpu_count()}|numpy {np.__version__}"
+    path = cache_dir() / "cpu_peak.json"
+    try:
+        cached = json.loads(path.read_text())
+    except (OSError, ValueError):
+        cached = {}
+    if not refresh and isinstance(cached.get(key), dict):
+        return {**cached[key], "cached": True}
+    n = 1024
+    rng = np.random.default_rng(0)
+    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+    out = np.empty((n, n), dtype=np.float32)
+    np.matmul(a, b, out=out)  # warm the BLAS threads
+    best, deadline = float("inf"), time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        t0 = time.perf_counter()
+        np.matmul(a, b, out=out)
+        best = min(best, time.perf_counter() - t0)
+    entry = {"gmacs_per_s": n**3 / best / 1e9, "method": f"numpy float32 matmul {n}x{n}, best of {seconds:g} s",
+             "measured_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    try:
+        from edgekit.fsutil import atomic_write_json
+
+        atomic_write_json(path, {**cached, key: entry})
+    except OSError:
+        pass  # a read-only home: the figure is still returned, just not cached
+    return {**entry, "cached": False}

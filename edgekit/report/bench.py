@@ -1,0 +1,118 @@
+"""The `edgekit bench` report for people: the rows as text, the screen table, bench.md and bench.png.
+
+Screen and Markdown share `table_rows` and `footnotes`, so the two never disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgekit.bench_report import BenchReport
+from edgekit.report.text import human_bytes, millijoules, num, pct
+
+COLUMNS = ("Model", "Format", "Precision", "Runtime", "Device", "Size", "Top-1 agr.", "Accuracy", "p50 ms",
+           "p90 ms", "Throughput/s", "mJ/inf", "Speed-up")
+TEXT_COLUMNS = ("Model", "Format", "Precision", "Runtime", "Device")  # left-aligned; the figures right-aligned
+DEVICE_MARKERS = {"cpu": "o", "gpu": "s", "edgetpu": "^", "tpu": "D"}  # chart marker per device
+
+
+def table_rows(report: BenchReport) -> list[list[str]]:
+    """The table's cells as text, one list per row (shared by the Markdown file and the screen)."""
+    out = []
+    for r in report.rows:
+        energy = millijoules(r.joules_per_inference)
+        if r.joules_per_inference is not None and r.energy_estimated:
+            energy += " (est.)"
+        if r.status != "ok":
+            tail = [f"{r.status}: {r.note}"[:90], "", "", "", ""]
+        else:
+            tail = [num(r.p50_ms, ".3f"), num(r.p90_ms, ".3f"), num(r.throughput_per_s, ".1f"), energy,
+                    num(r.speedup, ".2f") + ("x" if r.speedup else "")]
+        out.append([r.label, r.format, r.precision or "?", r.runtime, r.device, human_bytes(r.size_bytes),
+                    pct(r.top1_agreement), pct(r.accuracy), *tail])
+    return out
+
+
+def footnotes(report: BenchReport) -> list[str]:
+    """What the table was measured on and with, what the speed-up is against, and why energy is missing."""
+    s, h, ref = report.settings, report.host, report.reference
+    notes = [f"Host: {h['cpu_model']}, {h['cpu_cores_logical']} logical cores, {h['os']}; edgekit "
+             f"{report.edgekit_version}.",
+             f"Settings: batch {s.batch}, threads {s.threads or 'default'}, at least {s.runs} runs and "
+             f"{s.min_seconds:g} s per row after {s.warmup} warmup runs; latency is single-stream."]
+    notes.append(f"Speed-up: p50 of the {ref.kind} ({ref.label}, {ref.p50_ms:.3f} ms) / p50 of the row."
+                 if ref else "Speed-up: no reference row could be measured.")
+    notes.append("Top-1 agreement and accuracy: from the conversion's validation (manifest), not re-measured.")
+    if report.energy_note:
+        notes.append(report.energy_note)
+    return notes
+
+
+def markdown(report: BenchReport) -> str:
+    """bench.md: a heading, the table, the footnotes."""
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in table_rows(report)]
+    return "\n".join(["# edgekit bench", "", *lines, "", *[f"- {n}" for n in footnotes(report)]]) + "\n"
+
+
+def print_report(report: BenchReport, console: Any) -> None:
+    """The table, the footnotes and the files written, on CONSOLE (rich)."""
+    from rich.table import Table
+
+    t = Table(title="edgekit bench", title_justify="left")
+    for c in COLUMNS:
+        t.add_column(c, justify="left" if c in TEXT_COLUMNS else "right", overflow="fold")
+    for row in table_rows(report):
+        t.add_row(*row)
+    console.print(t)
+    for note in footnotes(report):
+        console.print(f"[dim]- {note}[/dim]")
+    if report.files:
+        console.print(f"[dim]written: {', '.join(report.files.values())}[/dim]")
+
+
+def chart_png(report: BenchReport) -> bytes | None:
+    """Latency against size, coloured by format (edgekit.formats' colours; matplotlib's Agg canvas, no pyplot
+    state); None without matplotlib or without a measured row."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    ok = [r for r in report.rows if r.status == "ok" and r.p50_ms and r.size_bytes]
+    if not ok:
+        return None
+    import io
+
+    from edgekit.formats import FORMATS, FormatSpec
+
+    grey = FormatSpec.__dataclass_fields__["colour"].default
+    fig = Figure(figsize=(7, 4.5), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    for fmt in dict.fromkeys(r.format for r in ok):
+        pts = [r for r in ok if r.format == fmt]
+        colour = FORMATS[fmt].colour if fmt in FORMATS else grey
+        for dev in dict.fromkeys(r.device for r in pts):
+            sel = [r for r in pts if r.device == dev]
+            ax.scatter([r.size_bytes / 1024 for r in sel], [r.p50_ms for r in sel], s=60,
+                       c=colour, marker=DEVICE_MARKERS.get(dev, "o"), label=f"{fmt} ({dev})")
+    for r in ok:
+        ax.annotate(r.precision or "?", (r.size_bytes / 1024, r.p50_ms), textcoords="offset points",
+                    xytext=(5, 4), fontsize=8)
+    ax.set_xscale("log")
+    lat = [r.p50_ms for r in ok]
+    if max(lat) / min(lat) > 20:
+        ax.set_yscale("log")
+    ax.set_xlabel("artifact size (KiB, log scale)")
+    ax.set_ylabel("p50 latency (ms)" + (", log scale" if ax.get_yscale() == "log" else ""))
+    ax.set_title(f"edgekit bench: latency vs size on {report.host['cpu_model']}", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+__all__ = ["COLUMNS", "chart_png", "footnotes", "markdown", "print_report", "table_rows"]

@@ -1,12 +1,14 @@
 """Conversion steps by name, and the routes between model forms.
 
-Adding a target format: one file in this folder, one line in STEPS, its route below.
+A step is named by its key in STEPS, or by "module:Class" (a target defined in one file of its
+own may name its step that way). The routes between forms are CONVERSIONS; what a target makes
+of the last form is its TargetSpec (edgekit.targets).
 """
 
 from __future__ import annotations
 
 from edgekit.registry import resolve
-from edgekit.steps.base import ConvertOptions, Intermediate, Step, StepContext
+from edgekit.steps.base import ConvertOptions, Intermediate, Step, StepContext, StepParams
 
 STEPS: dict[str, str] = {
     "torch_to_onnx": "edgekit.steps.torch_to_onnx:TorchToOnnx",
@@ -31,7 +33,11 @@ CONVERSIONS: dict[tuple[str, str], str] = {
 
 
 def get_step(name: str) -> type[Step]:
+    """The Step class named NAME: a STEPS key, or "module:Class"."""
+    if ":" in name and name not in STEPS:
+        return resolve({name: name}, name, "conversion step")
     return resolve(STEPS, name, "conversion step")
 
 
-__all__ = ["STEPS", "CONVERSIONS", "ConvertOptions", "Intermediate", "Step", "StepContext", "get_step"]
+__all__ = ["STEPS", "CONVERSIONS", "ConvertOptions", "Intermediate", "Step", "StepContext", "StepParams",
+           "get_step"]

@@ -11,54 +11,63 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
+
+from edgekit.options import ConvertOptions
 
 if TYPE_CHECKING:
     from edgekit.sources.base import Source
 
 
+BatchSize = int | Literal["dynamic"]
+
+
 @dataclass
 class Intermediate:
-    """What flows between steps: a model in one form, on disk (path) and/or in memory (obj)."""
+    """What flows between steps: a model in one form, on disk (path) and/or in memory (obj).
 
-    kind: str  # "torch" | "keras" | "savedmodel" | "onnx" | "tflite" | "edgetpu"
+    Every fact a later step or the manifest needs is a typed field here (no free-form dict), so a
+    step's output is checked by the type checker and by the tests alike.
+    """
+
+    kind: str  # "torch" | "keras" | "savedmodel" | "onnx" | "tflite" | "edgetpu": a form, routed by CONVERSIONS
     path: Path | None = None
     obj: Any = None
     layout: str = "NCHW"  # layout of the 4-D image input in this form
-    precision: str = "fp32"
-    # facts later steps or the manifest need: io_dtype, signature, edgetpu report, chain of step names
-    meta: dict[str, Any] = field(default_factory=dict)
+    precision: str = "fp32"  # a key of edgekit.precisions.PRECISIONS
+    io_dtype: str | None = None  # TFLite I/O type: int8 | uint8 | float32
+    signature: str | None = None  # SavedModel signature the next step reads
+    batch: BatchSize | None = None  # the batch the form was traced at, "dynamic" where left free
+    input_name: str | None = None
+    exporter: str | None = None  # torch_to_onnx: "dynamo" | "torchscript"
+    opset: int | None = None
+    dynamic_shape_ops: list[str] = field(default_factory=list)  # SHAPE/PACK ... left in a .tflite
+    # A post-step's report about the artifact it worked on, recorded as artifact.extra[report_key]
+    report: dict[str, Any] | None = None
+    report_key: str | None = None
+    # Files written beside the output and published with it: role -> path ("compiler_log": ...)
+    side_files: dict[str, Path] = field(default_factory=dict)
 
+    def derive(self, **changes: Any) -> Intermediate:
+        """A copy that carries every fact forward, with CHANGES; the in-memory model and reports stay behind."""
+        keep = {k: v for k, v in self.__dict__.items() if k not in ("obj", "report", "report_key", "side_files")}
+        keep["dynamic_shape_ops"] = list(self.dynamic_shape_ops)
+        return Intermediate(**{**keep, **changes})
 
-@dataclass
-class ConvertOptions:
-    targets: list[str]
-    precisions: list[str]
-    out_dir: Path
-    calib: str | None = None
-    calib_size: int = 200
-    val_size: int = 1000
-    input_shape: list[int] | None = None
-    batch: int = 1
-    io_dtype: str | None = None  # int8 TFLite I/O: int8 | uint8 | float32
-    mean: list[float] | None = None
-    std: list[float] | None = None
-    strict: bool = False
-    force: bool = False
-    factory: str | None = None
-    trust_model: bool = False
-    signature: str = "serving_default"
-    opset: int = 18
-    edgetpu_compiler: str | None = None
-    edgetpu_min_runtime: str | None = None
-    edgetpu_timeout: float = 180.0
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
-        d["out_dir"] = str(self.out_dir)
-        return d
+    def manifest_facts(self) -> dict[str, Any]:
+        """The facts recorded in the artifact's manifest entry (`extra`): the keys manifest v1 has."""
+        facts: dict[str, Any] = {}
+        if self.io_dtype is not None:
+            facts["io_dtype"] = self.io_dtype
+        if self.dynamic_shape_ops:
+            facts["dynamic_shape_ops"] = list(self.dynamic_shape_ops)
+        if self.exporter is not None:
+            facts["exporter"] = self.exporter
+        if self.opset is not None:
+            facts["opset"] = self.opset
+        return facts
 
 
 @dataclass
@@ -88,24 +97,58 @@ def to_layout(x: np.ndarray, src: str, dst: str) -> np.ndarray:
     raise ValueError(f"unknown layouts {src} -> {dst}")
 
 
+@dataclass(frozen=True)
+class StepParams:
+    """What a step in a chain is asked to make: typed, hashable (part of the memo key), one shape for all.
+
+    Route steps (torch_to_onnx, onnx_to_savedmodel ...) run with the defaults, so chains that share
+    a route share those steps; a target's own steps get the chain's precision and I/O type.
+    """
+
+    precision: str = "fp32"
+    io_dtype: str | None = None  # int8 TFLite I/O: int8 | uint8 | float32; None where the step has no choice
+
+
 class Step(ABC):
-    """One conversion. Subclasses set name/consumes/produces/modules and implement run()."""
+    """One conversion. Subclasses set name/consumes/produces/modules and implement run().
+
+    Optional hooks, all with defaults: `outputs(stem)` names the files the step publishes (so the
+    planner refuses to overwrite them before anything runs), `check_options(options)` rejects
+    option values before anything runs, `how_to_finish(...)` explains how to finish a post-step
+    that could not run here (the Edge TPU compiler).
+    """
 
     name: ClassVar[str]
     consumes: ClassVar[str]
     produces: ClassVar[str]
     modules: ClassVar[tuple[str, ...]] = ()  # Python modules it imports; checked before anything runs
 
-    def __init__(self, **params: Any) -> None:
-        self.params = params
+    def __init__(self, params: StepParams | None = None) -> None:
+        self.params = params or StepParams()
+        self._shown = params is not None  # a target's own step says what it makes in the plan
 
     def key(self) -> tuple[Any, ...]:
         """Identity for memoising: two chains sharing a prefix run that prefix once."""
-        return (self.name, tuple(sorted((k, str(v)) for k, v in self.params.items())))
+        return (self.name, self.params)
 
     def describe(self) -> str:
-        args = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()) if v is not None)
-        return f"{self.name}({args})" if args else self.name
+        if not self._shown:
+            return self.name
+        args = ", ".join(f"{k}={v}" for k, v in sorted(self.params.__dict__.items()) if v is not None)
+        return f"{self.name}({args})"
+
+    def outputs(self, stem: str) -> list[str]:
+        """File names this step writes for publication (its artifact first), given the run's STEM."""
+        return []
+
+    @classmethod
+    def check_options(cls, options: ConvertOptions) -> None:
+        """Raise UsageError for an option value this step cannot use; called before any step runs."""
+        return None
+
+    def how_to_finish(self, published_input: str, options: ConvertOptions) -> str:
+        """How to finish this step elsewhere when it could not run here (its output's path is None)."""
+        return f"The {self.name} step could not run here."
 
     @abstractmethod
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:

@@ -1,19 +1,43 @@
 """Step: full-integer int8 .tflite -> Edge TPU model (pre-flight, then edgetpu_compiler where present).
 
-"Not compiled" is not an error here: without edgetpu_compiler the step still returns the Edge
-TPU-ready int8 model with its pre-flight report and the exact way to finish (`how_to_finish`), and
-the pipeline turns `meta["edgetpu"]["compiled"] == False` into exit code 10 (EXIT_NOT_COMPILED).
-A compiler that runs and fails, or times out, is a ConversionError.
+A post-step of the Edge TPU target (edgekit.targets.edgetpu): it works on the int8 model once that
+has been validated. "Not compiled" is not an error here: without edgetpu_compiler the step returns
+no file (path None) but its pre-flight report, and the run says how to finish on a machine with a
+compiler (`how_to_finish`) and exits 10 (EXIT_NOT_COMPILED). A compiler that runs and fails, or
+times out, is a ConversionError. Its option values are checked before anything runs.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from edgekit.errors import ConversionError, NotAvailable
+from edgekit.border import vendor_errors
+from edgekit.errors import ConversionError, NotAvailable, UsageError
 from edgekit.fsutil import publish
+from edgekit.options import ConvertOptions
 from edgekit.steps.base import Intermediate, Step, StepContext
+
+# Edge TPU runtime versions edgetpu_compiler's -m accepts (Coral: compiler 16 targets runtime 14 by default)
+MIN_RUNTIMES = range(10, 17)
+
+
+def min_runtime(options: ConvertOptions) -> int | None:
+    """--edgetpu-min-runtime as an integer, or UsageError naming the values that work."""
+    raw = options.edgetpu_min_runtime
+    if raw is None or str(raw).strip() == "":
+        return None
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = -1
+    if value not in MIN_RUNTIMES:
+        raise UsageError(
+            f"--edgetpu-min-runtime '{raw}' is not an Edge TPU runtime version.",
+            hint=f"Pass an integer from {MIN_RUNTIMES.start} to {MIN_RUNTIMES.stop - 1} (edgetpu_compiler -m), "
+            "e.g. 13 for the runtime in Coral's 2020-2021 packages, or leave it out for the compiler's default.",
+        )
+    return value
 
 
 class EdgeTpuCompile(Step):
@@ -22,8 +46,22 @@ class EdgeTpuCompile(Step):
     produces: ClassVar[str] = "edgetpu"
     modules: ClassVar[tuple[str, ...]] = ("ai_edge_litert",)  # the flatbuffer schema for the pre-flight
 
+    def outputs(self, stem: str) -> list[str]:
+        return [f"{stem}_edgetpu.tflite", f"{stem}_edgetpu.log"]  # what the compiler writes, where it runs
+
+    @classmethod
+    def check_options(cls, options: ConvertOptions) -> None:
+        min_runtime(options)
+        if options.edgetpu_compiler is not None and not str(options.edgetpu_compiler).strip():
+            raise UsageError("--edgetpu-compiler is empty.", hint="Pass the compiler's path, or leave the option out.")
+
+    def how_to_finish(self, published_input: str, options: ConvertOptions) -> str:
+        from edgekit.edgetpu import how_to_finish
+
+        return how_to_finish(published_input, min_runtime(options))
+
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
-        from edgekit.edgetpu import compare, compile_model, how_to_finish, preflight
+        from edgekit.edgetpu import CompilerLog, compare, compile_model, how_to_finish, preflight
 
         if inp.path is None or not inp.path.is_file():
             raise ConversionError("edgetpu_compile: the int8 .tflite it should compile was not written.")
@@ -33,51 +71,49 @@ class EdgeTpuCompile(Step):
                 hint="The Edge TPU runs only int8 models: convert with --quantize int8 and calibration data (--calib).",
             )
         opts = ctx.options
-        min_rt = int(opts.edgetpu_min_runtime) if opts.edgetpu_min_runtime else None
-        pf = preflight(inp.path, min_runtime=min_rt)
-        ctx.log(f"Edge TPU pre-flight: {pf['summary']}")
+        min_rt = min_runtime(opts)
+        with vendor_errors("litert", step=self.name, what=f"The Edge TPU pre-flight could not read {inp.path.name}"):
+            pf = preflight(inp.path, min_runtime=min_rt)
+        ctx.log(f"Edge TPU pre-flight: {pf.summary}")
 
-        report: dict[str, Any] | None = None
+        report: CompilerLog | None = None
         compiled_path = None
         finish: str | None = None
         disagreements: list[str] = []
         try:
-            result = compile_model(
-                inp.path,
-                ctx.work,
-                compiler=opts.edgetpu_compiler,
-                min_runtime_version=min_rt,
-                timeout=float(opts.edgetpu_timeout),
-            )
+            with vendor_errors("edgetpu_compiler", step=self.name,
+                               what=f"Compiling {inp.path.name} for the Edge TPU failed"):
+                result = compile_model(
+                    inp.path,
+                    ctx.work,
+                    compiler=opts.edgetpu_compiler,
+                    min_runtime_version=min_rt,
+                    timeout=float(opts.edgetpu_timeout),
+                )
         except NotAvailable as exc:
             finish = exc.hint or how_to_finish(inp.path.name, min_rt)
             ctx.log("edgetpu_compiler not found: the int8 model is Edge TPU-ready but not compiled.")
         else:
-            report = result["report"]
+            report = result.report
             # named after the run's stem, the log beside the model (<stem>_edgetpu.tflite / .log)
             compiled_path = ctx.work / f"{ctx.stem}_edgetpu.tflite"
             log_path = compiled_path.with_suffix(".log")
-            if Path(result["compiled_path"]) != compiled_path:
-                publish(Path(result["compiled_path"]), compiled_path)
-            if Path(result["log_path"]) != log_path:
-                publish(Path(result["log_path"]), log_path)
-            report["log_path"] = log_path.name
-            report["seconds"] = result["seconds"]
+            if Path(result.compiled_path) != compiled_path:
+                publish(Path(result.compiled_path), compiled_path)
+            if Path(result.log_path) != log_path:
+                publish(Path(result.log_path), log_path)
+            report.log_path = log_path.name
+            report.seconds = result.seconds
             disagreements = compare(pf, report)
             for d in disagreements:
                 ctx.log(f"pre-flight vs compiler: {d}")
 
         edgetpu = {
-            **pf,
+            **pf.to_dict(),
             "compiled": compiled_path is not None,
-            "compiler": report,
+            "compiler": report.to_dict() if report is not None else None,
             "disagreements": disagreements,
             "how_to_finish": finish,
         }
-        return Intermediate(
-            kind="edgetpu",
-            path=compiled_path,
-            layout=inp.layout,
-            precision="int8",
-            meta={**inp.meta, "edgetpu": edgetpu, "ready_model": inp.path},
-        )
+        return inp.derive(kind="edgetpu", path=compiled_path, precision="int8", report=edgetpu, report_key="edgetpu",
+                          side_files={"compiler_log": log_path} if compiled_path and log_path.is_file() else {})

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from edgekit._deps import require
+from edgekit.border import vendor_errors
 from edgekit.errors import ConversionError
 from edgekit.steps.base import Intermediate, Step, StepContext
-from edgekit.steps.keras_to_savedmodel import first_line, tf_name
+from edgekit.steps.keras_to_savedmodel import tf_name
 
 # Domains whose ops ONNX Runtime implements; anything else in a tf2onnx graph is an unconverted op.
 _KNOWN_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "com.microsoft")
@@ -72,11 +73,9 @@ def tf_function_to_onnx(fn: Any, spec: Any, opset: int, out: Path, step: str) ->
     tf2onnx = require("tf2onnx", purpose="convert TensorFlow models to ONNX")
     onnx = require("onnx")
     _patch_tf2onnx()
-    try:
+    with vendor_errors("tf2onnx", step=step, what=f"{step}: tf2onnx failed",
+                       hint="Try another --opset, or convert to TFLite only (--target tflite)."):
         model, _ = tf2onnx.convert.from_function(fn, input_signature=[spec], opset=opset)
-    except Exception as exc:  # tf2onnx raises anything on an unsupported graph
-        raise ConversionError(f"{step}: tf2onnx failed: {first_line(exc)}",
-                              hint="Try another --opset, or convert to TFLite only (--target tflite).") from exc
     bad = unconverted_ops(model)
     if bad:
         listed = "; ".join(f"{op} ({len(nodes)}x, e.g. {nodes[0]})" for op, nodes in sorted(bad.items()))
@@ -87,10 +86,8 @@ def tf_function_to_onnx(fn: Any, spec: Any, opset: int, out: Path, step: str) ->
             "TFLite only (--target tflite).",
         )
     _name_batch_dim(model)
-    try:
+    with vendor_errors("onnx", step=step, what=f"{step}: the ONNX model tf2onnx wrote is invalid"):
         onnx.checker.check_model(model)
-    except Exception as exc:  # onnx.checker.ValidationError and friends
-        raise ConversionError(f"{step}: the ONNX model tf2onnx wrote is invalid: {first_line(exc)}") from exc
     out.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(model, str(out))
     return out
@@ -123,5 +120,5 @@ class KerasToOnnx(Step):
         opset = int(ctx.options.opset)
         ctx.log(f"keras -> ONNX (opset {opset}, dynamic batch, layout {src.layout})")
         tf_function_to_onnx(forward, spec, opset, out, self.name)
-        return Intermediate(kind="onnx", path=out, obj=None, layout=inp.layout or src.layout, precision="fp32",
-                            meta={**inp.meta, "opset": opset, "batch": "dynamic"})
+        return inp.derive(kind="onnx", path=out, layout=inp.layout or src.layout, precision="fp32", opset=opset,
+                          batch="dynamic")

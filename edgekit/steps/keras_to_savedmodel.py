@@ -13,13 +13,16 @@ signature is "serving_default", its input keeps the Keras input's name.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 from edgekit._deps import require
-from edgekit.errors import ConversionError, UsageError
+from edgekit.border import vendor_errors
+from edgekit.errors import UsageError
 from edgekit.steps.base import Intermediate, Step, StepContext
 
 SIGNATURE = "serving_default"
@@ -41,9 +44,14 @@ def static_shape(shape: list[int], batch: int) -> list[int]:
     return [batch, *shape[1:]]
 
 
-def first_line(exc: BaseException, limit: int = 400) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:limit] if text else type(exc).__name__
+@contextlib.contextmanager
+def _removed_on_error(folder: Path) -> Iterator[None]:
+    """Remove FOLDER if the block fails: a half-written SavedModel must not be taken for a good one."""
+    try:
+        yield
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 class KerasToSavedModel(Step):
@@ -62,24 +70,15 @@ class KerasToSavedModel(Step):
         if out.exists():
             shutil.rmtree(out)
         ctx.log(f"keras -> SavedModel (batch {shape[0]}, signature '{SIGNATURE}')")
-        try:
+        with _removed_on_error(out), vendor_errors(
+            "keras", step=self.name,
+            what=f"keras_to_savedmodel: exporting the Keras model as a SavedModel with input {shape} failed",
+            hint="Check that the model runs on a batch of that shape (model(np.zeros(shape))); a model that "
+            "only works with a dynamic batch cannot be made static.",
+        ):
             model.export(str(out), format="tf_saved_model", input_signature=[spec], verbose=False)
-        except Exception as exc:  # Keras/TF raise anything on a trace failure: name the step
-            shutil.rmtree(out, ignore_errors=True)
-            raise ConversionError(
-                f"keras_to_savedmodel: exporting the Keras model as a SavedModel with input {shape} failed: "
-                f"{first_line(exc)}",
-                hint="Check that the model runs on a batch of that shape (model(np.zeros(shape))); a model that "
-                "only works with a dynamic batch cannot be made static.",
-            ) from exc
-        return Intermediate(
-            kind="savedmodel",
-            path=out,
-            obj=None,
-            layout=inp.layout or src.layout,
-            precision="fp32",
-            meta={**inp.meta, "signature": SIGNATURE, "batch": shape[0], "input_name": spec.name},
-        )
+        return inp.derive(kind="savedmodel", path=out, layout=inp.layout or src.layout, precision="fp32",
+                          signature=SIGNATURE, batch=shape[0], input_name=spec.name)
 
 
 def ensure_static_batch(path: Path, signature: str, batch: int, out: Path,
@@ -125,12 +124,10 @@ def ensure_static_batch(path: Path, signature: str, batch: int, out: Path,
             return dict(y) if isinstance(y, dict) else {"output_0": y}
 
     module = _Static()
-    try:
+    with _removed_on_error(out), vendor_errors(  # a signature that cannot be traced at that shape
+        "tensorflow", step="tflite_convert",
+        what=f"Fixing the batch of SavedModel signature '{signature}' to {fixed} failed",
+        hint="Re-export the SavedModel with a static input shape (tf.TensorSpec([1, H, W, C])).",
+    ):
         tf.saved_model.save(module, str(out), signatures={signature: module.serve.get_concrete_function()})
-    except Exception as exc:  # a signature that cannot be traced at that shape
-        shutil.rmtree(out, ignore_errors=True)
-        raise ConversionError(
-            f"Fixing the batch of SavedModel signature '{signature}' to {fixed} failed: {first_line(exc)}",
-            hint="Re-export the SavedModel with a static input shape (tf.TensorSpec([1, H, W, C])).",
-        ) from exc
     return out

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from edgekit._deps import require
+from edgekit.border import vendor_errors
 from edgekit.errors import ConversionError
 from edgekit.steps.base import Intermediate, Step, StepContext
 
@@ -47,18 +48,21 @@ class OnnxQuantize(Step):
     produces: ClassVar[str] = "onnx"
     modules: ClassVar[tuple[str, ...]] = ("onnx", "onnxruntime")
 
+    def outputs(self, stem: str) -> list[str]:
+        return [f"{stem}.{self.params.precision}.onnx"]
+
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
-        precision = self.params["precision"]
+        precision = self.params.precision
         assert inp.path is not None
         out = ctx.work / f"{ctx.stem}.{precision}.onnx"
-        try:
+        with vendor_errors("onnxruntime", step=self.name, what=f"ONNX {precision} conversion failed",
+                           hint="Run with EDGEKIT_DEBUG=1 for the full error."):
             if inp.path.parent.resolve() != ctx.work.resolve():
                 # the user's own .onnx (maybe with external data): work on a single-file copy, never on it
                 local = ctx.work / f"{ctx.stem}.source.onnx"
                 if not local.exists():
                     _single_file(inp.path, local)
-                inp = Intermediate(kind=inp.kind, path=local, layout=inp.layout, precision=inp.precision,
-                                   meta=dict(inp.meta))
+                inp = inp.derive(path=local)
             if precision == "fp32":
                 _single_file(inp.path, out)
             elif precision == "fp16":
@@ -69,14 +73,7 @@ class OnnxQuantize(Step):
                 self._int8(inp, out, ctx)
             else:  # the planner rejects others before anything runs
                 raise ConversionError(f"onnx_quantize has no precision '{precision}'.")
-        except ConversionError:
-            raise
-        except Exception as exc:
-            raise ConversionError(
-                f"ONNX {precision} conversion failed (step onnx_quantize): {str(exc).strip().splitlines()[0][:400]}",
-                hint="Run with EDGEKIT_DEBUG=1 for the full error.",
-            ) from exc
-        return Intermediate(kind="onnx", path=out, layout=inp.layout, precision=precision, meta=dict(inp.meta))
+        return inp.derive(kind="onnx", path=out, precision=precision)
 
     @staticmethod
     def _fp16(src: Path, dst: Path) -> None:

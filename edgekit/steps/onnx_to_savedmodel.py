@@ -21,6 +21,7 @@ from typing import ClassVar
 import numpy as np
 
 from edgekit._deps import require
+from edgekit.border import vendor_errors, vendor_message
 from edgekit.errors import ConversionError, UsageError
 from edgekit.steps.base import Intermediate, Step, StepContext
 
@@ -43,7 +44,13 @@ def _unsupported_op(log: str, exc: BaseException) -> str:
     for line in reversed(log.splitlines()):
         if "onnx_op_type:" in line or "ERROR" in line and "op" in line:
             return line.strip()[:300]
-    return str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+    return vendor_message(exc, 300)
+
+
+def _hint(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):  # onnx2tf calls sys.exit(1) on unsupported ops
+        return "onnx2tf cannot convert the op above; replace it in the model, or convert to --target onnx only."
+    return "Run with EDGEKIT_DEBUG=1 for onnx2tf's full log."
 
 
 class OnnxToSavedModel(Step):
@@ -62,7 +69,8 @@ class OnnxToSavedModel(Step):
         # source model nor an artifact another chain publishes.
         private = ctx.work / f"{ctx.stem}.onnx2tf-input.onnx"
         onnx = require("onnx")
-        onnx.save(onnx.load(str(inp.path)), str(private))
+        with vendor_errors("onnx", step=self.name, what=f"Copying {inp.path.name} for onnx2tf failed"):
+            onnx.save(onnx.load(str(inp.path)), str(private))
         batch = ctx.options.batch
         try:
             samples = ctx.to_layout(ctx.calibration(), "NHWC")
@@ -71,28 +79,17 @@ class OnnxToSavedModel(Step):
             samples = np.random.default_rng(0).random([20, *shape[1:]], dtype=np.float32)
             samples = ctx.to_layout(samples, "NHWC")
         log = io.StringIO()
-        try:
-            with _env_for_onnx2tf(samples[:20]), contextlib.redirect_stdout(log):
-                onnx2tf.convert(
-                    input_onnx_file_path=str(private),
-                    output_folder_path=str(out),
-                    batch_size=batch,
-                    output_signaturedefs=True,
-                    copy_onnx_input_output_names_to_tflite=True,
-                    non_verbose=True,
-                )
-        except SystemExit as exc:  # onnx2tf calls sys.exit(1) on unsupported ops
-            raise ConversionError(
-                "ONNX -> TensorFlow conversion failed (step onnx_to_savedmodel): "
-                f"{_unsupported_op(log.getvalue(), exc)}",
-                hint="onnx2tf cannot convert the op above; replace it in the model, or convert to --target onnx only.",
-            ) from exc
-        except Exception as exc:
-            raise ConversionError(
-                "ONNX -> TensorFlow conversion failed (step onnx_to_savedmodel): "
-                f"{_unsupported_op(log.getvalue(), exc)}",
-                hint="Run with EDGEKIT_DEBUG=1 for onnx2tf's full log.",
-            ) from exc
+        onnx2tf_errors = vendor_errors("onnx2tf", step=self.name, what="ONNX -> TensorFlow conversion failed",
+                                       describe=lambda exc: _unsupported_op(log.getvalue(), exc), hint=_hint)
+        with onnx2tf_errors, _env_for_onnx2tf(samples[:20]), contextlib.redirect_stdout(log):
+            onnx2tf.convert(
+                input_onnx_file_path=str(private),
+                output_folder_path=str(out),
+                batch_size=batch,
+                output_signaturedefs=True,
+                copy_onnx_input_output_names_to_tflite=True,
+                non_verbose=True,
+            )
         if not (out / "saved_model.pb").is_file():
             raise ConversionError("onnx2tf finished without writing a SavedModel (step onnx_to_savedmodel).",
                                   hint=log.getvalue()[-400:])
@@ -100,5 +97,5 @@ class OnnxToSavedModel(Step):
         for leftover in out.glob("*.tflite"):  # onnx2tf's own TFLite files: edgekit converts with its own settings
             leftover.unlink()
         layout = "NHWC" if inp.layout == "NCHW" else inp.layout
-        return Intermediate(kind="savedmodel", path=out, layout=layout, precision="fp32",
-                            meta={**inp.meta, "signature": "serving_default", "batch": batch})
+        return inp.derive(kind="savedmodel", path=out, layout=layout, precision="fp32", signature="serving_default",
+                          batch=batch)

@@ -27,7 +27,7 @@ class SavedModelToOnnx(Step):
 
         tf = require("tensorflow", purpose="convert SavedModels to ONNX")
         folder = inp.path if inp.path is not None else ctx.source.path
-        signature = inp.meta.get("signature") or ctx.source.extra.get("signature") or ctx.options.signature
+        signature = inp.signature or ctx.source.extra.get("signature") or ctx.options.signature
         loaded, fn = open_signature(folder, signature)
         key, sig_spec, _ = signature_io(fn)
         sig_shape = sig_spec.shape.as_list()
@@ -48,6 +48,5 @@ class SavedModelToOnnx(Step):
         batch = "dynamic" if shape[0] is None else shape[0]
         ctx.log(f"SavedModel '{signature}' -> ONNX (opset {opset}, batch {batch})")
         tf_function_to_onnx(forward, spec, opset, out, self.name)
-        return Intermediate(kind="onnx", path=out, obj=None, layout=inp.layout or ctx.source.layout,
-                            precision="fp32", meta={**inp.meta, "opset": opset, "batch": batch,
-                                                    "signature": signature})
+        return inp.derive(kind="onnx", path=out, layout=inp.layout or ctx.source.layout, precision="fp32",
+                          opset=opset, batch=batch, signature=signature)

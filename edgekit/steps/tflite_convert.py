@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from edgekit._deps import require
-from edgekit.errors import ConversionError
+from edgekit.border import vendor_errors, vendor_message
 from edgekit.steps.base import Intermediate, Step, StepContext
 
 # Ops that only appear when a dimension stayed dynamic; an edge artifact must not contain them.
@@ -32,8 +32,7 @@ def _first_error(log: str, exc: BaseException) -> str:
     for line in str(exc).splitlines() + log.splitlines():
         if "error:" in line.lower() and ("op" in line.lower() or "not supported" in line.lower()):
             return line.strip()[:400]
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    return lines[0][:400] if lines else type(exc).__name__
+    return vendor_message(exc)
 
 
 class TfliteConvert(Step):
@@ -42,22 +41,34 @@ class TfliteConvert(Step):
     produces: ClassVar[str] = "tflite"
     modules: ClassVar[tuple[str, ...]] = ("tensorflow",)
 
+    def outputs(self, stem: str) -> list[str]:
+        io = (self.params.io_dtype or "int8") if self.params.precision == "int8" else None
+        return [artifact_name(stem, self.params.precision, io)]
+
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
         tf = require("tensorflow", purpose="convert to TFLite")
-        precision: str = self.params["precision"]
-        io_dtype: str | None = self.params.get("io_dtype") if precision == "int8" else None
+        precision = self.params.precision
+        io_dtype = self.params.io_dtype if precision == "int8" else None
         if precision == "int8":
             io_dtype = io_dtype or "int8"
         assert inp.path is not None
-        signature = inp.meta.get("signature", "serving_default")
+        signature = inp.signature or "serving_default"
         out = ctx.work / artifact_name(ctx.stem, precision, io_dtype)
         from edgekit.steps.keras_to_savedmodel import ensure_static_batch
 
         # a SavedModel source may have a dynamic batch: trace it at a fixed one, or TFLite keeps SHAPE/PACK ops
-        batch = int(inp.meta.get("batch") or ctx.options.batch or 1)
+        batch = inp.batch if isinstance(inp.batch, int) else int(ctx.options.batch or 1)
         inner = list(ctx.source.input_shape[1:]) if inp.layout == ctx.source.layout else None
         saved = ensure_static_batch(inp.path, signature, batch, ctx.work / f"{ctx.stem}_static_savedmodel", inner)
-        converter = tf.lite.TFLiteConverter.from_saved_model(str(saved), signature_keys=[signature])
+        log = io.StringIO()
+        tflite_errors = vendor_errors(
+            "tflite", step=self.name, what=f"TFLite {precision} conversion failed",
+            describe=lambda exc: _first_error(log.getvalue(), exc),
+            hint="An op without an int8 kernel cannot be fully quantized: convert with --quantize dynamic or fp16, "
+            "or replace the op." if precision == "int8" else "Run with EDGEKIT_DEBUG=1 for the converter's log.",
+        )
+        with tflite_errors:
+            converter = tf.lite.TFLiteConverter.from_saved_model(str(saved), signature_keys=[signature])
         if precision == "fp16":
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
             converter.target_spec.supported_types = [tf.float16]
@@ -76,31 +87,26 @@ class TfliteConvert(Step):
             io_type = {"int8": tf.int8, "uint8": tf.uint8, "float32": tf.float32}[io_dtype or "int8"]
             converter.inference_input_type = io_type
             converter.inference_output_type = io_type
-        log = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(log):
-                blob = converter.convert()
-        except Exception as exc:
-            raise ConversionError(
-                f"TFLite {precision} conversion failed (step tflite_convert): {_first_error(log.getvalue(), exc)}",
-                hint="An op without an int8 kernel cannot be fully quantized: convert with --quantize dynamic or fp16, "
-                "or replace the op." if precision == "int8" else "Run with EDGEKIT_DEBUG=1 for the converter's log.",
-            ) from exc
+        with tflite_errors, contextlib.redirect_stdout(log):
+            blob = converter.convert()
         out.write_bytes(blob)
         dyn = dynamic_shape_ops(out)
-        meta: dict[str, Any] = {**inp.meta, "io_dtype": io_dtype or "float32"}
-        if dyn:
-            meta["dynamic_shape_ops"] = dyn
-        return Intermediate(kind="tflite", path=out, layout=inp.layout, precision=precision, meta=meta)
+        return inp.derive(kind="tflite", path=out, precision=precision, io_dtype=io_dtype or "float32",
+                          dynamic_shape_ops=dyn)
 
 
 def dynamic_shape_ops(path: Any) -> list[str]:
-    """Names of SHAPE/STRIDED_SLICE/PACK ops in a .tflite (signs of a dimension left dynamic)."""
+    """Names of SHAPE/STRIDED_SLICE/PACK ops in a .tflite (signs of a dimension left dynamic).
+
+    A file the interpreter cannot open (ValueError: missing, not a flatbuffer) gives [] — validation
+    reports that when it loads the artifact. Anything else (a bug here, a changed interpreter API)
+    fails loudly instead of silently turning the dynamic-shape warning off.
+    """
     from edgekit.runtimes.litert import interpreter_class
 
     try:
         interp = interpreter_class()(model_path=str(path))
-        ops = {d["op_name"] for d in interp._get_ops_details()}
-    except Exception:  # reading the op list is a diagnostic; the runtime check comes in validation
+    except ValueError:  # "Could not open ...", "not a valid Flatbuffer buffer"
         return []
+    ops = {d["op_name"] for d in interp._get_ops_details()}
     return sorted(o for o in ops if o in DYNAMIC_SHAPE_OPS)

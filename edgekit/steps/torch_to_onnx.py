@@ -8,7 +8,7 @@ import re
 from typing import Any, ClassVar
 
 from edgekit._deps import require
-from edgekit.errors import ConversionError
+from edgekit.border import all_text, vendor_errors, vendor_message
 from edgekit.steps.base import Intermediate, Step, StepContext
 
 _OP_PATTERNS = (
@@ -19,20 +19,20 @@ _OP_PATTERNS = (
 )
 
 
-def explain(exc: BaseException) -> str:
-    """The unsupported op (searched through the exception chain) and the exporter's first line."""
-    texts, seen = [], 0
-    cur: BaseException | None = exc
-    while cur is not None and seen < 8:
-        texts.append(str(cur))
-        cur, seen = cur.__cause__ or cur.__context__, seen + 1
-    blob = "\n".join(texts)
+def unsupported_op(exc: BaseException) -> str | None:
+    """The op the exporter could not convert, searched through the exception chain's messages."""
+    blob = all_text(exc)
     for pattern in _OP_PATTERNS:
         m = pattern.search(blob)
         if m:
-            return f"the op {m.group(1)} has no ONNX conversion"
-    lines = [ln.strip() for ln in blob.splitlines() if ln.strip()]
-    return re.sub(r"\x1b\[[0-9;]*m", "", lines[0])[:400] if lines else type(exc).__name__
+            return m.group(1)
+    return None
+
+
+def explain(exc: BaseException) -> str:
+    """The unsupported op, where one is named, else the exporter's first informative line."""
+    op = unsupported_op(exc)
+    return f"the op {op} has no ONNX conversion" if op else vendor_message(exc)
 
 
 class TorchToOnnx(Step):
@@ -53,31 +53,25 @@ class TorchToOnnx(Step):
         opset = ctx.options.opset
         model: Any = inp.obj
         log = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(log):
-                if isinstance(model, torch.jit.ScriptModule):
-                    # torch.export cannot trace a ScriptModule; the TorchScript-based exporter is the tool for it.
-                    torch.onnx.export(
-                        model, (example,), str(out), dynamo=False, opset_version=opset,
-                        input_names=["input"], output_names=["output"],
-                        dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}} if dynamic else None,
-                    )
-                else:
-                    kwargs: dict[str, Any] = {}
-                    if dynamic and not isinstance(model, torch.export.ExportedProgram):
-                        kwargs["dynamic_shapes"] = ({0: torch.export.Dim("batch", min=1, max=4096)},)
-                    torch.onnx.export(model, (example,), str(out), dynamo=True, external_data=False,
-                                      opset_version=opset, **kwargs)
-        except Exception as exc:
-            raise ConversionError(
-                f"PyTorch -> ONNX export failed (step torch_to_onnx): {explain(exc)}",
-                hint="The op named above has no ONNX conversion at this opset; try --opset 17..21, or replace the "
-                "op in the model. Re-run with EDGEKIT_DEBUG=1 for the exporter's full report.",
-            ) from exc
-        try:
+        with vendor_errors(
+            "torch.onnx", step=self.name, what="PyTorch -> ONNX export failed", describe=explain, op=unsupported_op,
+            hint="The op named above has no ONNX conversion at this opset; try --opset 17..21, or replace the "
+            "op in the model. Re-run with EDGEKIT_DEBUG=1 for the exporter's full report.",
+        ), contextlib.redirect_stdout(log):
+            if isinstance(model, torch.jit.ScriptModule):
+                # torch.export cannot trace a ScriptModule; the TorchScript-based exporter is the tool for it.
+                torch.onnx.export(
+                    model, (example,), str(out), dynamo=False, opset_version=opset,
+                    input_names=["input"], output_names=["output"],
+                    dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}} if dynamic else None,
+                )
+            else:
+                kwargs: dict[str, Any] = {}
+                if dynamic and not isinstance(model, torch.export.ExportedProgram):
+                    kwargs["dynamic_shapes"] = ({0: torch.export.Dim("batch", min=1, max=4096)},)
+                torch.onnx.export(model, (example,), str(out), dynamo=True, external_data=False,
+                                  opset_version=opset, **kwargs)
+        with vendor_errors("onnx", step=self.name, what="The exported ONNX model does not pass onnx.checker"):
             onnx.checker.check_model(str(out))
-        except Exception as exc:
-            raise ConversionError(f"The exported ONNX model does not pass onnx.checker: {exc}") from exc
-        return Intermediate(kind="onnx", path=out, layout=inp.layout, precision="fp32",
-                            meta={"exporter": "torchscript" if isinstance(model, torch.jit.ScriptModule) else "dynamo",
-                                  "opset": opset})
+        return inp.derive(kind="onnx", path=out, precision="fp32", opset=opset,
+                          exporter="torchscript" if isinstance(model, torch.jit.ScriptModule) else "dynamo")

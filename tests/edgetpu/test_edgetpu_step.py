@@ -30,7 +30,7 @@ def make_ctx(tmp_path: Path, **opts) -> StepContext:
 
 
 def tflite_in(path: Path, precision: str = "int8") -> Intermediate:
-    return Intermediate(kind="tflite", path=path, layout="NHWC", precision=precision, meta={"io_dtype": "int8"})
+    return Intermediate(kind="tflite", path=path, layout="NHWC", precision=precision, io_dtype="int8")
 
 
 def test_step_is_registered():
@@ -43,11 +43,11 @@ def test_not_compiled_is_a_result_with_instructions(tf_models, tmp_path, monkeyp
     ctx = make_ctx(tmp_path)
     out = get_step("edgetpu_compile")().run(tflite_in(tf_models["int8io"]), ctx)
     assert out.kind == "edgetpu" and out.path is None and out.precision == "int8" and out.layout == "NHWC"
-    e = out.meta["edgetpu"]
+    e = out.report
     assert e["compiled"] is False and e["compiler"] is None and e["disagreements"] == []
     assert e["predicted"] is True and e["ops_on_tpu_fraction"] == 1.0 and e["first_unsupported"] is None
     assert "docker build --target edgetpu" in e["how_to_finish"]
-    assert out.meta["ready_model"] == tf_models["int8io"] and out.meta["io_dtype"] == "int8"
+    assert out.io_dtype == "int8" and out.report_key == "edgetpu"
     assert any("pre-flight" in line for line in ctx.logs)
 
 
@@ -59,11 +59,12 @@ def test_compiled_with_a_compiler_named_by_option(tf_models, tmp_path, monkeypat
     ctx = make_ctx(tmp_path, edgetpu_compiler=str(exe), edgetpu_min_runtime="14", edgetpu_timeout=60.0)
     out = get_step("edgetpu_compile")().run(tflite_in(tf_models["int8io"]), ctx)
     assert out.path == ctx.work / "mnist_edgetpu.tflite" and out.path.is_file()
-    e = out.meta["edgetpu"]
+    e = out.report
     assert e["compiled"] is True and e["how_to_finish"] is None
     assert e["compiler"]["ops_on_tpu"] == 8 and "Compilation succeeded!" in e["compiler"]["stdout"]
     assert e["compiler"]["log_path"] == "mnist_edgetpu.log" and (ctx.work / "mnist_edgetpu.log").is_file()
     assert e["disagreements"] == []  # the same CNN as the real nrf20 log: prediction and verdict agree
+    assert out.side_files == {"compiler_log": ctx.work / "mnist_edgetpu.log"}  # published beside the model
     argv = (tmp_path / "argv.txt").read_text().splitlines()
     assert argv[argv.index("-m") + 1] == "14"
 

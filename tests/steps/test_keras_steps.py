@@ -65,7 +65,7 @@ def _ctx(work: Path, source, batch: int = 1, stem: str = "tiny") -> StepContext:
 
 def _start(source) -> Intermediate:
     return Intermediate(kind=source.family, path=source.path, obj=source.model, layout=source.layout,
-                        meta=dict(source.extra.get("meta", {})))
+                        signature=source.extra.get("signature"))
 
 
 def _tflite(saved: Path, signature: str = "serving_default"):
@@ -99,7 +99,7 @@ def test_keras_to_savedmodel_has_a_static_batch_and_no_dynamic_shape_ops(tiny, p
     d, src, dyn = tiny
     out = KerasToSavedModel().run(_start(src), _ctx(d / "w_sm", src, batch=2))
     assert out.kind == "savedmodel" and out.path == d / "w_sm" / "tiny_savedmodel"
-    assert (out.layout, out.meta["signature"], out.meta["batch"]) == ("NHWC", "serving_default", 2)
+    assert (out.layout, out.signature, out.batch) == ("NHWC", "serving_default", 2)
     sig = tf.saved_model.load(str(out.path)).signatures["serving_default"]
     (name, spec), = sig.structured_input_signature[1].items()
     assert (name, spec.shape.as_list()) == ("pixels", [2, 8, 8, 3])
@@ -127,7 +127,7 @@ def test_savedmodel_to_onnx_matches_the_signature(tiny, probe) -> None:
 
     d, _, dyn = tiny
     out = SavedModelToOnnx().run(_start(dyn), _ctx(d / "w_sm_onnx", dyn, stem="tiny_dyn_sm"))
-    assert out.meta["signature"] == "serving_default" and out.meta["batch"] == "dynamic"
+    assert out.signature == "serving_default" and out.batch == "dynamic"
     y, sess = _run_onnx(out.path, probe)
     assert sess.get_inputs()[0].name == "pixels" and sess.get_outputs()[0].name == "output_0"
     np.testing.assert_allclose(y, dyn.predict(probe), rtol=0, atol=1e-5)

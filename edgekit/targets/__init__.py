@@ -1,0 +1,31 @@
+"""Conversion targets by name: one file each in this package, one line in TARGETS.
+
+Plain "module:attr" strings, so listing the targets (CLI help, did-you-mean) imports nothing;
+a target's file holds its TargetSpec and, where it needs one, its own step class.
+"""
+
+from __future__ import annotations
+
+from edgekit.registry import resolve
+from edgekit.targets.base import TargetSpec
+
+TARGETS: dict[str, str] = {
+    "onnx": "edgekit.targets.onnx:TARGET",
+    "tflite": "edgekit.targets.tflite:TARGET",
+    "edgetpu": "edgekit.targets.edgetpu:TARGET",
+}
+
+
+def get_target(name: str) -> TargetSpec:
+    """The TargetSpec registered as NAME; UsageError with a did-you-mean for a typo."""
+    spec = resolve(TARGETS, name, "target")
+    if not isinstance(spec, TargetSpec):
+        raise TypeError(f"TARGETS[{name!r}] names a {type(spec).__name__}, not a TargetSpec")
+    return spec
+
+
+def target_names() -> list[str]:
+    return list(TARGETS)
+
+
+__all__ = ["TARGETS", "TargetSpec", "get_target", "target_names"]

@@ -1,0 +1,49 @@
+"""TargetSpec: everything edgekit knows about one conversion target, as data.
+
+A target is what a user names with `--target`. Its spec says which precisions it offers (and
+which it always makes), the I/O type each precision defaults to, the steps that turn the form it
+consumes into its artifact, and the post-steps that work on the validated artifact (the Edge TPU
+compiler). The planner, the CLI help and the docs read these records; no module outside a
+target's own file branches on a target's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    name: str
+    help: str  # one line for `edgekit convert --help` and the README
+    format: str  # the format of the artifact its steps write (an edgekit.formats.FORMATS key)
+    steps: tuple[str, ...]  # its own steps (STEPS keys or "module:Class"), after the route to the first one's input
+    precisions: tuple[str, ...]  # the precisions it offers (edgekit.precisions.PRECISIONS keys)
+    # Made whatever --quantize asks (the Edge TPU runs int8 only); None: the precisions asked for
+    fixed_precisions: tuple[str, ...] | None = None
+    # precision -> default I/O type, for the precisions whose I/O type the user may choose (--io-dtype)
+    io_defaults: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # steps run on the validated artifact, each making a derived artifact (or saying how to finish it elsewhere)
+    post_steps: tuple[str, ...] = ()
+
+    def wanted(self, asked: list[str]) -> list[str]:
+        """The precisions this target makes for a request of ASKED."""
+        return list(self.fixed_precisions) if self.fixed_precisions else list(asked)
+
+    def io_dtype(self, precision: str, asked: str | None) -> str | None:
+        """The I/O type of PRECISION's artifact: the user's --io-dtype where the precision has a choice."""
+        if precision not in self.io_defaults:
+            return None
+        return asked or self.io_defaults[precision]
+
+    @property
+    def consumes(self) -> str:
+        """The model form its first step reads (the planner routes the source to it)."""
+        from edgekit.steps import get_step
+
+        return get_step(self.steps[0]).consumes
+
+
+__all__ = ["TargetSpec"]

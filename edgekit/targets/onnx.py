@@ -1,0 +1,14 @@
+"""The ONNX target: the source as ONNX, at every precision onnxruntime runs on a CPU."""
+
+from __future__ import annotations
+
+from edgekit.precisions import PRECISION_NAMES
+from edgekit.targets.base import TargetSpec
+
+TARGET = TargetSpec(
+    name="onnx",
+    help="ONNX for onnxruntime (CPU, CUDA, TensorRT), OpenVINO and other ONNX runtimes",
+    format="onnx",
+    steps=("onnx_quantize",),
+    precisions=PRECISION_NAMES,
+)

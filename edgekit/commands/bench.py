@@ -6,15 +6,13 @@ from pathlib import Path
 
 import typer
 
+from edgekit.parse import parse_names
+
 HELP = """Profile every artifact of a conversion run (its manifest.json or output folder) on every runtime
 and device available here, plus the source model where it can run, and print one table: format,
 precision, size, top-1 agreement and accuracy (from the manifest), p50/p90 latency, throughput,
 energy per inference and speed-up. Writes bench.json, bench.md and bench.png (latency against size)
 into --out (default: <folder>/bench)."""
-
-
-def _split(value: str | None) -> list[str] | None:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
 def register(app: typer.Typer) -> None:
@@ -40,7 +38,7 @@ def register(app: typer.Typer) -> None:
         from edgekit.console import print_json, progress, quiet_stdout
 
         settings = BenchSettings(runs=runs, min_seconds=min_seconds, warmup=warmup, threads=threads, batch=batch,
-                                 runtimes=_split(runtime), devices=_split(device), isolate=not in_process,
+                                 runtimes=parse_names(runtime), devices=parse_names(device), isolate=not in_process,
                                  include_source=not no_source)
         with quiet_stdout():
             report = bench(target, settings, out_dir=out, log=progress)

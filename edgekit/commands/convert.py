@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from edgekit.errors import EXIT_NOT_COMPILED, UsageError
+from edgekit.errors import EXIT_NOT_COMPILED
 from edgekit.parse import parse_floats, parse_ints
 
 HELP = """Convert a model to the targets and precisions listed below, validate every artifact against the

@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from edgekit.errors import UsageError
+from edgekit.parse import parse_ints, parse_names
 
 HELP = """Measure one artifact on one device: load time and first inference apart, untimed warmup, then
 timed single-stream runs until both --runs and --min-seconds are reached; latency percentiles,
@@ -31,16 +32,6 @@ def parse_options(items: list[str] | None) -> dict[str, Any]:
             v = int(v)
         out[key.strip()] = v
     return out
-
-
-def parse_shape(value: str | None) -> list[int] | None:
-    if value is None:
-        return None
-    try:
-        return [int(v) for v in value.replace("x", ",").split(",") if v.strip()]
-    except ValueError as exc:
-        raise UsageError(f"--input-shape '{value}' is not a list of integers.",
-                         hint="For example: --input-shape 1,1,28,28") from exc
 
 
 def register(app: typer.Typer) -> None:
@@ -83,7 +74,7 @@ def register(app: typer.Typer) -> None:
 
         opts = parse_options(option)
         if input_shape:
-            opts["input_shape"] = parse_shape(input_shape)
+            opts["input_shape"] = parse_ints(input_shape, "--input-shape")
         if model:
             opts["factory"] = model
         if trust_model:
@@ -91,7 +82,7 @@ def register(app: typer.Typer) -> None:
         settings = MeasureSettings(runs=runs, min_seconds=min_seconds, warmup=warmup, threads=threads, batch=batch,
                                    input=input_data, raw_io=raw_io, idle_baseline=idle_baseline,
                                    idle_seconds=idle_seconds)
-        sensors = [s.strip() for s in sensor.split(",") if s.strip()] if sensor else None
+        sensors = parse_names(sensor)
         with quiet_stdout():  # runtimes and TF log on stdout; results go there alone
             result = profile_artifact(artifact, runtime=runtime, device=device, settings=settings, sensors=sensors,
                                       options=opts, macs=macs, estimate_power=estimate_power, log=progress)

@@ -11,23 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgekit.artifact import TensorSpec
 from edgekit.errors import UsageError
+from edgekit.layout import guess_layout
 from edgekit.runtimes.base import Runtime, concrete_shape, quantize, random_array
 
 MAX_BATCHES = 8  # distinct sample batches cycled through by the timed loop
-
-
-def guess_layout(spec: TensorSpec) -> str | None:
-    """NCHW/NHWC for a 4-D image input: the spec's own layout, else the axis that looks like channels."""
-    if spec.layout:
-        return spec.layout
-    if len(spec.shape) != 4:
-        return None
-    c_first, c_last = spec.shape[1], spec.shape[3]
-    if c_last in (1, 3, 4) and c_first not in (1, 3, 4):
-        return "NHWC"
-    return "NCHW"
 
 
 def random_batches(rt: Runtime, batch: int = 1, seed: int = 0) -> list[dict[str, np.ndarray]]:
@@ -43,7 +31,7 @@ def sample_batches(rt: Runtime, spec: str, batch: int = 1, raw_io: bool = False,
                          hint="Profile with random inputs (leave out --input).")
     tspec = rt.inputs[0]
     shape = concrete_shape(tspec, batch)
-    layout = guess_layout(tspec) or "NC"
+    layout = tspec.layout or (guess_layout(tspec.shape) if len(tspec.shape) == 4 else "NC")
     try:
         from edgekit.calibration import load_samples
     except ImportError as exc:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from edgekit.cli import main
+from edgekit.precisions import PRECISIONS
 from edgekit.targets import TARGETS
 
 pytestmark = pytest.mark.slow
@@ -66,3 +67,24 @@ def test_an_unknown_target_still_gets_a_suggestion(resaved: None, tmp_path: Path
     rc = main(["convert", str(REPO / "models" / "mnist_cnn.pt2"), "--target", "onnx-resave", "--out",
                str(tmp_path / "o")])
     assert rc == 2 and "did you mean 'onnx-resaved'" in capsys.readouterr().err
+
+
+def test_a_new_precision_is_one_table_line(resaved: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from resave_target import PRECISION
+
+    monkeypatch.setitem(PRECISIONS, "exact", PRECISION)  # the one registry line
+    out = tmp_path / "o"
+    rc = main(["convert", str(REPO / "models" / "mnist_cnn.pt2"), "--target", "onnx-resaved", "--quantize",
+               "bitexact,fp32", "--calib", "mnist", "--val-size", "100", "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    manifest = json.loads((out / "manifest.json").read_text())
+    art = {a["precision"]: a for a in manifest["artifacts"]}["exact"]
+    # validated against the new precision's own thresholds, which a bit-exact copy meets
+    assert art["path"] == "mnist_cnn.exact.resaved.onnx" and art["fidelity"]["passed"]
+    assert art["fidelity"]["thresholds"] == {"top1_agreement": 1.0, "cosine": 0.999999}
+    capsys.readouterr()
+    rc = main(["bench", str(out), "--json", "--in-process", "--no-source", "--runs", "3", "--min-seconds", "0",
+               "--warmup", "1"])
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rc == 0 and [r["precision"] for r in rows] == ["fp32", "exact"]  # bench orders by the table

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from edgekit import __version__
+from edgekit._version import __version__
 from edgekit._deps import version_of
 from edgekit.artifact import Artifact, Manifest
 from edgekit.errors import UsageError

@@ -234,7 +234,7 @@ def _row(job: Job, status: Status, result: ProfileResult | None, message: str | 
 def bench(target: str | Path, settings: BenchSettings | None = None, out_dir: str | Path | None = None,
           log: Callable[[str], None] | None = None) -> BenchReport:
     """Measure every row, write bench.json / bench.md / bench.png into OUT_DIR, return the report."""
-    from edgekit import __version__
+    from edgekit._version import __version__
     from edgekit.devices import host_info
 
     s = settings or BenchSettings()

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from edgekit import __version__
+from edgekit._version import __version__
 from edgekit.commands import register_all
 from edgekit.errors import EXIT_USAGE, EdgekitError, InternalError
 

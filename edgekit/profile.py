@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgekit import __version__
+from edgekit._version import __version__
 from edgekit.errors import EdgekitError, NotAvailable, RuntimeFailure, UsageError
 from edgekit.measure.artifact import artifact_macs
 from edgekit.measure.records import (

@@ -5,16 +5,15 @@ transposed convolutions, fully connected / matrix products, and the LSTM's gates
 ops, pooling, activations and data movement count 0: this is the usual convention of MAC
 counters (thop, ptflops, fvcore), so totals compare with the figures papers quote. A dynamic
 dimension counts as 1, so a dynamic-batch model gets per-sample MACs.
+
+Pure shape arithmetic with no edgekit imports: the TFLite reader (`edgekit.tflite_model`), the
+ONNX inspector and the Edge TPU pre-flight all count with these functions, so their figures agree.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # pragma: no cover
-    from edgekit.inspect.tflite import TfliteModel, TOp
+from collections.abc import Mapping, Sequence
 
 MAC_OPS_TFLITE = (
     "CONV_2D",
@@ -42,40 +41,44 @@ def _prod(shape: Sequence[int]) -> int:
     return int(math.prod(max(int(d), 1) for d in shape)) if shape else 1
 
 
-def tflite_op_macs(op: TOp, model: TfliteModel) -> int:
-    """MACs of one TFLite op (0 for ops that are not multiply-accumulate bound)."""
-    if op.op not in MAC_OPS_TFLITE:
+def tflite_op_macs(
+    op: str,
+    in_shapes: Sequence[Sequence[int] | None],
+    out_shapes: Sequence[Sequence[int] | None],
+    options: Mapping[str, object],
+) -> int:
+    """MACs of one TFLite op from its tensors' stored shapes (None for an absent optional input).
+
+    0 for ops that are not multiply-accumulate bound, and where a needed shape is missing.
+    """
+    if op not in MAC_OPS_TFLITE or not out_shapes or out_shapes[0] is None:
         return 0
-    ins = [model.tensor(i) for i in op.inputs]
-    outs = model.op_outputs(op)
-    if not outs:
-        return 0
-    out = _prod(outs[0].static_shape)
+    out = _prod(out_shapes[0])
 
     def shape(k: int) -> list[int]:
-        t = ins[k] if k < len(ins) else None
-        return list(t.static_shape) if t is not None else []
+        s = in_shapes[k] if k < len(in_shapes) else None
+        return list(s) if s is not None else []
 
-    if op.op == "CONV_2D":  # filter [Cout, kh, kw, Cin/groups]
+    if op == "CONV_2D":  # filter [Cout, kh, kw, Cin/groups]
         w = shape(1)
         return out * _prod(w[1:]) if len(w) == 4 else 0
-    if op.op == "DEPTHWISE_CONV_2D":  # filter [1, kh, kw, Cout]
+    if op == "DEPTHWISE_CONV_2D":  # filter [1, kh, kw, Cout]
         w = shape(1)
         return out * w[1] * w[2] if len(w) == 4 else 0
-    if op.op == "CONV_3D":  # filter [kd, kh, kw, Cin, Cout]
+    if op == "CONV_3D":  # filter [kd, kh, kw, Cin, Cout]
         w = shape(1)
         return out * _prod(w[:4]) if len(w) == 5 else 0
-    if op.op == "TRANSPOSE_CONV":  # inputs: output_shape, filter [Cout, kh, kw, Cin], input
+    if op == "TRANSPOSE_CONV":  # inputs: output_shape, filter [Cout, kh, kw, Cin], input
         w, x = shape(1), shape(2)
         return _prod(x) * w[0] * w[1] * w[2] if len(w) == 4 and x else 0
-    if op.op == "FULLY_CONNECTED":  # weights [units, in]
+    if op == "FULLY_CONNECTED":  # weights [units, in]
         w = shape(1)
         return out * w[-1] if len(w) == 2 else 0
-    if op.op == "BATCH_MATMUL":
+    if op == "BATCH_MATMUL":
         a = shape(0)
         if len(a) < 2:
             return 0
-        k = a[-2] if op.options.get("adjX") else a[-1]
+        k = a[-2] if options.get("adjX") else a[-1]
         return out * max(k, 1)
     # LSTM: 4 gates, each an input and a recurrent matrix product per step
     x = shape(0)

@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             from edgekit.console import print_json
 
-            print_json(report)
+            print_json(report.to_dict())
             return
         from edgekit.console import out
         from edgekit.inspect.report import render

@@ -18,19 +18,15 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
+from edgekit.edgetpu.coral import COMPILER_PACKAGE, apt_install
 from edgekit.edgetpu.logparse import parse_log
+from edgekit.edgetpu.records import CompileResult, CompilerLog, PreflightReport
 from edgekit.edgetpu.rules import STATUS
 from edgekit.errors import ConversionError, NotAvailable, UsageError
 from edgekit.fsutil import publish
 
 COMPILER_NAME = "edgetpu_compiler"
-CORAL_APT_KEY = "https://packages.cloud.google.com/apt/doc/apt-key.gpg"
-CORAL_APT_LINE = (
-    "deb [signed-by=/usr/share/keyrings/coral-edgetpu.gpg] https://packages.cloud.google.com/apt "
-    "coral-edgetpu-stable main"
-)
 _GRACE_S = 15.0  # beyond the compiler's own --timeout_sec, before we kill it
 
 
@@ -48,9 +44,7 @@ def how_to_finish(model: str | Path | None = None, min_runtime: int | None = Non
         f'`docker run --rm -v "$PWD:/work" -w /work edgekit-edgetpu edgetpu_compiler -s{flag} -o . {m}` '
         "(or run the whole conversion there: `... edgekit-edgetpu edgekit convert SOURCE --target edgetpu "
         "--calib DATA`); or (b) on x86-64 Debian/Ubuntu, install Coral's package: "
-        f"`curl -fsSL {CORAL_APT_KEY} | sudo gpg --dearmor -o /usr/share/keyrings/coral-edgetpu.gpg && "
-        f'echo "{CORAL_APT_LINE}" | sudo tee /etc/apt/sources.list.d/coral-edgetpu.list && '
-        "sudo apt-get update && sudo apt-get install edgetpu-compiler`, then run "
+        f"`{apt_install(COMPILER_PACKAGE)}`, then run "
         f"`edgetpu_compiler -s{flag} {m}` or re-run edgekit convert (it finds edgetpu_compiler on PATH, or "
         "pass --edgetpu-compiler PATH)."
     )
@@ -107,10 +101,10 @@ def compile_model(
     compiler: str | os.PathLike[str] | None = None,
     min_runtime_version: int | str | None = None,
     timeout: float = 180.0,
-) -> dict[str, Any]:
+) -> CompileResult:
     """Compile TFLITE_PATH for the Edge TPU into OUT_DIR: <stem>_edgetpu.tflite and <stem>_edgetpu.log.
 
-    Returns {compiled_path, log_path, report (parse_log), seconds, command}. Raises NotAvailable
+    Returns the paths, the parsed log (with the compiler's stdout), the seconds and the command. Raises NotAvailable
     (with how_to_finish) when there is no compiler, ConversionError when it fails or times out.
     """
     model = Path(tflite_path)
@@ -155,8 +149,8 @@ def compile_model(
         log_src = stage / f"{model.stem}_edgetpu.log"
         log_text = log_src.read_text(errors="replace") if log_src.is_file() else None
         report = parse_log(text, log_text)
-        if rc != 0 or report["success"] is False or not compiled.is_file():
-            reason = report["failure"] or (f"exit status {rc}" if rc else "it wrote no compiled model")
+        if rc != 0 or report.success is False or not compiled.is_file():
+            reason = report.failure or (f"exit status {rc}" if rc else "it wrote no compiled model")
             raise ConversionError(
                 f"edgetpu_compiler failed on {model.name}: {reason}",
                 hint=_failure_hint(reason) + " Full compiler output: " + " | ".join(text.strip().splitlines()[-6:]),
@@ -169,15 +163,15 @@ def compile_model(
             from edgekit.fsutil import atomic_write_text
 
             atomic_write_text(log_path, text)
-        report["stdout"] = text[-20000:]  # the summary lines; the .log holds the per-op table
-        report["compiler_path"] = str(exe)
-        return {
-            "compiled_path": str(final),
-            "log_path": str(log_path),
-            "report": report,
-            "seconds": round(seconds, 3),
-            "command": cmd,
-        }
+        report.stdout = text[-20000:]  # the summary lines; the .log holds the per-op table
+        report.compiler_path = str(exe)
+        return CompileResult(
+            compiled_path=str(final),
+            log_path=str(log_path),
+            report=report,
+            seconds=round(seconds, 3),
+            command=cmd,
+        )
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -196,26 +190,26 @@ def _failure_hint(reason: str) -> str:
     return "Run `edgekit inspect` on the int8 model to see which ops the Edge TPU cannot take."
 
 
-def compare(preflight: dict[str, Any], report: dict[str, Any]) -> list[str]:
+def compare(preflight: PreflightReport, report: CompilerLog) -> list[str]:
     """Where the pre-flight prediction and the compiler's verdict disagree, one sentence each."""
     out: list[str] = []
-    p_tpu, c_tpu = preflight.get("ops_on_tpu"), report.get("ops_on_tpu")
-    p_total, c_total = preflight.get("ops_total"), report.get("ops_total")
+    p_tpu, c_tpu = preflight.ops_on_tpu, report.ops_on_tpu
+    p_total, c_total = preflight.ops_total, report.ops_total
     if c_total is not None and p_total is not None and c_total != p_total:
         out.append(f"op count: pre-flight saw {p_total} ops, the compiler counted {c_total}")
     if c_tpu is not None and p_tpu is not None and c_tpu != p_tpu:
         out.append(f"ops on the Edge TPU: predicted {p_tpu} of {p_total}, compiler mapped {c_tpu} of {c_total}")
-    rows = report.get("operators") or []
-    if rows and report.get("operators_complete", True):
+    rows = report.operators
+    if rows and report.operators_complete:
         predicted: dict[str, list[int]] = {}
-        for e in preflight.get("ops", []):
-            predicted.setdefault(e["op"], [0, 0])[0 if e["mapped"] else 1] += 1
+        for e in preflight.ops:
+            predicted.setdefault(e.op, [0, 0])[0 if e.mapped else 1] += 1
         actual: dict[str, list[int]] = {}
         statuses: dict[str, list[str]] = {}
         for r in rows:
-            actual.setdefault(r["op"], [0, 0])[0 if r["mapped"] else 1] += r["count"]
-            if not r["mapped"]:
-                statuses.setdefault(r["op"], []).append(r["status"])
+            actual.setdefault(r.op, [0, 0])[0 if r.mapped else 1] += r.count
+            if not r.mapped:
+                statuses.setdefault(r.op, []).append(r.status)
         for op in sorted(set(predicted) | set(actual)):
             p, a = predicted.get(op, [0, 0]), actual.get(op, [0, 0])
             if p[0] != a[0]:
@@ -224,20 +218,20 @@ def compare(preflight: dict[str, Any], report: dict[str, Any]) -> list[str]:
                     f"{op}: predicted {p[0]} on the Edge TPU and {p[1]} on the CPU, compiler mapped "
                     f"{a[0]} and left {a[1]} on the CPU{why}"
                 )
-    first = preflight.get("first_unsupported")
+    first = preflight.first_unsupported
     if (
         first
         and rows
-        and any(r["op"] == first["op"] and r["mapped"] for r in rows)
-        and not any(r["op"] == first["op"] and not r["mapped"] for r in rows)
+        and any(r.op == first.op and r.mapped for r in rows)
+        and not any(r.op == first.op and not r.mapped for r in rows)
     ):
         out.append(
-            f"the predicted partition op {first['op']} (op {first['index']}) was mapped by the compiler "
-            f"(pre-flight said: {first['reason']})"
+            f"the predicted partition op {first.op} (op {first.index}) was mapped by the compiler "
+            f"(pre-flight said: {first.reason})"
         )
-    if report.get("subgraphs") is not None and report["subgraphs"] > 1:
+    if report.subgraphs is not None and report.subgraphs > 1:
         out.append(
-            f"the compiler made {report['subgraphs']} Edge TPU subgraphs; the pre-flight assumes one "
+            f"the compiler made {report.subgraphs} Edge TPU subgraphs; the pre-flight assumes one "
             f"({STATUS['after_partition']!r} otherwise)"
         )
     return out

@@ -5,6 +5,8 @@ The formats are those of real compiler releases 2.x to 16.0, as posted in public
 "Number of operations that will run on Edge TPU/CPU" counts (printed only when some ops stay on
 the CPU), and an "Operator  Count  Status" table (on stdout with -s, always in the .log). With
 --search_delegate or --num_segments the compiler prints one block per attempt; the last one wins.
+The result is a `CompilerLog` record (edgekit.edgetpu.records), whose `to_dict()` is the manifest's
+`extra.edgetpu.compiler`.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from edgekit.edgetpu.records import CompilerLog, OperatorRow
+
 MAPPED = "Mapped to Edge TPU"
 _UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "KB": 1000, "MB": 1000**2, "GB": 1000**3}
 _SIZE = re.compile(r"([\d.]+)\s*(GiB|MiB|KiB|GB|MB|KB|B)\b")
-_FIELDS: dict[str, tuple[str, str]] = {  # key -> (regex, kind)
+_FIELDS: dict[str, tuple[str, str]] = {  # CompilerLog field -> (regex, kind)
     "compiler_version": (r"Edge TPU Compiler version\s+(\S+)", "str"),
     "compile_ms": (r"Models? compiled successfully in (\d+) ms", "int"),
     "input_model": (r"^Input model:\s*(.+?)\s*$", "str"),
@@ -54,9 +58,9 @@ def size_bytes(text: str) -> int | None:
     return int(round(float(m.group(1)) * _UNITS[m.group(2)])) if m else None
 
 
-def operators_table(text: str) -> tuple[list[dict[str, Any]], bool]:
+def operators_table(text: str) -> tuple[list[OperatorRow], bool]:
     """The last "Operator Count Status" table in TEXT, and whether it lists every operator."""
-    rows: list[dict[str, Any]] = []
+    rows: list[OperatorRow] = []
     complete = True
     in_table = False
     for line in text.splitlines():
@@ -78,7 +82,7 @@ def operators_table(text: str) -> tuple[list[dict[str, Any]], bool]:
             in_table = False
             continue
         status = m.group(3)
-        rows.append({"op": m.group(1), "count": int(m.group(2)), "status": status, "mapped": status == MAPPED})
+        rows.append(OperatorRow(op=m.group(1), count=int(m.group(2)), status=status, mapped=status == MAPPED))
     return rows, complete
 
 
@@ -104,10 +108,10 @@ def _failed(text: str) -> bool:
     return last_bad > last_ok
 
 
-def parse_log(stdout: str, log_text: str | None = None) -> dict[str, Any]:
+def parse_log(stdout: str, log_text: str | None = None) -> CompilerLog:
     """Structured report of one compiler run from its stdout (and its .log file, when there is one)."""
     text = stdout or ""
-    report: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
     for key, (pattern, kind) in _FIELDS.items():
         hits = re.findall(pattern, text, flags=re.M)
         if not hits and log_text and key == "compiler_version":
@@ -117,38 +121,39 @@ def parse_log(stdout: str, log_text: str | None = None) -> dict[str, Any]:
             value = int(value)
         elif value is not None and kind == "size":
             value = size_bytes(value)
-        report[key] = value
+        fields[key] = value
+    report = CompilerLog(**fields)
     rows, complete = operators_table(text)
     source = "stdout"
     if not rows and log_text:
         rows, complete = operators_table(log_text)
         source = "log"
-    if rows and report["ops_total"] is not None and sum(r["count"] for r in rows) != report["ops_total"]:
+    if rows and report.ops_total is not None and sum(r.count for r in rows) != report.ops_total:
         complete = False  # a table cut short (or one of several attempts): its sums are not the model's
-    report["operators"] = rows
-    report["operators_complete"] = complete if rows else False
-    report["operators_source"] = source if rows else None
+    report.operators = rows
+    report.operators_complete = complete if rows else False
+    report.operators_source = source if rows else None  # type: ignore[assignment]
     failed = _failed(text)
-    report["success"] = False if failed else (True if any(s in text for s in _SUCCESS) else None)
-    report["failure"] = failure_reason(text) if failed else None
-    report["errors"] = re.findall(r"^ERROR:\s*(.+?)\s*$", text, flags=re.M)
-    report["attempts"] = len(re.findall(r"^Try to compile segment with \d+ ops", text, flags=re.M)) or None
+    report.success = False if failed else (True if any(s in text for s in _SUCCESS) else None)
+    report.failure = failure_reason(text) if failed else None
+    report.errors = re.findall(r"^ERROR:\s*(.+?)\s*$", text, flags=re.M)
+    report.attempts = len(re.findall(r"^Try to compile segment with \d+ ops", text, flags=re.M)) or None
     _fill_counts(report, text)
     return report
 
 
-def _fill_counts(report: dict[str, Any], text: str) -> None:
+def _fill_counts(report: CompilerLog, text: str) -> None:
     """Derive the op counts the compiler leaves out (it prints them only when some ops stay on the CPU)."""
-    rows = report["operators"]
-    if report["ops_on_tpu"] is None and rows and report["operators_complete"]:
-        report["ops_on_tpu"] = sum(r["count"] for r in rows if r["mapped"])
-        report["ops_on_cpu"] = sum(r["count"] for r in rows if not r["mapped"])
+    rows = report.operators
+    if report.ops_on_tpu is None and rows and report.operators_complete:
+        report.ops_on_tpu = sum(r.count for r in rows if r.mapped)
+        report.ops_on_cpu = sum(r.count for r in rows if not r.mapped)
     elif (
-        report["ops_on_tpu"] is None
-        and report["ops_total"] is not None
-        and report["success"]
+        report.ops_on_tpu is None
+        and report.ops_total is not None
+        and report.success
         and "not all operations are supported" not in text
     ):
-        report["ops_on_tpu"], report["ops_on_cpu"] = report["ops_total"], 0
-    if report["ops_total"] is None and report["ops_on_tpu"] is not None and report["ops_on_cpu"] is not None:
-        report["ops_total"] = report["ops_on_tpu"] + report["ops_on_cpu"]
+        report.ops_on_tpu, report.ops_on_cpu = report.ops_total, 0
+    if report.ops_total is None and report.ops_on_tpu is not None and report.ops_on_cpu is not None:
+        report.ops_total = report.ops_on_tpu + report.ops_on_cpu

@@ -13,13 +13,16 @@ Float I/O, decided from Coral's documentation and real compiler logs (tests/fixt
   runs on the CPU after the Edge TPU part;
 - both count in ops_total and as CPU ops, as the compiler counts them. A QUANTIZE between two
   integer types (uint8 I/O around an int8 model) is an ordinary op and maps (runtime 13+).
+
+The model is read with `edgekit.tflite_model` (the reader under both this module and `inspect`);
+the result is a `PreflightReport` (edgekit.edgetpu.records).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from edgekit.edgetpu.records import OpCode, PartitionPoint, PreflightOp, PreflightReport, Problem, ProblemKind
 from edgekit.edgetpu.rules import (
     ACTIVATION_FIXES,
     CONST_TYPES,
@@ -32,16 +35,15 @@ from edgekit.edgetpu.rules import (
     RULES,
     OpCtx,
 )
-from edgekit.inspect.macs import tflite_op_macs
-from edgekit.inspect.tflite import EDGETPU_CUSTOM_OP, TfliteModel, TOp, read_tflite
+from edgekit.tflite_model import EDGETPU_CUSTOM_OP, TfliteModel, TOp, is_edgetpu_op, read_tflite
 
 
-def preflight(path: str | Path, min_runtime: int | None = None) -> dict[str, Any]:
+def preflight(path: str | Path, min_runtime: int | None = None) -> PreflightReport:
     """The `edgetpu` object for the .tflite at PATH (see `preflight_model`)."""
     return preflight_model(read_tflite(path), min_runtime=min_runtime)
 
 
-def op_verdict(op: TOp, model: TfliteModel, min_runtime: int) -> tuple[bool, str | None, str]:
+def op_verdict(op: TOp, model: TfliteModel, min_runtime: int) -> tuple[bool, str | None, OpCode]:
     """Whether the compiler can map OP on its own (ignoring partitioning): (ok, reason, code)."""
     if op.custom:
         return False, f"custom op '{op.op}' (custom ops never run on the Edge TPU)", "unsupported_op"
@@ -102,114 +104,97 @@ def _fraction(part: float, whole: float) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
-def preflight_model(model: TfliteModel, min_runtime: int | None = None) -> dict[str, Any]:
-    """Predict the compiler's mapping of MODEL (JSON-able). An already compiled model gets `predicted: false`."""
+def preflight_model(model: TfliteModel, min_runtime: int | None = None) -> PreflightReport:
+    """Predict the compiler's mapping of MODEL. An already compiled model gets `predicted=False`."""
     rt = int(min_runtime or DEFAULT_MIN_RUNTIME)
     if model.edgetpu_compiled:
-        cpu = [op.op for op in model.ops if not (op.custom and op.op == EDGETPU_CUSTOM_OP)]
-        return {
-            "predicted": False,
-            "compiled": True,
-            "ops_total": len(model.ops),
-            "ops_on_tpu": None,  # the compiled op hides how many source ops it holds
-            "macs_on_tpu_fraction": None,
-            "first_unsupported": None,
-            "edgetpu_custom_ops": len(model.ops) - len(cpu),
-            "cpu_ops": cpu,
-            "note": f"already compiled for the Edge TPU ({EDGETPU_CUSTOM_OP}); it needs the Edge TPU runtime "
+        cpu = [op.op for op in model.ops if not is_edgetpu_op(op)]
+        return PreflightReport(
+            predicted=False,
+            compiled=True,
+            ops_total=len(model.ops),
+            ops_on_tpu=None,  # the compiled op hides how many source ops it holds
+            edgetpu_custom_ops=len(model.ops) - len(cpu),
+            cpu_ops=cpu,
+            note=f"already compiled for the Edge TPU ({EDGETPU_CUSTOM_OP}); it needs the Edge TPU runtime "
             "(libedgetpu) and a Coral device to run. Pre-flight the uncompiled int8 model instead.",
-        }
-    entries: list[dict[str, Any]] = []
-    first: dict[str, Any] | None = None
+        )
+    entries: list[PreflightOp] = []
+    first: PartitionPoint | None = None
     for op in model.ops:
         ok, reason, code = op_verdict(op, model, rt)
-        entry: dict[str, Any] = {
-            "index": op.index,
-            "op": op.op,
-            "mapped": ok,
-            "reason": reason,
-            "code": code,
-            "macs": tflite_op_macs(op, model),
-        }
+        entry = PreflightOp(index=op.index, op=op.op, mapped=ok, reason=reason, code=code, macs=model.op_macs(op))
         if _float_io(op, model):
-            entry.update(
-                mapped=False,
-                code="float_io",
-                reason=(
-                    "quantizes the float input on the CPU, before the Edge TPU part"
-                    if op.op == "QUANTIZE"
-                    else "dequantizes to a float output on the CPU, after the Edge TPU part"
-                ),
+            entry.mapped, entry.code = False, "float_io"
+            entry.reason = (
+                "quantizes the float input on the CPU, before the Edge TPU part"
+                if op.op == "QUANTIZE"
+                else "dequantizes to a float output on the CPU, after the Edge TPU part"
             )
         elif first is not None:
-            entry.update(
-                mapped=False,
-                code="after_partition",
-                own_reason=None if ok else reason,
-                own_code=None if ok else code,
-                reason=(
-                    f"after the partition point (op {first['index']} {first['op']}): the compiler maps one "
-                    "subgraph only"
-                ),
+            entry.mapped, entry.code = False, "after_partition"
+            entry.own_reason, entry.own_code = (None, None) if ok else (reason, code)
+            entry.reason = (
+                f"after the partition point (op {first.index} {first.op}): the compiler maps one subgraph only"
             )
         elif not ok:
-            first = {"index": op.index, "op": op.op, "reason": reason, "code": code}
+            first = PartitionPoint(index=op.index, op=op.op, reason=reason, code=code)
         rule = RULES.get(op.op)
-        if entry["mapped"] and rule is not None and rule.caveat:
-            entry["caveat"] = rule.caveat
+        if entry.mapped and rule is not None and rule.caveat:
+            entry.caveat = rule.caveat
         entries.append(entry)
 
-    on_tpu = [e for e in entries if e["mapped"]]
-    macs_total = sum(e["macs"] for e in entries)
-    macs_tpu = sum(e["macs"] for e in on_tpu)
+    on_tpu = [e for e in entries if e.mapped]
+    macs_total = sum(e.macs for e in entries)
+    macs_tpu = sum(e.macs for e in on_tpu)
     problems = _problems(model, entries, first)
-    result: dict[str, Any] = {
-        "predicted": True,
-        "compiled": False,
-        "min_runtime": rt,
-        "ops_total": len(entries),
-        "ops_on_tpu": len(on_tpu),
-        "ops_on_cpu": len(entries) - len(on_tpu),
-        "ops_on_tpu_fraction": _fraction(len(on_tpu), len(entries)),
-        "macs_total": macs_total,
-        "macs_on_tpu": macs_tpu,
-        "macs_on_tpu_fraction": _fraction(macs_tpu, macs_total),
-        "first_unsupported": first,
-        "ops": entries,
-        "problems": problems,
-        "suggestions": list(dict.fromkeys(p["suggestion"] for p in problems if p.get("suggestion"))),
-        "rules_source": OPS_TABLE_URL,
-    }
-    result["summary"] = summary_line(result)
+    result = PreflightReport(
+        predicted=True,
+        compiled=False,
+        min_runtime=rt,
+        ops_total=len(entries),
+        ops_on_tpu=len(on_tpu),
+        ops_on_cpu=len(entries) - len(on_tpu),
+        ops_on_tpu_fraction=_fraction(len(on_tpu), len(entries)),
+        macs_total=macs_total,
+        macs_on_tpu=macs_tpu,
+        macs_on_tpu_fraction=_fraction(macs_tpu, macs_total),
+        first_unsupported=first,
+        ops=entries,
+        problems=problems,
+        suggestions=list(dict.fromkeys(p.suggestion for p in problems if p.suggestion)),
+        rules_source=OPS_TABLE_URL,
+    )
+    result.summary = summary_line(result)
     return result
 
 
-def summary_line(pf: dict[str, Any]) -> str:
+def summary_line(pf: PreflightReport) -> str:
     """One sentence: how much is predicted on the TPU and where the partition is."""
-    if pf.get("compiled"):
-        return str(pf.get("note", "already compiled for the Edge TPU"))
-    frac = pf.get("ops_on_tpu_fraction") or 0.0
-    macs = pf.get("macs_on_tpu_fraction")
-    text = f"predicted {pf['ops_on_tpu']} of {pf['ops_total']} ops ({frac:.0%})"
+    if pf.compiled and not pf.predicted:
+        return pf.note or "already compiled for the Edge TPU"
+    frac = pf.ops_on_tpu_fraction or 0.0
+    macs = pf.macs_on_tpu_fraction
+    text = f"predicted {pf.ops_on_tpu} of {pf.ops_total} ops ({frac:.0%})"
     if macs is not None:
         text += f" and {macs:.1%} of MACs"
     text += " on the Edge TPU"
-    first = pf.get("first_unsupported")
+    first = pf.first_unsupported
     if first:
-        text += f"; mapping stops at op {first['index']} {first['op']}: {first['reason']}"
+        text += f"; mapping stops at op {first.index} {first.op}: {first.reason}"
     return text
 
 
-def _problem(kind: str, message: str, suggestion: str, ops: list[int], source: str) -> dict[str, Any]:
-    return {"kind": kind, "message": message, "suggestion": suggestion, "ops": ops, "source": source}
+def _problem(kind: ProblemKind, message: str, suggestion: str, ops: list[int], source: str) -> Problem:
+    return Problem(kind=kind, message=message, suggestion=suggestion, ops=ops, source=source)
 
 
-def _problems(model: TfliteModel, entries: list[dict[str, Any]], first: dict[str, Any] | None) -> list[dict[str, Any]]:
+def _problems(model: TfliteModel, entries: list[PreflightOp], first: PartitionPoint | None) -> list[Problem]:
     """What keeps ops off the TPU, grouped by cause, each with the fix where one is known."""
-    out: list[dict[str, Any]] = []
-    by_code: dict[str, list[dict[str, Any]]] = {}
+    out: list[Problem] = []
+    by_code: dict[str, list[PreflightOp]] = {}
     for e in entries:
-        code = e["code"] if e["code"] != "after_partition" else "own:" + (e.get("own_code") or "mapped")
+        code = e.code if e.code != "after_partition" else "own:" + (e.own_code or "mapped")
         by_code.setdefault(code, []).append(e)
 
     fio = by_code.get("float_io", [])
@@ -221,7 +206,7 @@ def _problems(model: TfliteModel, entries: list[dict[str, Any]], first: dict[str
                 "Convert with integer I/O (`--io-dtype uint8` or int8; TFLiteConverter "
                 "inference_input_type / inference_output_type = tf.uint8) and feed quantized data, so no "
                 "conversion runs on the CPU.",
-                [e["index"] for e in fio],
+                [e.index for e in fio],
                 REQUIREMENTS_URL,
             )
         )
@@ -234,12 +219,12 @@ def _problems(model: TfliteModel, entries: list[dict[str, Any]], first: dict[str
                 f"Dynamic shape: {names}; the compiler needs every shape static.",
                 "Export with a static batch of 1 (`--batch 1`; keras.Input(batch_size=1); torch.export / "
                 "ONNX without a dynamic batch axis) so that no dimension is -1.",
-                [e["index"] for e in by_code.get("dynamic_shape", [])],
+                [e.index for e in by_code.get("dynamic_shape", [])],
                 REQUIREMENTS_URL,
             )
         )
     dtype = by_code.get("dtype", []) + by_code.get("own:dtype", [])
-    floats = [e for e in dtype if "float" in (e.get("own_reason") or e["reason"] or "")]
+    floats = [e for e in dtype if "float" in (e.own_reason or e.reason or "")]
     ints = [e for e in dtype if e not in floats]
     if floats:
         out.append(
@@ -248,27 +233,27 @@ def _problems(model: TfliteModel, entries: list[dict[str, Any]], first: dict[str
                 f"{len(floats)} op(s) work on float tensors.",
                 "Convert with full-integer quantization (a representative dataset and TFLITE_BUILTINS_INT8 "
                 "only), so every op and tensor is int8.",
-                [e["index"] for e in floats],
+                [e.index for e in floats],
                 REQUIREMENTS_URL,
             )
         )
     if ints:
-        names = ", ".join(dict.fromkeys(e["op"] for e in ints))
+        names = ", ".join(dict.fromkeys(e.op for e in ints))
         out.append(
             _problem(
                 "int_tensors",
                 f"{len(ints)} op(s) compute on int32/int64 tensors ({names}): shape arithmetic, usually left "
                 "by a dynamic batch.",
                 "Export with a static batch of 1, so the converter folds shape computations into constants.",
-                [e["index"] for e in ints],
+                [e.index for e in ints],
                 REQUIREMENTS_URL,
             )
         )
     unsup = by_code.get("unsupported_op", []) + by_code.get("own:unsupported_op", [])
-    acts = [e for e in unsup if e["op"] in ACTIVATION_FIXES]
-    for name in dict.fromkeys(e["op"] for e in acts):
+    acts = [e for e in unsup if e.op in ACTIVATION_FIXES]
+    for name in dict.fromkeys(e.op for e in acts):
         fix, src = ACTIVATION_FIXES[name]
-        idx = [e["index"] for e in acts if e["op"] == name]
+        idx = [e.index for e in acts if e.op == name]
         out.append(
             _problem(
                 "unsupported_activation",
@@ -278,20 +263,20 @@ def _problems(model: TfliteModel, entries: list[dict[str, Any]], first: dict[str
                 src,
             )
         )
-    others = [e for e in unsup if e["op"] not in ACTIVATION_FIXES]
+    others = [e for e in unsup if e.op not in ACTIVATION_FIXES]
     if others:
-        names = ", ".join(dict.fromkeys(e["op"] for e in others))
+        names = ", ".join(dict.fromkeys(e.op for e in others))
         out.append(
             _problem(
                 "unsupported_op",
                 f"Not in Coral's supported-operations table: {names}.",
                 "Replace these ops with supported ones, or move them to the end of the graph "
                 "(post-processing), where running on the CPU costs only themselves.",
-                [e["index"] for e in others],
+                [e.index for e in others],
                 OPS_TABLE_URL,
             )
         )
-    for code, kind, fix in (
+    limits: tuple[tuple[str, ProblemKind, str], ...] = (
         (
             "runtime_version",
             "runtime_version",
@@ -305,14 +290,15 @@ def _problems(model: TfliteModel, entries: list[dict[str, Any]], first: dict[str
         ),
         ("nonconst_params", "nonconst_params", "Make weights and biases constants (freeze the graph)."),
         ("limitation", "limitation", "Change the op's parameters to meet Coral's listed limitation."),
-    ):
+    )
+    for code, kind, fix in limits:
         hits = by_code.get(code, []) + by_code.get("own:" + code, [])
         if hits:
             reasons = "; ".join(
-                dict.fromkeys(f"op {e['index']}: {e.get('own_reason') or e['reason']}" for e in hits[:5])
+                dict.fromkeys(f"op {e.index}: {e.own_reason or e.reason}" for e in hits[:5])
             )
-            out.append(_problem(kind, reasons, fix, [e["index"] for e in hits], OPS_TABLE_URL))
-    transposes = [e["index"] for e in entries if e["op"] == "TRANSPOSE"]
+            out.append(_problem(kind, reasons, fix, [e.index for e in hits], OPS_TABLE_URL))
+    transposes = [e.index for e in entries if e.op == "TRANSPOSE"]
     if transposes:
         flatten = [i for i in transposes if i + 1 < len(model.ops) and model.ops[i + 1].op == "RESHAPE"]
         what = (
@@ -343,9 +329,9 @@ def _problems(model: TfliteModel, entries: list[dict[str, Any]], first: dict[str
             )
         )
     if first is not None:
-        cpu = [e for e in entries if e["code"] == "after_partition"]
+        cpu = [e for e in entries if e.code == "after_partition"]
         for p in out:
-            if first["index"] in p["ops"]:
-                p["blocking"] = True
-                p["message"] += f" The partition at op {first['index']} puts {len(cpu)} later op(s) on the CPU."
+            if first.index in p.ops:
+                p.blocking = True
+                p.message += f" The partition at op {first.index} puts {len(cpu)} later op(s) on the CPU."
     return out

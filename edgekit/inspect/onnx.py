@@ -16,7 +16,8 @@ import numpy as np
 
 from edgekit._deps import require
 from edgekit.errors import UnsupportedModel
-from edgekit.inspect.macs import MAC_OPS_ONNX, onnx_node_macs
+from edgekit.inspect.records import InspectOp, InspectReport, ParamCounts, TensorInfo
+from edgekit.macs import MAC_OPS_ONNX, onnx_node_macs
 
 
 def _dims(type_proto: Any) -> list[int] | None:
@@ -32,8 +33,8 @@ def _dtype(onnx: Any, elem_type: int) -> str:
         return onnx.TensorProto.DataType.Name(elem_type).lower()
 
 
-def describe(path: str | Path) -> dict[str, Any]:
-    """The JSON-able inspection report of an ONNX model (no Edge TPU section: that needs a .tflite)."""
+def describe(path: str | Path) -> InspectReport:
+    """The inspection report of an ONNX model (no Edge TPU section: that needs a .tflite)."""
     onnx = require("onnx", purpose="inspect .onnx files")
     from edgekit.fsutil import sha256_file
 
@@ -58,16 +59,12 @@ def describe(path: str | Path) -> dict[str, Any]:
     for name, t in init.items():
         info[name] = (list(t.dims), _dtype(onnx, t.data_type))
 
-    def spec(name: str) -> dict[str, Any]:
+    def spec(name: str) -> TensorInfo:
         shape, dtype = info.get(name, (None, "unknown"))
-        d: dict[str, Any] = {"name": name, "shape": shape, "dtype": dtype, "quantization": None}
-        if name in init:
-            d["const"] = True
-        return d
+        return TensorInfo(name=name, shape=shape, dtype=dtype, quantization=None, const=name in init)
 
     opsets = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
-    ops: list[dict[str, Any]] = []
-    counts: dict[str, int] = {}
+    ops: list[InspectOp] = []
     for i, node in enumerate(g.node):
         ins = [n for n in node.input if n]
         attrs = {
@@ -78,19 +75,18 @@ def describe(path: str | Path) -> dict[str, Any]:
         shapes_in = [info.get(n, (None, ""))[0] for n in node.input]
         shapes_out = [info.get(n, (None, ""))[0] for n in node.output]
         macs = onnx_node_macs(node.op_type, shapes_in, shapes_out, attrs) if node.op_type in MAC_OPS_ONNX else 0
-        counts[node.op_type] = counts.get(node.op_type, 0) + 1
         ops.append(
-            {
-                "index": i,
-                "op": node.op_type,
-                "version": opsets.get(node.domain or "ai.onnx"),
-                "domain": node.domain or "ai.onnx",
-                "name": node.name,
-                "inputs": [spec(n) for n in ins],
-                "outputs": [spec(n) for n in node.output if n],
-                "macs": macs,
-                "options": {k: v for k, v in attrs.items() if isinstance(v, (int, float))},
-            }
+            InspectOp(
+                index=i,
+                op=node.op_type,
+                version=opsets.get(node.domain or "ai.onnx"),
+                domain=node.domain or "ai.onnx",
+                name=node.name,
+                inputs=[spec(n) for n in ins],
+                outputs=[spec(n) for n in node.output if n],
+                macs=macs,
+                options={k: v for k, v in attrs.items() if isinstance(v, (int, float))},
+            )
         )
 
     params: dict[str, dict[str, int]] = {}
@@ -109,27 +105,21 @@ def describe(path: str | Path) -> dict[str, Any]:
     dynamic = [n for n, (shape, _) in info.items() if shape is not None and any(d < 0 for d in shape)]
     unknown = [n for node in g.node for n in node.output if n and info.get(n, (None, ""))[0] is None]
     external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in g.initializer)
-    return {
-        "path": str(p),
-        "format": "onnx",
-        "size_bytes": p.stat().st_size,
-        "sha256": sha256_file(p),
-        "opsets": opsets,
-        "ir_version": model.ir_version,
-        "producer": f"{model.producer_name} {model.producer_version}".strip(),
-        "external_data": external,
-        "inputs": [spec(n) for n in graph_inputs],
-        "outputs": [spec(vi.name) for vi in g.output],
-        "ops": ops,
-        "op_counts": dict(sorted(counts.items(), key=lambda kv: -kv[1])),
-        "params": {
-            "by_dtype": dict(sorted(params.items(), key=lambda kv: -kv[1]["bytes"])),
-            "count": sum(v["count"] for v in params.values()),
-            "bytes": sum(v["bytes"] for v in params.values()),
-        },
-        "macs": sum(o["macs"] for o in ops),
-        "macs_counted_ops": ", ".join(MAC_OPS_ONNX),
-        "all_static": not dynamic and not unknown,
-        "dynamic_tensors": dynamic[:20],
-        "unknown_shapes": len(unknown),
-    }
+    return InspectReport(
+        path=str(p),
+        format="onnx",
+        size_bytes=p.stat().st_size,
+        sha256=sha256_file(p),
+        opsets=opsets,
+        ir_version=model.ir_version,
+        producer=f"{model.producer_name} {model.producer_version}".strip(),
+        external_data=external,
+        inputs=[spec(n) for n in graph_inputs],
+        outputs=[spec(vi.name) for vi in g.output],
+        ops=ops,
+        params=ParamCounts.tally(params),
+        macs_counted_ops=", ".join(MAC_OPS_ONNX),
+        all_static=not dynamic and not unknown,
+        dynamic_tensors=dynamic[:20],
+        unknown_shapes=len(unknown),
+    )

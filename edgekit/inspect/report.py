@@ -1,4 +1,4 @@
-"""Render an inspection report (the dict of `inspect_model`) for people: rich tables on stdout."""
+"""Render an inspection report (the `InspectReport` of `inspect_model`) for people: rich tables on stdout."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ from rich.console import Console
 from rich.table import Table
 
 from edgekit.console import human_bytes
+from edgekit.edgetpu.records import PreflightReport
+from edgekit.inspect.records import InspectReport, TensorInfo
+from edgekit.sniff import EDGETPU_CUSTOM_OP
 
 
-def _shape(spec: dict[str, Any]) -> str:
-    shape = spec.get("shape")
+def _shape(spec: TensorInfo) -> str:
+    shape = spec.shape
     if shape is None:
         return "?"
     return "[" + ",".join("?" if d is None or d < 0 else str(d) for d in shape) + "]"
@@ -26,9 +29,9 @@ def _quant(q: dict[str, Any] | None) -> str:
     return f"s={s:.4g} zp={z}"
 
 
-def _tensors(specs: list[dict[str, Any]], consts: bool = False) -> str:
-    shown = [s for s in specs if consts or not s.get("const")]
-    return " ".join(f"{s['dtype']}{_shape(s)}" for s in shown)
+def _tensors(specs: list[TensorInfo], consts: bool = False) -> str:
+    shown = [s for s in specs if consts or not s.const]
+    return " ".join(f"{s.dtype}{_shape(s)}" for s in shown)
 
 
 def _macs(n: int | None) -> str:
@@ -40,35 +43,32 @@ def _macs(n: int | None) -> str:
     return str(n)
 
 
-def render(report: dict[str, Any], console: Console) -> None:
+def render(report: InspectReport, console: Console) -> None:
     """Print REPORT: summary, I/O, ops (with the Edge TPU verdict for .tflite), params, Edge TPU section."""
-    fmt = report["format"]
     console.print(
-        f"[bold]{report['path']}[/bold]  {fmt}, {human_bytes(report['size_bytes'])}, sha256 {report['sha256'][:12]}"
+        f"[bold]{report.path}[/bold]  {report.format}, {human_bytes(report.size_bytes)}, sha256 {report.sha256[:12]}"
     )
-    shapes = (
-        "all static"
-        if report["all_static"]
-        else "[yellow]dynamic shapes[/yellow] " + ", ".join(report.get("dynamic_tensors", [])[:3])
-    )
+    shapes = "all static"
+    if not report.all_static:
+        shapes = "[yellow]dynamic shapes[/yellow] " + ", ".join(report.dynamic_tensors[:3])
     console.print(
-        f"{len(report['ops'])} ops, {_macs(report['macs']) or 0} MACs, "
-        f"{report['params']['count']:,} parameters ({human_bytes(report['params']['bytes'])}), {shapes}"
+        f"{len(report.ops)} ops, {_macs(report.macs) or 0} MACs, "
+        f"{report.params.count:,} parameters ({human_bytes(report.params.bytes)}), {shapes}"
     )
-    if report.get("edgetpu_compiled"):
+    if report.edgetpu_compiled:
         console.print(
-            "[bold]compiled for the Edge TPU[/bold] (edgetpu-custom-op): needs libedgetpu and a Coral device to run"
+            f"[bold]compiled for the Edge TPU[/bold] ({EDGETPU_CUSTOM_OP}): needs libedgetpu and a Coral device to run"
         )
 
     io = Table(title="inputs / outputs", title_justify="left", show_edge=False)
     for col in ("", "name", "dtype", "shape", "quantization"):
         io.add_column(col)
-    for kind in ("inputs", "outputs"):
-        for s in report[kind]:
-            io.add_row(kind[:-1], s["name"], s["dtype"], _shape(s), _quant(s.get("quantization")))
+    for kind, specs in (("input", report.inputs), ("output", report.outputs)):
+        for s in specs:
+            io.add_row(kind, s.name, s.dtype, _shape(s), _quant(s.quantization))
     console.print(io)
 
-    tpu = {e["index"]: e for e in (report.get("edgetpu") or {}).get("ops", [])}
+    tpu = {e.index: e for e in report.edgetpu.ops} if report.edgetpu is not None else {}
     ops = Table(title="operators (execution order)", title_justify="left", show_edge=False)
     for col, just in (
         ("#", "right"),
@@ -81,57 +81,57 @@ def render(report: dict[str, Any], console: Console) -> None:
         ops.add_column(col, justify=just)
     if tpu:
         ops.add_column("Edge TPU")
-    for o in report["ops"]:
+    for o in report.ops:
         row = [
-            str(o["index"]),
-            o["op"],
-            str(o.get("version") or ""),
-            _tensors(o["inputs"]),
-            _tensors(o["outputs"]),
-            _macs(o["macs"]),
+            str(o.index),
+            o.op,
+            str(o.version or ""),
+            _tensors(o.inputs),
+            _tensors(o.outputs),
+            _macs(o.macs),
         ]
         if tpu:
-            e = tpu.get(o["index"], {})
-            row.append("[green]TPU[/green]" if e.get("mapped") else f"[red]CPU[/red] {e.get('reason') or ''}")
+            e = tpu.get(o.index)
+            row.append("[green]TPU[/green]" if e and e.mapped else f"[red]CPU[/red] {(e.reason if e else None) or ''}")
         ops.add_row(*row)
     console.print(ops)
 
     params = Table(title="parameters by dtype", title_justify="left", show_edge=False)
     for col in ("dtype", "count", "bytes"):
         params.add_column(col, justify="left" if col == "dtype" else "right")
-    for dtype, row in report["params"]["by_dtype"].items():
-        params.add_row(dtype, f"{row['count']:,}", human_bytes(row["bytes"]))
+    for dtype, counts in report.params.by_dtype.items():
+        params.add_row(dtype, f"{counts['count']:,}", human_bytes(counts["bytes"]))
     console.print(params)
 
-    if "edgetpu" in report:
-        render_edgetpu(report["edgetpu"], console)
+    if report.edgetpu is not None:
+        render_edgetpu(report.edgetpu, console)
 
 
-def render_edgetpu(pf: dict[str, Any], console: Console) -> None:
+def render_edgetpu(pf: PreflightReport, console: Console) -> None:
     """The Edge TPU section: prediction summary, partition point, problems and fixes."""
     console.print(
         "[bold]Edge TPU pre-flight[/bold] (a prediction from Coral's documented rules, not a compiler run)"
-        if pf.get("predicted")
+        if pf.predicted
         else "[bold]Edge TPU[/bold]"
     )
-    if pf.get("compiled"):
-        console.print(f"  {pf.get('note', '')}")
+    if pf.compiled:
+        console.print(f"  {pf.note or ''}")
         return
-    frac = pf.get("ops_on_tpu_fraction") or 0.0
+    frac = pf.ops_on_tpu_fraction or 0.0
     color = "green" if frac == 1.0 else ("yellow" if frac >= 0.5 else "red")
-    macs = pf.get("macs_on_tpu_fraction")
+    macs = pf.macs_on_tpu_fraction
     console.print(
-        f"  [{color}]{pf['ops_on_tpu']} of {pf['ops_total']} ops ({frac:.0%})[/{color}] on the Edge TPU"
+        f"  [{color}]{pf.ops_on_tpu} of {pf.ops_total} ops ({frac:.0%})[/{color}] on the Edge TPU"
         + (f", {macs:.1%} of MACs" if macs is not None else "")
-        + f" (runtime {pf['min_runtime']}+)"
+        + f" (runtime {pf.min_runtime}+)"
     )
-    first = pf.get("first_unsupported")
+    first = pf.first_unsupported
     if first:
         console.print(
-            f"  partition at op {first['index']} [bold]{first['op']}[/bold]: {first['reason']}; it and "
+            f"  partition at op {first.index} [bold]{first.op}[/bold]: {first.reason}; it and "
             "everything after it run on the CPU"
         )
-    for p in pf.get("problems", []):
-        console.print(f"  [yellow]-[/yellow] {p['message']}")
-        if p.get("suggestion"):
-            console.print(f"    fix: {p['suggestion']}")
+    for p in pf.problems:
+        console.print(f"  [yellow]-[/yellow] {p.message}")
+        if p.suggestion:
+            console.print(f"    fix: {p.suggestion}")

@@ -41,14 +41,14 @@ def test_successful_compile_and_our_invocation(standin, model, tmp_path, monkeyp
     assert argv[argv.index("--timeout_sec") + 1] == "90"
     staged = Path(argv[argv.index("-o") + 1])
     assert staged.parent == out and not staged.exists()  # compiled into a scratch folder, then published
-    assert Path(r["compiled_path"]) == out / "mnist_int8_edgetpu.tflite"
-    assert Path(r["compiled_path"]).read_bytes() == model.read_bytes()
-    assert Path(r["log_path"]).read_text() == (FIX / "nrf20_mnist7_edgetpu.log").read_text()
-    rep = r["report"]
-    assert rep["success"] is True and rep["compiler_version"] == "16.0.384591198"
-    assert (rep["ops_on_tpu"], rep["ops_on_cpu"], rep["subgraphs"]) == (8, 0, 1)
-    assert rep["on_chip_memory_bytes"] == 18944 and rep["off_chip_memory_bytes"] == 0
-    assert r["seconds"] >= 0 and sorted(p.name for p in out.iterdir()) == [
+    assert Path(r.compiled_path) == out / "mnist_int8_edgetpu.tflite"
+    assert Path(r.compiled_path).read_bytes() == model.read_bytes()
+    assert Path(r.log_path).read_text() == (FIX / "nrf20_mnist7_edgetpu.log").read_text()
+    rep = r.report
+    assert rep.success is True and rep.compiler_version == "16.0.384591198"
+    assert (rep.ops_on_tpu, rep.ops_on_cpu, rep.subgraphs) == (8, 0, 1)
+    assert rep.on_chip_memory_bytes == 18944 and rep.off_chip_memory_bytes == 0
+    assert r.seconds >= 0 and sorted(p.name for p in out.iterdir()) == [
         "mnist_int8_edgetpu.log",
         "mnist_int8_edgetpu.tflite",
     ]
@@ -60,8 +60,8 @@ def test_old_compiler_gets_no_timeout_flag_and_stdout_is_kept_as_log(standin, mo
     r = compile_model(model, tmp_path / "out", compiler=standin)
     argv = (tmp_path / "argv.txt").read_text().splitlines()
     assert "--timeout_sec" not in argv and "-m" not in argv
-    assert (r["report"]["ops_on_tpu"], r["report"]["ops_on_cpu"]) == (117, 48)
-    assert Path(r["log_path"]).read_text() == (FIX / "coral_edgetpu_issue393_stdout.txt").read_text()
+    assert (r.report.ops_on_tpu, r.report.ops_on_cpu) == (117, 48)
+    assert Path(r.log_path).read_text() == (FIX / "coral_edgetpu_issue393_stdout.txt").read_text()
 
 
 def test_compiler_found_on_path(standin, monkeypatch):

@@ -16,7 +16,7 @@ def single(tmp_path, build) -> dict:
     g = Graph()
     inputs, outputs = build(g)
     pf = preflight(g.write(tmp_path / "g.tflite", inputs, outputs))
-    return pf["ops"][-1] if pf["ops"] else pf
+    return pf.ops[-1] if pf.ops else pf
 
 
 def test_every_rule_names_its_source_and_statuses_are_the_compilers():
@@ -40,7 +40,7 @@ def test_strided_slice_with_stride_two(tmp_path):
         return [x], [y]
 
     e = single(tmp_path, build)
-    assert not e["mapped"] and e["code"] == "limitation" and "strides [1, 2, 2, 1]" in e["reason"]
+    assert not e.mapped and e.code == "limitation" and "strides [1, 2, 2, 1]" in e.reason
 
 
 def test_strided_slice_with_unit_strides_maps(tmp_path):
@@ -54,7 +54,7 @@ def test_strided_slice_with_unit_strides_maps(tmp_path):
         g.op("STRIDED_SLICE", [x, *c], [y])
         return [x], [y]
 
-    assert single(tmp_path, build)["mapped"]
+    assert single(tmp_path, build).mapped
 
 
 @pytest.mark.parametrize(("const", "ok"), [(0, True), (3, False)])
@@ -67,9 +67,9 @@ def test_concatenation_constant_must_be_zero_padding(tmp_path, const, ok):
         return [x], [y]
 
     e = single(tmp_path, build)
-    assert e["mapped"] is ok
+    assert e.mapped is ok
     if not ok:
-        assert "not all zeros" in e["reason"]
+        assert "not all zeros" in e.reason
 
 
 @pytest.mark.parametrize(
@@ -91,9 +91,9 @@ def test_mean_axes(tmp_path, axes, channels, why):
         return [x], [y]
 
     e = single(tmp_path, build)
-    assert e["mapped"] is (why is None)
+    assert e.mapped is (why is None)
     if why:
-        assert why in e["reason"]
+        assert why in e.reason
 
 
 def test_softmax_2d_and_fully_connected_batch_two(tmp_path):
@@ -108,16 +108,16 @@ def test_softmax_2d_and_fully_connected_batch_two(tmp_path):
 
     g = Graph()
     pf = preflight(g.write(tmp_path / "g.tflite", *build(g)))
-    fc, sm = pf["ops"]
-    assert fc["code"] == "limitation" and "output must be one-dimensional" in fc["reason"]
-    assert sm["code"] == "after_partition" and "1-D" in sm["own_reason"]
+    fc, sm = pf.ops
+    assert fc.code == "limitation" and "output must be one-dimensional" in fc.reason
+    assert sm.code == "after_partition" and "1-D" in sm.own_reason
 
 
 def test_rank_more_than_three_non_trivial_dimensions(tmp_path):
     pf = preflight(conv_chain(tmp_path / "b2.tflite", batch=2))
-    first = pf["first_unsupported"]
-    assert first["index"] == 0 and first["code"] == "rank"
-    assert "3 innermost" in first["reason"]
+    first = pf.first_unsupported
+    assert first.index == 0 and first.code == "rank"
+    assert "3 innermost" in first.reason
 
 
 def test_dilation_must_match(tmp_path):
@@ -138,7 +138,7 @@ def test_dilation_must_match(tmp_path):
         return [x], [y]
 
     e = single(tmp_path, build)
-    assert e["code"] == "limitation" and "different dilations" in e["reason"]
+    assert e.code == "limitation" and "different dilations" in e.reason
 
 
 def test_fused_activation_on_pooling(tmp_path):
@@ -159,7 +159,7 @@ def test_fused_activation_on_pooling(tmp_path):
         return [x], [y]
 
     e = single(tmp_path, build)
-    assert e["code"] == "limitation" and "fused RELU" in e["reason"]
+    assert e.code == "limitation" and "fused RELU" in e.reason
 
 
 def test_float_and_non_constant_weights(tmp_path):
@@ -181,8 +181,8 @@ def test_float_and_non_constant_weights(tmp_path):
 
     g = Graph()
     pf = preflight(g.write(tmp_path / "f.tflite", *build(g)))
-    assert pf["ops"][0]["code"] == "dtype"
-    assert [p["kind"] for p in pf["problems"]] == ["not_quantized"]
+    assert pf.ops[0].code == "dtype"
+    assert [p.kind for p in pf.problems] == ["not_quantized"]
 
     def build2(g):
         x = g.tensor("x", [1, 4, 4, 2])
@@ -200,11 +200,11 @@ def test_float_and_non_constant_weights(tmp_path):
         )
         return [x, w], [y]
 
-    assert single(tmp_path, build2)["code"] == "nonconst_params"
+    assert single(tmp_path, build2).code == "nonconst_params"
 
 
 def test_custom_op_is_never_mapped(tmp_path):
     pf = preflight(conv_chain(tmp_path / "c.tflite", middle="MyCustomOp"))
-    assert pf["first_unsupported"]["op"] == "MyCustomOp"
-    assert pf["first_unsupported"]["index"] == 1
-    assert [p["kind"] for p in pf["problems"]] == ["unsupported_op"]
+    assert pf.first_unsupported.op == "MyCustomOp"
+    assert pf.first_unsupported.index == 1
+    assert [p.kind for p in pf.problems] == ["unsupported_op"]

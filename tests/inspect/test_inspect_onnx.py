@@ -46,15 +46,15 @@ def test_nodes_macs_params(tmp_path):
     path = tmp_path / "m.onnx"
     onnx.save(small_cnn(batch=1), str(path))
     r = inspect_model(path)
-    assert r["format"] == "onnx" and r["opsets"] == {"ai.onnx": 17}
-    assert [o["op"] for o in r["ops"]] == ["Conv", "Relu", "Flatten", "Gemm"]
-    conv, _, _, gemm = r["ops"]
-    assert conv["outputs"][0]["shape"] == [1, 4, 6, 6]  # from shape inference
-    assert conv["macs"] == 4 * 6 * 6 * 9 and gemm["macs"] == 10 * 144
-    assert r["macs"] == 1296 + 1440
-    assert r["params"]["by_dtype"] == {"float32": {"count": 1490, "bytes": 5960}}
-    assert [i["name"] for i in r["inputs"]] == ["x"]  # initializers are not inputs
-    assert r["all_static"] is True and "edgetpu" not in r
+    assert r.format == "onnx" and r.opsets == {"ai.onnx": 17}
+    assert [o.op for o in r.ops] == ["Conv", "Relu", "Flatten", "Gemm"]
+    conv, _, _, gemm = r.ops
+    assert conv.outputs[0].shape == [1, 4, 6, 6]  # from shape inference
+    assert conv.macs == 4 * 6 * 6 * 9 and gemm.macs == 10 * 144
+    assert r.macs == 1296 + 1440
+    assert r.params.by_dtype == {"float32": {"count": 1490, "bytes": 5960}}
+    assert [i.name for i in r.inputs] == ["x"]  # initializers are not inputs
+    assert r.all_static is True and r.edgetpu is None and "edgetpu" not in r.to_dict()
 
 
 def test_dynamic_batch_and_external_data_not_loaded(tmp_path):
@@ -69,11 +69,11 @@ def test_dynamic_batch_and_external_data_not_loaded(tmp_path):
     )
     (tmp_path / "dyn.onnx.data").write_bytes(b"")  # weights gone: inspect must not need them
     r = inspect_model(path)
-    assert r["external_data"] is True
-    assert r["params"]["count"] == 1490
-    assert r["all_static"] is False and "x" in r["dynamic_tensors"]
-    assert r["inputs"][0]["shape"] == [-1, 1, 8, 8]
-    assert r["macs"] == 1296 + 1440  # per sample
+    assert r.external_data is True
+    assert r.params.count == 1490
+    assert r.all_static is False and "x" in r.dynamic_tensors
+    assert r.inputs[0].shape == [-1, 1, 8, 8]
+    assert r.macs == 1296 + 1440  # per sample
 
 
 def test_missing_onnx_package_names_the_install_line(tmp_path, monkeypatch):

@@ -35,8 +35,27 @@ def test_child_errors_are_reraised_as_their_own_class(tmp_path: Path) -> None:
     assert "--model" in (exc.value.hint or "")
 
 
-def test_a_good_file_passes(tmp_path: Path) -> None:
+def test_a_good_file_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child really loads the good file and says so; only then is the success remembered.
+
+    A cache of its own: with the session's cache, an earlier test's mark for this file made probe()
+    return before any child ran, and the test passed without checking anything.
+    """
+    import edgekit.sources.probe as probe_mod
+
+    monkeypatch.setenv("EDGEKIT_CACHE_DIR", str(tmp_path / "cache"))
+    answers: list[str] = []
+    real = probe_mod._probe_in_child
+
+    def spy(path: Path, kind: str, family: str, opts: LoadOptions) -> None:
+        real(path, kind, family, opts)  # raises unless the child answered {"ok": true}
+        answers.append("ok")
+
+    monkeypatch.setattr(probe_mod, "_probe_in_child", spy)
     probe(MODELS / "mnist_cnn.pt2", "torch-exported", "torch", LoadOptions())
+    assert answers == ["ok"], "no child process loaded the file"
+    marks = list((tmp_path / "cache" / "probed").iterdir())
+    assert len(marks) == 1 and marks[0].read_text().strip() == str(MODELS / "mnist_cnn.pt2")
 
 
 def test_a_success_is_remembered_per_file_and_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""The records that cross module borders: TensorSpec, Fidelity, Artifact and Manifest.
+"""The records that cross module borders: TensorSpec, Fidelity, Artifact, SourceInfo and Manifest.
 
 All are plain data that round-trip to JSON. `manifest.json` is a public interface for CI users:
 fields may be added, never renamed or removed without bumping MANIFEST_VERSION.
@@ -15,6 +15,7 @@ from typing import Any
 
 from edgekit.errors import UsageError
 from edgekit.fsutil import atomic_write_json
+from edgekit.records import Record
 
 MANIFEST_VERSION = 1
 
@@ -110,10 +111,44 @@ class Artifact:
 
 
 @dataclass
+class SourceInput(Record):
+    """The source model's input as loaded: name, shape (batch first, -1 where dynamic), dtype."""
+
+    name: str = ""
+    shape: list[int] = field(default_factory=list)
+    dtype: str = ""
+
+
+@dataclass
+class SourceInfo(Record):
+    """What a conversion started from (manifest.json `source`): the file, its digest and how it was read."""
+
+    path: str = ""
+    sha256: str = ""  # of the file, or of a SavedModel folder (fsutil.sha256_tree)
+    kind: str = ""  # torch-exported, torchscript, torch-state-dict, torch-pickle, onnx, keras, h5, savedmodel ...
+    layout: str | None = None  # NCHW | NHWC: the layout of its 4-D image input
+    input: SourceInput | None = None
+
+    @classmethod
+    def read(cls, d: Any) -> SourceInfo:
+        """From a manifest's `source` value, which a hostile or foreign file may have made anything."""
+        if not isinstance(d, dict):
+            return cls()
+        info = cls.from_dict({k: v for k, v in d.items() if k != "input"})
+        inp = d.get("input")
+        if isinstance(inp, dict):
+            shape = inp.get("shape")
+            info.input = SourceInput(name=str(inp.get("name", "")), dtype=str(inp.get("dtype", "")),
+                                     shape=[int(x) for x in shape if isinstance(x, int)] if isinstance(shape, list)
+                                     else [])
+        return info
+
+
+@dataclass
 class Manifest:
     """What one conversion run produced, from what, with which tools and options."""
 
-    source: dict[str, Any]  # {"path", "sha256", "kind"}
+    source: SourceInfo
     artifacts: list[Artifact]
     options: dict[str, Any] = field(default_factory=dict)
     tool_versions: dict[str, str | None] = field(default_factory=dict)
@@ -127,7 +162,7 @@ class Manifest:
             "manifest_version": self.manifest_version,
             "edgekit_version": self.edgekit_version,
             "created": self.created,
-            "source": self.source,
+            "source": self.source.to_dict(),
             "tool_versions": self.tool_versions,
             "options": self.options,
             "artifacts": [a.to_dict() for a in self.artifacts],
@@ -137,7 +172,7 @@ class Manifest:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Manifest:
         return cls(
-            source=d.get("source", {}),
+            source=SourceInfo.read(d.get("source")),
             artifacts=[Artifact.from_dict(a) for a in d.get("artifacts", [])],
             options=d.get("options", {}),
             tool_versions=d.get("tool_versions", {}),

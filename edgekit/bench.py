@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgekit.artifact import Artifact, Manifest
+from edgekit.artifact import Artifact, Manifest, SourceInfo
 from edgekit.bench_report import BenchReport, BenchRow, BenchSettings, Reference
 from edgekit.errors import EdgekitError, NotAvailable, UsageError
 from edgekit.measure.child import Status
@@ -56,7 +56,7 @@ class Job:
 
 
 def _resolve_source(manifest: Manifest, manifest_path: Path) -> Path | None:
-    raw = manifest.source.get("path")
+    raw = manifest.source.path
     if not raw:
         return None
     p = Path(raw)
@@ -92,7 +92,7 @@ def load_target(target: str | Path) -> tuple[Manifest, Path]:
     if not arts:
         raise UsageError(f"{p} holds no manifest.json and no .onnx/.tflite/SavedModel to bench.",
                          hint="Run `edgekit convert ... --out DIR` first and pass DIR.")
-    return Manifest(source={}, artifacts=arts), p / "manifest.json"
+    return Manifest(source=SourceInfo(), artifacts=arts), p / "manifest.json"
 
 
 def plan_jobs(manifest: Manifest, manifest_path: Path, settings: BenchSettings) -> list[Job]:
@@ -159,23 +159,23 @@ def _source_job(manifest: Manifest, manifest_path: Path, macs: int | None, wante
     from edgekit.formats import FORMATS
     from edgekit.runtimes import get_runtime
 
-    kind = str(manifest.source.get("kind", ""))
+    kind = manifest.source.kind
     fmt = _source_format(kind)
     if fmt is None or fmt not in get_runtime(FORMATS[fmt].runtime).formats:
         return None  # no runtime runs this kind of source (Keras files, ONNX: its artifact is the source)
     runtime = FORMATS[fmt].runtime
     path = _resolve_source(manifest, manifest_path)
     dev = wanted_dev[0] if wanted_dev and wanted_dev[0] in get_runtime(runtime).devices else "cpu"
-    job = Job(label=f"source ({kind})", path=path or Path(str(manifest.source.get("path"))), fmt=fmt,
+    job = Job(label=f"source ({kind})", path=path or Path(manifest.source.path), fmt=fmt,
               precision="fp32", runtime=runtime, device=dev, macs=macs)
     if path is None:
-        job.skip = f"source file not found ({manifest.source.get('path')})"
+        job.skip = f"source file not found ({manifest.source.path})"
         return job
     ok, why = get_runtime(runtime).available(dev)
     if not ok:
         job.skip = f"not available here: {why}"
         return job
-    shape = (manifest.source.get("input") or {}).get("shape")
+    shape = manifest.source.input.shape if manifest.source.input else None
     if not shape:  # the NCHW input of an ONNX artifact made from this source has the same shape
         onnx_in = [a.inputs[0] for a in manifest.artifacts if a.format == "onnx" and a.inputs]
         shape = onnx_in[0].shape if onnx_in else None
@@ -185,10 +185,10 @@ def _source_job(manifest: Manifest, manifest_path: Path, macs: int | None, wante
         job.options["factory"] = manifest.options["factory"]
     if manifest.options.get("trust_model"):
         job.options["trust_model"] = True
-    if manifest.source.get("sha256"):
+    if manifest.source.sha256:
         from edgekit.fsutil import sha256_path
 
-        if sha256_path(path) != manifest.source["sha256"]:
+        if sha256_path(path) != manifest.source.sha256:
             job.skip = "the source file changed since the conversion (sha256 differs): not the model converted"
     return job
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgekit.artifact import SourceInfo
 from edgekit.errors import UsageError
 from edgekit.measure.child import Status
 from edgekit.measure.settings import MeasureSettings
@@ -70,7 +71,7 @@ class BenchReport(Record):
 
     edgekit_version: str = ""
     manifest: str = ""  # the manifest.json benched (made up for a folder without one)
-    source: dict[str, Any] = field(default_factory=dict)  # the manifest's source
+    source: SourceInfo = field(default_factory=SourceInfo)  # the manifest's source
     host: dict[str, Any] = field(default_factory=dict)  # edgekit.devices.host_info()
     settings: BenchSettings = field(default_factory=BenchSettings)
     reference: Reference | None = None

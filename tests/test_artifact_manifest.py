@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from edgekit.artifact import Artifact, Fidelity, Manifest, TensorSpec
+from edgekit.artifact import Artifact, Fidelity, Manifest, SourceInfo, TensorSpec
 from edgekit.errors import UsageError
 
 
@@ -19,7 +19,7 @@ def _manifest() -> Manifest:
                           reference_accuracy=0.9),
         seconds=1.5, extra={"io_dtype": "int8"},
     )
-    return Manifest(source={"path": "m.pt2", "sha256": "cd" * 32, "kind": "torch-exported"}, artifacts=[art],
+    return Manifest(source=SourceInfo(path="m.pt2", sha256="cd" * 32, kind="torch-exported"), artifacts=[art],
                     tool_versions={"torch": "2.13.0"}, edgekit_version="0.1.0")
 
 
@@ -45,3 +45,16 @@ def test_reading_a_non_manifest_is_a_usage_error(tmp_path: Path) -> None:
         Manifest.read(tmp_path)
     with pytest.raises(UsageError, match="No manifest"):
         Manifest.read(tmp_path / "nope")
+
+
+def test_source_record_round_trips_and_survives_a_hostile_value() -> None:
+    from edgekit.artifact import SourceInput
+
+    info = SourceInfo(path="m.pt2", sha256="ab" * 32, kind="torch-exported", layout="NCHW",
+                      input=SourceInput(name="x", shape=[-1, 1, 28, 28], dtype="float32"))
+    d = info.to_dict()
+    assert list(d) == ["path", "sha256", "kind", "layout", "input"]  # the five keys manifest v1 writes
+    assert d["input"] == {"name": "x", "shape": [-1, 1, 28, 28], "dtype": "float32"}
+    assert SourceInfo.read(d) == info
+    assert SourceInfo.read("not a dict") == SourceInfo()
+    assert SourceInfo.read({"path": "m", "input": {"shape": ["1", 2, None]}}).input == SourceInput(shape=[2])

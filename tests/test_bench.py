@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from edgekit.artifact import Artifact, Fidelity, Manifest, TensorSpec
+from edgekit.artifact import Artifact, Fidelity, Manifest, SourceInfo, TensorSpec
 from edgekit.bench import BenchReport, BenchSettings, bench, load_target
 from edgekit.fsutil import sha256_file
 
@@ -45,7 +45,7 @@ def run_dir(tiny_models: dict[str, Any], tmp_path: Path) -> Path:
             _artifact(out / "tiny_edgetpu.tflite", "edgetpu", "int8", None, None,
                       edgetpu={"how_to_finish": "run edgetpu_compiler on tiny.int8.tflite"})]
     src = Path(m["torch-pt2"])
-    Manifest(source={"path": str(src), "sha256": sha256_file(src), "kind": "torch-exported"},
+    Manifest(source=SourceInfo(path=str(src), sha256=sha256_file(src), kind="torch-exported"),
              artifacts=arts).write(out / "manifest.json")
     return out
 
@@ -84,7 +84,7 @@ def test_bench_rows_reference_and_files(run_dir: Path) -> None:
 
 def test_changed_source_falls_back_to_the_fp32_artifact(run_dir: Path, tmp_path: Path) -> None:
     m = Manifest.read(run_dir)
-    m.source["sha256"] = "0" * 64
+    m.source.sha256 = "0" * 64
     m.write(run_dir / "manifest.json")
     report = bench(run_dir / "manifest.json", BenchSettings(isolate=False, runtimes=["onnxruntime", "torch"], **FAST),
                    out_dir=tmp_path / "out").to_dict()

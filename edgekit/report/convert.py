@@ -11,7 +11,7 @@ from edgekit.report.text import human_bytes, pct
 def convert_table(manifest: Manifest) -> Table:
     """artifact, size, ratio to the fp32 artifact of its format, top-1 agreement, accuracy, time, verdict."""
     fp32 = {a.format: a.size_bytes for a in manifest.artifacts if a.precision == "fp32"}
-    table = Table(title=f"edgekit convert: {manifest.source.get('path', '')}", title_justify="left")
+    table = Table(title=f"edgekit convert: {manifest.source.path}", title_justify="left")
     for col, right in (("artifact", False), ("size", True), ("vs fp32", True), ("top-1 agree", True),
                        ("accuracy", True), ("cosine", True), ("time", True), ("fidelity", False)):
         table.add_column(col, justify="right" if right else "left", no_wrap=True)

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from edgekit.artifact import SourceInfo
 
 
 @dataclass
@@ -42,6 +45,9 @@ class Source:
     output_names: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def describe(self) -> dict[str, Any]:
-        return {"path": str(self.path), "sha256": self.sha256, "kind": self.kind, "layout": self.layout,
-                "input": {"name": self.input_name, "shape": self.input_shape, "dtype": self.input_dtype}}
+    def describe(self) -> SourceInfo:
+        """The manifest's record of this source."""
+        from edgekit.artifact import SourceInfo, SourceInput
+
+        return SourceInfo(path=str(self.path), sha256=self.sha256, kind=self.kind, layout=self.layout,
+                          input=SourceInput(name=self.input_name, shape=list(self.input_shape), dtype=self.input_dtype))

@@ -14,23 +14,26 @@ from dataclasses import dataclass
 class FormatSpec:
     name: str
     order: int  # position in tables: sources first, then artifacts as they get smaller/faster
-    runtime: str  # the runtime (edgekit.runtimes.RUNTIMES key) used when none is named
+    runtime: str | None  # the runtime (edgekit.runtimes.RUNTIMES key) used when none is named; None: none loads it
     suffix: str = ""  # file suffix, "" for folders or several
     devices: tuple[str, ...] | None = None  # the only devices it runs on (edgetpu); None: any of the runtime's
     inspectable: bool = False  # `edgekit inspect` reads it (ops, MACs)
     source: bool = False  # a source-model form (the reference), not a converted artifact
     colour: str = "#7f7f7f"  # chart colour
+    # the format it is compiled from, whose fp32 artifact its size is compared with (edgetpu: tflite)
+    compiled_from: str | None = None
 
 
 FORMATS: dict[str, FormatSpec] = {
     f.name: f
     for f in (
         FormatSpec("torch", 0, "torch", ".pt2", source=True, colour="#d62728"),
-        FormatSpec("keras", 1, "tf", ".keras", source=True, colour="#8c564b"),
+        FormatSpec("keras", 1, None, ".keras", source=True, colour="#8c564b"),  # run as its SavedModel
         FormatSpec("savedmodel", 2, "tf", "", source=True, colour="#9467bd"),
         FormatSpec("onnx", 3, "onnxruntime", ".onnx", inspectable=True, colour="#1f77b4"),
         FormatSpec("tflite", 4, "litert", ".tflite", inspectable=True, colour="#ff7f0e"),
-        FormatSpec("edgetpu", 5, "litert", ".tflite", devices=("edgetpu",), inspectable=True, colour="#2ca02c"),
+        FormatSpec("edgetpu", 5, "litert", ".tflite", devices=("edgetpu",), inspectable=True, colour="#2ca02c",
+                   compiled_from="tflite"),
     )
 }
 

@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from edgekit.errors import UsageError
+from edgekit.formats import FORMATS
 from edgekit.registry import check_choice, resolve
 from edgekit.runtimes.base import Runtime
+from edgekit.sniff import is_edgetpu_model, is_tflite
 
 RUNTIMES: dict[str, str] = {
     "onnxruntime": "edgekit.runtimes.onnxruntime:OnnxRuntime",
@@ -21,14 +23,8 @@ RUNTIMES: dict[str, str] = {
     "tf": "edgekit.runtimes.tf:TFRuntime",
 }
 
-# The runtime used when none is named, per artifact format.
-DEFAULT_FOR_FORMAT: dict[str, str] = {
-    "onnx": "onnxruntime",
-    "tflite": "litert",
-    "edgetpu": "litert",
-    "savedmodel": "tf",
-    "torch": "torch",
-}
+# The runtime used when none is named, per format: read from edgekit.formats.FORMATS (one table).
+DEFAULT_FOR_FORMAT: dict[str, str] = {name: spec.runtime for name, spec in FORMATS.items() if spec.runtime}
 
 # The device names users type; runtimes may accept more specific ones (onnxruntime: "tensorrt").
 DEVICES = ("auto", "cpu", "gpu", "edgetpu", "tpu")
@@ -61,8 +57,6 @@ def normalize_device(device: str) -> str:
 
 def detect_format(path: str | Path) -> str:
     """The artifact format of PATH from its content: onnx, tflite, edgetpu, savedmodel or torch."""
-    from edgekit.runtimes.litert import is_edgetpu_model
-
     p = Path(path)
     if not p.exists():
         raise UsageError(f"No such file or folder: {p}.", hint="Check the path (relative to the current folder).")
@@ -71,9 +65,7 @@ def detect_format(path: str | Path) -> str:
             return "savedmodel"
         raise UsageError(f"{p} is a folder but not a SavedModel (no saved_model.pb).",
                          hint="Pass a model file, or use `edgekit bench` for a conversion output folder.")
-    with open(p, "rb") as f:
-        head = f.read(8)
-    if head[4:8] == b"TFL3":
+    if is_tflite(p):
         return "edgetpu" if is_edgetpu_model(p) else "tflite"
     if p.suffix.lower() == ".onnx":
         return "onnx"
@@ -105,8 +97,9 @@ def resolve_device(cls: type[Runtime], fmt: str, device: str) -> str:
     if device != "auto":
         check_choice(device, [*DEVICES, *cls.devices], "device")
         return device
-    if fmt == "edgetpu":
-        return "edgetpu"
+    tied = FORMATS[fmt].devices if fmt in FORMATS else None
+    if tied:  # a format that runs on one kind of device only (an Edge TPU model): that device
+        return tied[0]
     for candidate in cls.auto_devices:
         if cls.available(candidate)[0]:
             return candidate

@@ -1,7 +1,10 @@
 """The Runtime contract: load an artifact on a device, run named arrays, close.
 
 One small interface per backend (as httpx's transports): vendor exceptions are mapped to
-edgekit's own at the border, so callers only ever see EdgekitError subclasses.
+edgekit's own at the border, so callers only ever see EdgekitError subclasses. That border and
+the checks every backend needs before it loads are written once, here, as template methods:
+`available()`, `load()` and `run()` are concrete and call the backend's `_available()`,
+`_load()` and `_run()`; a backend writes only what is its own.
 Quantized I/O: `run()` takes and returns arrays in the model's own dtypes; `run_float()` takes
 float inputs, quantizes them with the model's scale/zero point and dequantizes the outputs.
 """
@@ -17,23 +20,36 @@ from typing import Any, ClassVar
 import numpy as np
 
 from edgekit.artifact import TensorSpec
-from edgekit.errors import UsageError
+from edgekit.border import VENDORS, vendor_errors
+from edgekit.errors import EdgekitError, NotAvailable, RuntimeFailure, UsageError
 
 
 class Runtime(ABC):
     """A backend that executes one loaded model."""
 
     name: ClassVar[str]
+    vendor: ClassVar[str]  # the edgekit.border.VENDORS key its library's exceptions are mapped under
     formats: ClassVar[tuple[str, ...]]  # artifact formats it can load
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
     # Accelerators that `--device auto` picks, in order, when available (else the CPU). Only
     # devices that are reliably faster than the CPU for CNNs belong here.
     auto_devices: ClassVar[tuple[str, ...]] = ()
+    load_hint: ClassVar[str | None] = None  # the hint when the vendor library cannot load a file
+    # Vendor exception types that mean the inputs were wrong rather than the run failing
+    # ({"module:Name": UsageError}); mapped by type, never by sniffing message text.
+    run_errors: ClassVar[dict[str, type[EdgekitError]]] = {}
 
     def __init__(self) -> None:
         self.inputs: list[TensorSpec] = []
         self.outputs: list[TensorSpec] = []
         self.device: str = "cpu"
+        self.threads: int | None = None
+        self._run_border: vendor_errors | None = None
+
+    @classmethod
+    def label(cls) -> str:
+        """The backend library's name as messages write it ("onnxruntime", "LiteRT", "PyTorch" ...)."""
+        return VENDORS[cls.vendor].label
 
     @classmethod
     def version(cls) -> str | None:
@@ -43,15 +59,61 @@ class Runtime(ABC):
     @classmethod
     def available(cls, device: str = "cpu") -> tuple[bool, str]:
         """Whether this runtime can run on DEVICE here, and if not, why (and what to install)."""
+        if device not in cls.devices:
+            return False, f"the {cls.name} runtime has no device '{device}' (choose from {', '.join(cls.devices)})."
+        return cls._available(device)
+
+    @classmethod
+    def _available(cls, device: str) -> tuple[bool, str]:
+        """`available()` for one of cls.devices: is the library installed, is the accelerator there."""
         return True, ""
 
-    @abstractmethod
+    @classmethod
+    def device_hint(cls, device: str) -> str | None:
+        """What to install or do so that DEVICE works: the hint of the NotAvailable `load()` raises."""
+        return None
+
     def load(self, path: str | Path, device: str = "cpu", threads: int | None = None, **options: Any) -> None:
-        """Load the model at PATH; fill self.inputs / self.outputs."""
+        """Load the model at PATH on DEVICE; fill self.inputs / self.outputs.
+
+        The preamble every backend shares: the file must exist (UsageError), the runtime must be able to
+        run on DEVICE here (`_check`: NotAvailable with why and what to install), and what the vendor
+        library raises while loading becomes RuntimeFailure at one border (a programming error raised in
+        edgekit's own code becomes InternalError: a bug, never the user's file).
+        """
+        p = Path(path)
+        if not p.exists():
+            raise UsageError(f"No such file or folder: {p}.", hint="Check the path (relative to the current folder).")
+        self._check(p, device)
+        self.device, self.threads = device, threads
+        with vendor_errors(self.vendor, error=RuntimeFailure, what=f"{self.label()} could not load {p}",
+                           hint=self.load_hint):
+            self._load(p, device, threads, options)
+        self._run_border = vendor_errors(
+            self.vendor, error=RuntimeFailure, what=f"{self.label()} failed to run the model",
+            hint=f"The model takes {[(s.name, s.shape, s.dtype) for s in self.inputs]}.", errors=self.run_errors)
+
+    def _check(self, path: Path, device: str) -> None:
+        """Refuse DEVICE before anything is loaded: NotAvailable saying why, with `device_hint()`."""
+        ok, why = self.available(device)
+        if not ok:
+            raise NotAvailable(f"{self.label()} cannot run on '{device}' here: {why}", hint=self.device_hint(device))
 
     @abstractmethod
+    def _load(self, path: Path, device: str, threads: int | None, options: dict[str, Any]) -> None:
+        """Load PATH (which exists) on DEVICE (checked); fill self.inputs / self.outputs. Vendor errors are
+        mapped by `load()`; raise EdgekitError subclasses for what is the user's to fix."""
+
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Run once on arrays already in the model's dtypes and shapes."""
+        """Run once on arrays already in the model's dtypes and shapes; vendor errors mapped at the border."""
+        if self._run_border is None:
+            raise UsageError(f"The {self.name} runtime has no model loaded.", hint="Call load() first.")
+        with self._run_border:
+            return self._run(inputs)
+
+    @abstractmethod
+    def _run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One inference: output name -> array. Vendor errors are mapped by `run()`."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model (default: nothing to release)."""
@@ -105,6 +167,18 @@ class Runtime(ABC):
         """Random inputs of the right dtype, shape and range (dynamic dims become BATCH or 1)."""
         rng = rng or np.random.default_rng(0)
         return {s.name: random_array(s, rng, batch) for s in self.inputs}
+
+
+def input_array(inputs: dict[str, np.ndarray], spec: TensorSpec, specs: list[TensorSpec],
+                check_dtype: bool = True) -> np.ndarray:
+    """INPUTS[spec.name] as an array, or UsageError naming what is missing or of the wrong dtype."""
+    if spec.name not in inputs:
+        raise UsageError(f"Missing input '{spec.name}'; the model takes {[s.name for s in specs]}.")
+    x = np.asarray(inputs[spec.name])
+    if check_dtype and x.dtype != np.dtype(spec.dtype):
+        raise UsageError(f"Input '{spec.name}' must be {spec.dtype}, got {x.dtype.name}.",
+                         hint="Use run_float() to have float inputs quantized with the model's scale.")
+    return x
 
 
 def concrete_shape(spec: TensorSpec, batch: int = 1) -> list[int]:

@@ -3,8 +3,8 @@
 The classic Interpreter takes delegates as shared libraries that no pip wheel ships for desktop
 GPUs; `ai_edge_litert` 2.x instead bundles GPU accelerators behind `CompiledModel`, with the CPU
 (XNNPACK) as fallback for ops the GPU cannot run. This module wraps that API to the Runtime
-contract; `LiteRT` uses it for `device="gpu"` (and for the CPU with `api="compiled"`, which is how
-the path is tested where there is no GPU).
+contract as one of `LiteRT`'s two backends: for `device="gpu"` (and for the CPU with
+`api="compiled"`, which is how the path is tested where there is no GPU).
 """
 
 from __future__ import annotations
@@ -18,11 +18,15 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from edgekit._deps import available
+from edgekit.border import vendor_errors
 from edgekit.errors import NotAvailable, RuntimeFailure, UsageError
+from edgekit.runtimes.base import input_array
+from edgekit.runtimes.litert_io import interpreter_class, tensor_spec
 
 GPU_HINT = ("LiteRT's GPU accelerator needs a GPU driver it can use: on Linux a Vulkan driver (apt install "
             "libvulkan1 plus the GPU vendor's Vulkan ICD, e.g. mesa-vulkan-drivers or the NVIDIA driver); "
@@ -82,36 +86,33 @@ def gpu_status(root: str | Path = "/") -> tuple[bool, str]:
     return True, ""
 
 
-class CompiledModelRunner:
-    """One .tflite loaded through CompiledModel, with TensorSpecs named as the Interpreter names them."""
+class CompiledModelBackend:
+    """One .tflite loaded through CompiledModel, with TensorSpecs named as the Interpreter names them.
+
+    `LiteRT` has checked that the GPU is usable (`gpu_status`) before it builds one with GPU=True.
+    """
 
     def __init__(self, path: str | Path, gpu: bool, threads: int | None = None) -> None:
         cm_mod = importlib.import_module("ai_edge_litert.compiled_model")
         accel = cm_mod.HardwareAccelerator.CPU
         if gpu:
-            ok, why = gpu_status()
-            if not ok:
-                raise NotAvailable(f"LiteRT cannot use a GPU here: {why}", hint=GPU_HINT)
             accel = cm_mod.HardwareAccelerator.GPU | cm_mod.HardwareAccelerator.CPU
         opts = cm_mod.Options(hardware_accelerators=accel,
                               cpu_options=cm_mod.CpuOptions(num_threads=int(threads or 0)))
         log: list[str] = []
-        try:
-            with native_stderr(log):
-                self.model = cm_mod.CompiledModel.from_file(str(path), options=opts)
-        except RuntimeError as exc:
-            reason = native_error("".join(log)) or str(exc)
-            if gpu:
-                raise NotAvailable(f"LiteRT's GPU accelerator did not start: {reason}", hint=GPU_HINT) from exc
-            raise RuntimeFailure(f"LiteRT (CompiledModel) could not load {path}: {reason}") from exc
-        self.accelerators = ["gpu", "cpu-fallback"] if gpu else ["xnnpack"]
+        # The native log says why (the exception only where); it is complete once native_stderr exits.
+        border = vendor_errors("litert", error=NotAvailable if gpu else RuntimeFailure,
+                               what="LiteRT's GPU accelerator did not start" if gpu
+                               else f"LiteRT (CompiledModel) could not load {path}",
+                               hint=GPU_HINT if gpu else None, describe=lambda exc: native_error("".join(log)) or None)
+        with border, native_stderr(log):
+            self.model = cm_mod.CompiledModel.from_file(str(path), options=opts)
+        self.delegates = ["gpu", "cpu-fallback"] if gpu else ["xnnpack"]
         self.fully_accelerated = bool(self.model.is_fully_accelerated())
         sig = self.model.get_signature_by_index(0)
         self._key = sig["key"]
         # Quantization parameters are not in CompiledModel's details: read them, by tensor index,
         # from an Interpreter over the same file (parsing only; no tensors are allocated).
-        from edgekit.runtimes.litert import interpreter_class, tensor_spec
-
         interp = interpreter_class()(model_path=str(path))
         by_index = {d["index"]: d for d in interp.get_input_details() + interp.get_output_details()}
         ins = self.model.get_input_tensor_details(self._key)
@@ -135,17 +136,11 @@ class CompiledModelRunner:
     def _prepare(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         arrays = []
         for i, spec in enumerate(self.inputs):
-            if spec.name not in inputs:
-                raise UsageError(f"Missing input '{spec.name}'; the model takes {[s.name for s in self.inputs]}.")
-            x = np.ascontiguousarray(inputs[spec.name])
-            if x.dtype != np.dtype(spec.dtype):
-                raise UsageError(f"Input '{spec.name}' must be {spec.dtype}, got {x.dtype.name}.",
-                                 hint="Use run_float() to have float inputs quantized with the model's scale.")
+            x = np.ascontiguousarray(input_array(inputs, spec, self.inputs))
             if list(x.shape) != self._in_shapes[i]:
-                try:
+                with vendor_errors("litert", error=UsageError,
+                                   what=f"LiteRT cannot resize input '{spec.name}' to {list(x.shape)}"):
                     self.model.resize_input_tensor(i, list(x.shape), 0, strict=False)
-                except RuntimeError as exc:
-                    raise UsageError(f"LiteRT cannot resize input '{spec.name}' to {list(x.shape)}: {exc}") from exc
                 self._in_shapes[i] = list(x.shape)
                 self._out_shapes = [list(d["shape"]) for d in
                                     self.model.get_output_tensor_details(self._key).values()]
@@ -154,11 +149,7 @@ class CompiledModelRunner:
         return arrays
 
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        call = self.bind(inputs)
-        try:
-            values = call()
-        except RuntimeError as exc:
-            raise RuntimeFailure(f"LiteRT (CompiledModel) failed to run the model: {str(exc)[:400]}") from exc
+        values = self.bind(inputs)()
         return {s.name: v for s, v in zip(self.outputs, values, strict=True)}
 
     def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], list[np.ndarray]]:
@@ -175,6 +166,9 @@ class CompiledModelRunner:
             return [buf.read(n, dt).reshape(shape) for buf, n, dt, shape in outs]
 
         return call
+
+    def info(self) -> dict[str, Any]:
+        return {"api": "compiled_model", "fully_accelerated": self.fully_accelerated}
 
     def close(self) -> None:
         import gc

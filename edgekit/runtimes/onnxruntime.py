@@ -17,7 +17,7 @@ import numpy as np
 
 from edgekit._deps import require, version_of
 from edgekit.artifact import TensorSpec
-from edgekit.errors import MissingDependency, NotAvailable, RuntimeFailure, UsageError
+from edgekit.errors import EdgekitError, MissingDependency, NotAvailable, UsageError
 from edgekit.runtimes.base import Runtime
 
 # onnx tensor type strings -> numpy dtype names
@@ -40,6 +40,7 @@ _PROVIDERS = {
 }
 _LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
            "all": "ORT_ENABLE_ALL"}
+_ORT_ERRORS = "onnxruntime.capi.onnxruntime_pybind11_state"  # the module of onnxruntime's exception types
 GPU_HINT = ("On a machine with an NVIDIA GPU: pip uninstall onnxruntime && pip install onnxruntime-gpu "
             "(the build matching your CUDA major version); TensorRT also needs the TensorRT libraries.")
 
@@ -74,33 +75,36 @@ def _provider_options(device: str, options: dict[str, Any]) -> list[dict[str, An
 
 class OnnxRuntime(Runtime):
     name: ClassVar[str] = "onnxruntime"
+    vendor: ClassVar[str] = "onnxruntime"
     formats: ClassVar[tuple[str, ...]] = ("onnx",)
-    devices: ClassVar[tuple[str, ...]] = ("cpu", "gpu", "cuda", "tensorrt")
+    devices: ClassVar[tuple[str, ...]] = tuple(_PROVIDERS)
     auto_devices: ClassVar[tuple[str, ...]] = ("gpu",)
+    load_hint: ClassVar[str | None] = "Check that the file is a complete ONNX model (re-run `edgekit convert`)."
+    # onnxruntime's own type for inputs of the wrong name, dtype or rank: the caller's inputs, not a failed run
+    run_errors: ClassVar[dict[str, type[EdgekitError]]] = {f"{_ORT_ERRORS}:InvalidArgument": UsageError}
 
     @classmethod
     def version(cls) -> str | None:
         return version_of("onnxruntime") or version_of("onnxruntime-gpu")
 
     @classmethod
-    def available(cls, device: str = "cpu") -> tuple[bool, str]:
+    def _available(cls, device: str) -> tuple[bool, str]:
         try:
             ort = require("onnxruntime", purpose="run ONNX models")
         except MissingDependency as exc:
             return False, str(exc)
-        wanted = _PROVIDERS.get(device)
-        if wanted is None:
-            return False, f"onnxruntime has no device '{device}' (choose from {', '.join(_PROVIDERS)})."
+        wanted = _PROVIDERS[device]
         have = ort.get_available_providers()
         if wanted[0] not in have:
             return False, f"onnxruntime here has no {wanted[0]} (available: {', '.join(have)}). {GPU_HINT}"
         return True, ""
 
-    def load(self, path: str | Path, device: str = "cpu", threads: int | None = None, **options: Any) -> None:
+    @classmethod
+    def device_hint(cls, device: str) -> str | None:
+        return None if device == "cpu" else GPU_HINT
+
+    def _load(self, path: Path, device: str, threads: int | None, options: dict[str, Any]) -> None:
         ort = require("onnxruntime", purpose="run ONNX models")
-        ok, why = self.available(device)
-        if not ok:
-            raise NotAvailable(f"onnxruntime cannot run on '{device}' here: {why}", hint=GPU_HINT)
         so = ort.SessionOptions()
         if threads:
             so.intra_op_num_threads = int(threads)
@@ -111,14 +115,8 @@ class OnnxRuntime(Runtime):
                              hint=f"Choose one of: {', '.join(_LEVELS)}.")
         so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVELS[level])
         so.log_severity_level = 3
-        try:
-            self.session = ort.InferenceSession(str(path), sess_options=so, providers=_PROVIDERS[device],
-                                                provider_options=_provider_options(device, options))
-        except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph/... types
-            raise RuntimeFailure(
-                f"onnxruntime could not load {path}: {str(exc).strip().splitlines()[0][:400]}",
-                hint="Check that the file is a complete ONNX model (re-run `edgekit convert`).",
-            ) from exc
+        self.session = ort.InferenceSession(str(path), sess_options=so, providers=_PROVIDERS[device],
+                                            provider_options=_provider_options(device, options))
         self.providers = self.session.get_providers()
         if self.providers[0] != _PROVIDERS[device][0]:
             # onnxruntime fell back to a provider further down the list: do not report it as the GPU.
@@ -127,22 +125,13 @@ class OnnxRuntime(Runtime):
                 f"{self.providers[0]}); its CUDA/cuDNN/TensorRT libraries are missing or do not match.",
                 hint=GPU_HINT,
             )
-        self.device = device
-        self.threads = threads
         self.graph_optimization = level
         self.inputs = [_spec(i) for i in self.session.get_inputs()]
         self.outputs = [_spec(o) for o in self.session.get_outputs()]
         self._output_names = [o.name for o in self.outputs]
 
-    def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        try:
-            values = self.session.run(self._output_names, inputs)
-        except Exception as exc:
-            if "INVALID_ARGUMENT" in str(exc) or "Invalid" in str(exc):
-                raise UsageError(f"onnxruntime rejected the inputs: {str(exc).strip()[:400]}",
-                                 hint=f"The model expects {[(s.name, s.shape, s.dtype) for s in self.inputs]}.")\
-                    from exc
-            raise RuntimeFailure(f"onnxruntime failed to run the model: {str(exc).strip()[:400]}") from exc
+    def _run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        values = self.session.run(self._output_names, inputs)
         return dict(zip(self._output_names, values, strict=True))
 
     def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], Any]:

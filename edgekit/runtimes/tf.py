@@ -17,8 +17,9 @@ import numpy as np
 
 from edgekit._deps import available, require, version_of
 from edgekit.artifact import TensorSpec
-from edgekit.errors import EdgekitError, NotAvailable, RuntimeFailure, UsageError
-from edgekit.runtimes.base import Runtime
+from edgekit.border import vendor_message
+from edgekit.errors import NotAvailable, UsageError
+from edgekit.runtimes.base import Runtime, input_array
 
 TPU_HINT = ("Run on a Cloud TPU VM (or set TPU_NAME to your TPU node) with a TensorFlow build that has TPU "
             "support: see https://cloud.google.com/tpu/docs/run-calculation-tensorflow.")
@@ -42,18 +43,18 @@ def _tf() -> Any:
 
 class TFRuntime(Runtime):
     name: ClassVar[str] = "tf"
+    vendor: ClassVar[str] = "tensorflow"
     formats: ClassVar[tuple[str, ...]] = ("savedmodel",)
     devices: ClassVar[tuple[str, ...]] = ("cpu", "gpu", "tpu")
     auto_devices: ClassVar[tuple[str, ...]] = ("tpu", "gpu")
+    load_hint: ClassVar[str | None] = "Check that the folder holds a complete SavedModel."
 
     @classmethod
     def version(cls) -> str | None:
         return version_of("tensorflow") or version_of("tensorflow-cpu")
 
     @classmethod
-    def available(cls, device: str = "cpu") -> tuple[bool, str]:
-        if device not in cls.devices:
-            return False, f"the tf runtime has no device '{device}' (choose from {', '.join(cls.devices)})."
+    def _available(cls, device: str) -> tuple[bool, str]:
         if not available("tensorflow"):
             return False, "TensorFlow is not installed: pip install 'edgekit[convert]'  (or: pip install tensorflow)"
         if device == "gpu" and not _tf().config.list_physical_devices("GPU"):
@@ -62,13 +63,13 @@ class TFRuntime(Runtime):
             return False, ("no Cloud TPU here (no TPU_NAME/COLAB_TPU_ADDR, no /dev/accel*, no libtpu). " + TPU_HINT)
         return True, ""
 
-    def load(self, path: str | Path, device: str = "cpu", threads: int | None = None, **options: Any) -> None:
-        ok, why = self.available(device)
-        if not ok:
-            raise NotAvailable(f"TensorFlow cannot run on '{device}' here: {why}",
-                               hint=TPU_HINT if device == "tpu" else GPU_HINT)
+    @classmethod
+    def device_hint(cls, device: str) -> str | None:
+        return TPU_HINT if device == "tpu" else GPU_HINT
+
+    def _load(self, path: Path, device: str, threads: int | None, options: dict[str, Any]) -> None:
         tf = _tf()
-        self._tf, self.device, self.threads = tf, device, threads
+        self._tf = tf
         if threads:
             try:
                 tf.config.threading.set_intra_op_parallelism_threads(int(threads))
@@ -78,17 +79,13 @@ class TFRuntime(Runtime):
         self._strategy = self._tpu_strategy(tf, options.get("tpu", "")) if device == "tpu" else None
         self._tf_device = {"cpu": "/CPU:0", "gpu": "/GPU:0"}.get(device)
         sig_name = str(options.get("signature", "serving_default"))
-        try:
-            if self._strategy is not None:
-                with self._strategy.scope():
-                    loaded = tf.saved_model.load(
-                        str(path), options=tf.saved_model.LoadOptions(experimental_io_device="/job:localhost"))
-            else:
-                with tf.device(self._tf_device):
-                    loaded = tf.saved_model.load(str(path))
-        except (OSError, ValueError, tf.errors.OpError) as exc:
-            raise RuntimeFailure(f"TensorFlow could not load the SavedModel {path}: {str(exc).strip()[:400]}",
-                                 hint="Check that the folder holds a complete SavedModel.") from exc
+        if self._strategy is not None:
+            with self._strategy.scope():
+                loaded = tf.saved_model.load(
+                    str(path), options=tf.saved_model.LoadOptions(experimental_io_device="/job:localhost"))
+        else:
+            with tf.device(self._tf_device):
+                loaded = tf.saved_model.load(str(path))
         if sig_name not in loaded.signatures:
             raise UsageError(f"The SavedModel {path} has no signature '{sig_name}'.",
                              hint=f"Available signatures: {', '.join(loaded.signatures) or '(none)'}.")
@@ -111,17 +108,13 @@ class TFRuntime(Runtime):
             tf.tpu.experimental.initialize_tpu_system(resolver)
             return tf.distribute.TPUStrategy(resolver)
         except (ValueError, RuntimeError, tf.errors.OpError) as exc:
-            raise NotAvailable(f"No Cloud TPU could be reached: {str(exc).strip()[:300]}", hint=TPU_HINT) from exc
+            raise NotAvailable(f"No Cloud TPU could be reached: {vendor_message(exc, 300)}", hint=TPU_HINT) from exc
 
     def _tensors(self, inputs: dict[str, np.ndarray]) -> dict[str, Any]:
         tf = self._tf
         out = {}
         for spec in self.inputs:
-            if spec.name not in inputs:
-                raise UsageError(f"Missing input '{spec.name}'; the model takes {[s.name for s in self.inputs]}.")
-            x = np.asarray(inputs[spec.name])
-            if x.dtype != np.dtype(spec.dtype):
-                raise UsageError(f"Input '{spec.name}' must be {spec.dtype}, got {x.dtype.name}.")
+            x = input_array(inputs, spec, self.inputs)
             if self._tf_device:
                 with tf.device(self._tf_device):
                     out[spec.name] = tf.identity(tf.constant(x))
@@ -129,14 +122,8 @@ class TFRuntime(Runtime):
                 out[spec.name] = tf.constant(x)
         return out
 
-    def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        call = self.bind(inputs)
-        try:
-            values = call()
-        except EdgekitError:
-            raise
-        except Exception as exc:  # tf.errors.OpError and friends
-            raise RuntimeFailure(f"TensorFlow failed to run the model: {str(exc).strip()[:400]}") from exc
+    def _run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        values = self.bind(inputs)()
         return dict(zip([s.name for s in self.outputs], values, strict=True))
 
     def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], list[np.ndarray]]:

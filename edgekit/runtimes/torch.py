@@ -17,8 +17,8 @@ import numpy as np
 
 from edgekit._deps import available, require, version_of
 from edgekit.artifact import TensorSpec
-from edgekit.errors import EdgekitError, NotAvailable, RuntimeFailure, UsageError
-from edgekit.runtimes.base import Runtime
+from edgekit.errors import UsageError
+from edgekit.runtimes.base import Runtime, input_array
 
 CUDA_HINT = ("Install a CUDA build of PyTorch on a machine with an NVIDIA GPU (see pytorch.org for the pip "
              "line matching your CUDA version); the CPU build here has no CUDA.")
@@ -34,18 +34,18 @@ def _shape(shape: Any) -> list[int]:
 
 class TorchRuntime(Runtime):
     name: ClassVar[str] = "torch"
+    vendor: ClassVar[str] = "torch"
     formats: ClassVar[tuple[str, ...]] = ("torch",)
     devices: ClassVar[tuple[str, ...]] = ("cpu", "gpu", "cuda")
     auto_devices: ClassVar[tuple[str, ...]] = ("gpu",)
+    load_hint: ClassVar[str | None] = "Check that the file is complete and was saved by a compatible torch."
 
     @classmethod
     def version(cls) -> str | None:
         return version_of("torch")
 
     @classmethod
-    def available(cls, device: str = "cpu") -> tuple[bool, str]:
-        if device not in cls.devices:
-            return False, f"the torch runtime has no device '{device}' (choose from cpu, gpu)."
+    def _available(cls, device: str) -> tuple[bool, str]:
         if not available("torch"):
             return False, "PyTorch is not installed: pip install 'edgekit[convert]'  (or just: pip install torch)"
         if device in ("gpu", "cuda"):
@@ -54,10 +54,11 @@ class TorchRuntime(Runtime):
                 return False, f"this PyTorch ({torch.__version__}) sees no CUDA GPU. {CUDA_HINT}"
         return True, ""
 
-    def load(self, path: str | Path, device: str = "cpu", threads: int | None = None, **options: Any) -> None:
-        ok, why = self.available(device)
-        if not ok:
-            raise NotAvailable(f"PyTorch cannot run on '{device}' here: {why}", hint=CUDA_HINT)
+    @classmethod
+    def device_hint(cls, device: str) -> str | None:
+        return CUDA_HINT
+
+    def _load(self, path: Path, device: str, threads: int | None, options: dict[str, Any]) -> None:
         torch = require("torch", purpose="run PyTorch models")
         from edgekit.sources.detect import detect
 
@@ -66,16 +67,9 @@ class TorchRuntime(Runtime):
         self._dev = torch.device("cuda" if self.device == "gpu" else "cpu")
         if threads:
             torch.set_num_threads(int(threads))
-        self.threads = threads
         kind = detect(path)
         self.kind = kind
-        try:
-            module, specs = self._load_module(torch, Path(path), kind, options)
-        except EdgekitError:
-            raise
-        except Exception as exc:  # torch raises RuntimeError/pickle errors/... for broken archives
-            raise RuntimeFailure(f"PyTorch could not load {path}: {str(exc).strip().splitlines()[0][:400]}",
-                                 hint="Check that the file is complete and was saved by a compatible torch.") from exc
+        module, specs = self._load_module(torch, path, kind, options)
         self.module = module
         given = options.get("input_shape")
         if given:
@@ -135,9 +129,8 @@ class TorchRuntime(Runtime):
         torch = self._torch
         out = []
         for spec in self.inputs:
-            if spec.name not in inputs:
-                raise UsageError(f"Missing input '{spec.name}'; the model takes {[s.name for s in self.inputs]}.")
-            out.append(torch.from_numpy(np.ascontiguousarray(inputs[spec.name])).to(self._dev))
+            x = input_array(inputs, spec, self.inputs, check_dtype=False)  # eager modules cast or reject themselves
+            out.append(torch.from_numpy(np.ascontiguousarray(x)).to(self._dev))
         return out
 
     def _flatten(self, y: Any) -> list[Any]:
@@ -147,14 +140,8 @@ class TorchRuntime(Runtime):
             return [t for item in y.values() for t in self._flatten(item)]
         return [y]
 
-    def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        call = self.bind(inputs)
-        try:
-            values = call()
-        except EdgekitError:
-            raise
-        except Exception as exc:
-            raise RuntimeFailure(f"PyTorch failed to run the model: {str(exc).strip()[:400]}") from exc
+    def _run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        values = self.bind(inputs)()
         if len(values) != len(self.outputs):
             self.outputs = [TensorSpec(name=f"output_{i}", shape=[-1], dtype="float32") for i in range(len(values))]
         for spec, v in zip(self.outputs, values, strict=True):

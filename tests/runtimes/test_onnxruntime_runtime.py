@@ -48,3 +48,15 @@ def test_graph_optimization_and_threads(tiny_models: dict[str, Any]) -> None:
 def test_unknown_device() -> None:
     ok, why = OnnxRuntime.available("npu")
     assert not ok and "no device 'npu'" in why
+
+
+def test_rejected_inputs_are_a_usage_error_by_type(tiny_models: dict[str, Any]) -> None:
+    """onnxruntime's InvalidArgument (wrong dtype or rank) is the caller's to fix: mapped by type, not by text."""
+    import numpy as np
+
+    rt = OnnxRuntime()
+    rt.load(tiny_models["models"]["onnx"])
+    with pytest.raises(UsageError, match="onnxruntime failed to run the model") as err:
+        rt.run({rt.inputs[0].name: np.zeros((1, 1, 28, 28), np.float64)})
+    assert isinstance(err.value.__cause__, ort.capi.onnxruntime_pybind11_state.InvalidArgument)
+    assert "'float32'" in err.value.hint

@@ -1,0 +1,68 @@
+"""What both LiteRT backends share: the Interpreter class to use and TensorSpecs from its details.
+
+The Interpreter backend (litert.py) and the CompiledModel backend (litert_compiled.py) describe
+tensors the same way, quantization included, and CompiledModel reads those details through an
+Interpreter over the same file. This leaf module holds that shared part, so neither backend
+module imports the other. `LiteRTBackend` is the small interface `LiteRT` holds one of.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+
+from edgekit._deps import available
+from edgekit.artifact import TensorSpec
+from edgekit.errors import MissingDependency
+
+
+def interpreter_class() -> Any:
+    """The Interpreter class of ai_edge_litert, else of tf.lite, else MissingDependency."""
+    if available("ai_edge_litert"):
+        return importlib.import_module("ai_edge_litert.interpreter").Interpreter
+    if available("tensorflow"):
+        return importlib.import_module("tensorflow").lite.Interpreter
+    raise MissingDependency(
+        "No TFLite runtime is installed (neither ai_edge_litert nor tensorflow).",
+        hint="pip install 'edgekit[runtime]'  (or just: pip install ai-edge-litert)",
+    )
+
+
+def tensor_spec(detail: dict[str, Any]) -> TensorSpec:
+    """TensorSpec from an Interpreter input/output detail dict."""
+    sig = detail.get("shape_signature")
+    shape = [int(d) for d in (sig if sig is not None and len(sig) else detail["shape"])]
+    q = detail.get("quantization_parameters") or {}
+    scales = np.asarray(q.get("scales", []), dtype=np.float64)
+    zps = np.asarray(q.get("zero_points", []), dtype=np.int64)
+    quant = None
+    if scales.size:
+        quant = {
+            "scale": float(scales[0]) if scales.size == 1 else scales.tolist(),
+            "zero_point": int(zps[0]) if zps.size == 1 else zps.tolist(),
+        }
+        if scales.size > 1:
+            quant["axis"] = int(q.get("quantized_dimension", 0))
+    return TensorSpec(name=detail["name"], shape=shape, dtype=np.dtype(detail["dtype"]).name, quantization=quant)
+
+
+class LiteRTBackend(Protocol):
+    """One loaded .tflite behind one LiteRT API; `LiteRT` maps its vendor errors at the border."""
+
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    delegates: list[str]  # what accelerates it, as `info()["delegates"]` reports ("xnnpack", "edgetpu", "gpu" ...)
+
+    def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+
+    def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], Any]: ...
+
+    def info(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+__all__ = ["LiteRTBackend", "interpreter_class", "tensor_spec"]

@@ -158,6 +158,15 @@ def raised_in_edgekit(exc: BaseException) -> bool:
     return tb is not None and _in_edgekit(tb)
 
 
+def is_edgekit_bug(exc: BaseException) -> bool:
+    """True for a programming error (TypeError, KeyError ...) raised in edgekit's own code.
+
+    For places that catch a vendor's failures into something other than an EdgekitError (a sensor
+    that reports itself unavailable): re-raise when this is true, so a bug is not taken for absence.
+    """
+    return isinstance(exc, PROGRAMMING_ERRORS) and raised_in_edgekit(exc)
+
+
 def where(exc: BaseException) -> str | None:
     """"edgekit/x.py:12 (func)" for the innermost frame of EXC's traceback, or None without one."""
     tb = _innermost(exc)
@@ -206,7 +215,7 @@ class vendor_errors(contextlib.ContextDecorator):  # noqa: N801 - used like cont
         UsageError for sources, RuntimeFailure for runtimes).
     what: the message's opening ("ONNX int8 conversion failed"); default "<label> failed". The step is
         added as " (step X)" unless WHAT already names it; then ": " and the detail.
-    hint: the hint of the mapped error.
+    hint: the hint of the mapped error, or EXC -> that hint (when it depends on what was raised).
     describe: EXC -> the detail text, or None for `vendor_message(exc)` (e.g. the op named in a log).
     op: EXC -> the op the failure is about, or None; kept on the error.
     errors: per-type overrides {type or "module:Name": EdgekitError class}, first match wins (e.g.
@@ -214,7 +223,7 @@ class vendor_errors(contextlib.ContextDecorator):  # noqa: N801 - used like cont
     """
 
     def __init__(self, vendor: str, *, step: str | None = None, error: type[EdgekitError] = ConversionError,
-                 what: str | None = None, hint: str | None = None,
+                 what: str | None = None, hint: str | Callable[[BaseException], str | None] | None = None,
                  describe: Callable[[BaseException], str | None] | None = None,
                  op: Callable[[BaseException], str | None] | None = None,
                  errors: Mapping[type[BaseException] | str, type[EdgekitError]] | None = None) -> None:
@@ -244,7 +253,7 @@ class vendor_errors(contextlib.ContextDecorator):  # noqa: N801 - used like cont
         if not isinstance(exc, Exception):  # SystemExit, KeyboardInterrupt, GeneratorExit
             if not (isinstance(exc, known) or self.vendor.exits and isinstance(exc, SystemExit)):
                 return None
-        elif isinstance(exc, PROGRAMMING_ERRORS) and not isinstance(exc, known) and raised_in_edgekit(exc):
+        elif is_edgekit_bug(exc) and not isinstance(exc, known):
             return internal_error(exc, self.step)
         detail = self.describe(exc) if self.describe else None
         if detail is None:
@@ -256,7 +265,8 @@ class vendor_errors(contextlib.ContextDecorator):  # noqa: N801 - used like cont
         if self.step and self.step not in what:
             what = f"{what} (step {self.step})"
         cls = self._class_for(exc)
-        return cls(f"{what}: {detail}", hint=self.hint, step=self.step, op=self.op(exc) if self.op else None)
+        hint = self.hint(exc) if callable(self.hint) else self.hint
+        return cls(f"{what}: {detail}", hint=hint, step=self.step, op=self.op(exc) if self.op else None)
 
     def _class_for(self, exc: BaseException) -> type[EdgekitError]:
         for key, cls in self.errors.items():

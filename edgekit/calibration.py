@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from edgekit._deps import require
+from edgekit.border import vendor_errors
 from edgekit.errors import MissingDependency, UsageError
 from edgekit.registry import suggest
 
@@ -275,7 +276,10 @@ def _open_folder(folder: Path, spec: str, shape: list[int], layout: str, mean, s
 
 
 def _read_arrays(path: Path, name: str) -> tuple[np.ndarray, np.ndarray | None]:
-    try:
+    # numpy raises ValueError/OSError/EOFError/BadZipFile (and worse) for damaged files: the user's input
+    with vendor_errors("numpy", error=UsageError, what=f"Cannot read {name}",
+                       hint="Save samples with np.save(path, x) or np.savez(path, x=x, y=labels) "
+                       "(no pickled objects)."):
         if path.suffix.lower() == ".npy":
             return np.load(path, mmap_mode="r", allow_pickle=False), None
         with np.load(path, allow_pickle=False) as z:
@@ -289,13 +293,6 @@ def _read_arrays(path: Path, name: str) -> tuple[np.ndarray, np.ndarray | None]:
             if y is not None and (y.ndim != 1 or not np.issubdtype(y.dtype, np.integer)):
                 y = None  # a second array that is not a label vector is not labels
             return x, y
-    except UsageError:
-        raise
-    except Exception as exc:  # numpy raises ValueError/OSError/EOFError/BadZipFile for damaged files
-        raise UsageError(
-            f"Cannot read {name}: {exc}.",
-            hint="Save samples with np.save(path, x) or np.savez(path, x=x, y=labels) (no pickled objects).",
-        ) from exc
 
 
 def _open_arrays(path: Path, spec: str, shape: list[int], layout: str, mean, std) -> _Source:

@@ -11,6 +11,7 @@ import importlib
 from pathlib import Path
 from typing import Any, ClassVar
 
+from edgekit.border import is_edgekit_bug, vendor_message
 from edgekit.sensors.base import CounterSensor, SensorUnavailable
 
 INSTALL = "pip install nvidia-ml-py (NVIDIA's NVML bindings; needs the NVIDIA driver)"
@@ -39,9 +40,11 @@ class NvmlSensor(CounterSensor):
             nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
             name = nvml.nvmlDeviceGetName(handle)
         except Exception as exc:  # pynvml.NVMLError_* (driver missing, not supported on this GPU ...)
+            if is_edgekit_bug(exc):
+                raise
             raise SensorUnavailable(
-                f"NVML cannot report GPU {self.index}'s energy ({exc}); it needs an NVIDIA driver and a Volta "
-                "or newer GPU."
+                f"NVML cannot report GPU {self.index}'s energy ({vendor_message(exc)}); it needs an NVIDIA driver "
+                "and a Volta or newer GPU."
             ) from exc
         self._nvml, self._handle = nvml, handle
         self._gpu = name.decode() if isinstance(name, bytes) else str(name)

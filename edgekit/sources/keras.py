@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from edgekit._deps import require
+from edgekit.border import all_text, vendor_errors, vendor_message
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.fsutil import sha256_file
 from edgekit.sources.base import LoadOptions, Source
@@ -44,11 +45,16 @@ PREDICT_BATCH = 256
 
 
 # --- reading the config without Keras ---------------------------------------------------------
+_CORRUPT_HINT = "Re-save the model (model.save('model.keras')) or re-download the file."
+
+
 def _corrupt(path: Path, why: str) -> UnsupportedModel:
-    return UnsupportedModel(
-        f"{path} could not be read as a Keras model: {why}. The file is truncated, corrupt or not a Keras model.",
-        hint="Re-save the model (model.save('model.keras')) or re-download the file.",
-    )
+    return UnsupportedModel(f"{_unreadable(path)}: {why}. The file is truncated, corrupt or not a Keras model.",
+                            hint=_CORRUPT_HINT)
+
+
+def _unreadable(path: Path) -> str:
+    return f"{path} could not be read as a Keras model"
 
 
 def read_config(path: Path, kind: str) -> dict[str, Any] | None:
@@ -66,7 +72,7 @@ def read_config(path: Path, kind: str) -> dict[str, Any] | None:
     except KeyError as exc:
         raise _corrupt(path, "the archive has no config.json") from exc
     except (OSError, zipfile.BadZipFile, EOFError, RuntimeError, ValueError) as exc:
-        raise _corrupt(path, first_line(exc)) from exc
+        raise _corrupt(path, vendor_message(exc, 300)) from exc
     try:
         config = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else str(raw))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -74,12 +80,6 @@ def read_config(path: Path, kind: str) -> dict[str, Any] | None:
     if not isinstance(config, dict):
         raise _corrupt(path, "its model config is not a JSON object")
     return config
-
-
-def first_line(exc: BaseException, limit: int = 300) -> str:
-    """The first line of an exception's message (library messages run to pages), or its type."""
-    text = str(exc).strip()
-    return text.splitlines()[0][:limit] if text else type(exc).__name__
 
 
 def _walk(node: Any) -> Iterator[dict[str, Any]]:
@@ -154,10 +154,14 @@ def _load_file(path: Path, kind: str, opts: LoadOptions) -> Any:
         _import_custom_modules(modules)
     keras = require("keras", purpose="load Keras models")
     try:
-        return keras.saving.load_model(str(path), compile=False, safe_mode=not opts.trust_model)
-    except Exception as exc:  # Keras raises anything from a bad file: map it at the border
-        text = str(exc).strip()
-        first = first_line(exc, 400)
+        with vendor_errors("keras", error=UnsupportedModel, what=_unreadable(path), hint=_CORRUPT_HINT,
+                           describe=lambda exc: f"{type(exc).__name__}: {vendor_message(exc)}. The file is "
+                           "truncated, corrupt or not a Keras model."):
+            return keras.saving.load_model(str(path), compile=False, safe_mode=not opts.trust_model)
+    except UnsupportedModel as mapped:  # Keras raises ValueError for all of these: only the text tells them apart
+        exc = mapped.__cause__ or mapped
+        text = all_text(exc)
+        first = vendor_message(exc)
         if "safe_mode" in text or "unsafe" in text.lower():
             raise UnsupportedModel(
                 f"{path} needs code execution to load, and Keras refused it in safe mode: {first}",
@@ -169,7 +173,7 @@ def _load_file(path: Path, kind: str, opts: LoadOptions) -> Any:
                 hint="Build the model with --model package.module:factory and pass this file for the weights, or "
                 "make the module that registers the class importable and pass --trust-model.",
             ) from exc
-        raise _corrupt(path, f"{type(exc).__name__}: {first}") from exc
+        raise
 
 
 def _from_factory(path: Path | None, opts: LoadOptions) -> Any:
@@ -179,14 +183,13 @@ def _from_factory(path: Path | None, opts: LoadOptions) -> Any:
         raise UsageError(f"--model {opts.factory} returned a {type(model).__name__}, not a keras.Model.",
                          hint="The factory must return the Keras model (keras.Model or keras.Sequential).")
     if path is not None:
-        try:
+        with vendor_errors(  # shape mismatch, wrong file kind, truncated file
+            "keras", error=UsageError, what=f"The weights in {path} do not fit the model built by {opts.factory}",
+            describe=lambda exc: vendor_message(exc, 300),
+            hint="Check that --model names the architecture these weights were saved from "
+            "(Keras weights files end in .weights.h5, .keras or .h5).",
+        ):
             model.load_weights(str(path))
-        except Exception as exc:  # shape mismatch, wrong file kind, truncated file
-            raise UsageError(
-                f"The weights in {path} do not fit the model built by {opts.factory}: {first_line(exc)}",
-                hint="Check that --model names the architecture these weights were saved from "
-                "(Keras weights files end in .weights.h5, .keras or .h5).",
-            ) from exc
     return model
 
 
@@ -266,12 +269,10 @@ def source_from_model(model: Any, path: Path | None, kind: str, opts: LoadOption
         )
     predict = make_predict(model, dtype)
     probe = np.zeros([1, *shape[1:]], dtype=np.float32)
-    try:
-        predict(probe)
-    except Exception as exc:  # the model rejects the shape: say so, not a traceback
-        raise UsageError(f"The model does not accept an input of shape {_fmt(probe.shape)}: "
-                         f"{(str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]}",
-                         hint="Pass the shape the model was built for with --input-shape N,H,W,C.") from exc
+    with vendor_errors("keras", error=UsageError, describe=lambda exc: vendor_message(exc, 300, last=True),
+                       what=f"The model does not accept an input of shape {_fmt(probe.shape)}",
+                       hint="Pass the shape the model was built for with --input-shape N,H,W,C."):
+        predict(probe)  # the model rejects the shape: say so, not a traceback
     return Source(
         path=path or Path(opts.factory or "factory"),
         kind=kind,

@@ -7,8 +7,10 @@ from pathlib import Path
 import numpy as np
 
 from edgekit._deps import require
+from edgekit.border import all_text, vendor_errors
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.fsutil import sha256_file
+from edgekit.layout import guess_layout
 from edgekit.sources.base import LoadOptions, Source
 
 
@@ -38,31 +40,18 @@ def check_external_data(model: object, path: Path) -> None:
     del onnx
 
 
-def guess_layout(shape: list[int]) -> str:
-    if len(shape) != 4:
-        return "NC" if len(shape) == 2 else f"{len(shape)}D"
-    c_first, c_last = shape[1], shape[3]
-    if c_last in (1, 3, 4) and c_first not in (1, 3, 4):
-        return "NHWC"
-    return "NCHW"
-
-
 def load(path: Path, opts: LoadOptions, kind: str = "onnx") -> Source:
     onnx = require("onnx", purpose="read ONNX models")
     ort = require("onnxruntime", purpose="run the ONNX source as the reference")
-    try:
+    with vendor_errors("onnx", error=UnsupportedModel, what=f"{path} is not a readable ONNX model",
+                       hint="The file may be truncated or not ONNX; re-export it."):  # protobuf DecodeError ...
         model = onnx.load(str(path), load_external_data=False)
-    except Exception as exc:  # google.protobuf DecodeError and friends
-        raise UnsupportedModel(f"{path} is not a readable ONNX model ({type(exc).__name__}: {exc}).",
-                               hint="The file may be truncated or not ONNX; re-export it.") from exc
     if not model.graph.node:
         raise UnsupportedModel(f"{path} parses as ONNX but has an empty graph.", hint="Re-export the model.")
     check_external_data(model, path)
-    try:
+    with vendor_errors("onnx", error=UnsupportedModel, what=f"{path} is not a valid ONNX model",
+                       hint="Re-export it; `python -m onnx.checker` shows the full report."):
         onnx.checker.check_model(str(path))
-    except Exception as exc:
-        raise UnsupportedModel(f"{path} is not a valid ONNX model: {str(exc).splitlines()[0][:300]}",
-                               hint="Re-export it; `python -m onnx.checker` shows the full report.") from exc
     inits = {i.name for i in model.graph.initializer}
     inputs = [i for i in model.graph.input if i.name not in inits]
     if len(inputs) != 1:
@@ -82,15 +71,19 @@ def load(path: Path, opts: LoadOptions, kind: str = "onnx") -> Source:
                          hint="Pass --input-shape N,C,H,W to fix them.")
     so = ort.SessionOptions()
     so.log_severity_level = 3
+    cannot_run = vendor_errors("onnxruntime", error=UnsupportedModel, what=f"onnxruntime cannot run {path}")
     try:
-        session = ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
-    except Exception as exc:
-        if "external" not in str(exc):
-            raise UnsupportedModel(f"onnxruntime cannot run {path}: {str(exc).splitlines()[0][:300]}") from exc
-        # onnxruntime cannot shape-infer through small constants (Reshape shapes) stored as external data:
-        # load the weights into memory and hand it the whole model
-        full = onnx.load(str(path))
-        session = ort.InferenceSession(full.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
+        with cannot_run:
+            session = ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
+    except UnsupportedModel as exc:
+        # onnxruntime raises a plain Fail for it, so only its text tells: it cannot shape-infer through small
+        # constants (Reshape shapes) stored as external data. Load the weights into memory, hand it the whole model.
+        if exc.__cause__ is None or "external" not in all_text(exc.__cause__):
+            raise
+        with cannot_run:
+            full = onnx.load(str(path))
+            session = ort.InferenceSession(full.SerializeToString(), sess_options=so,
+                                           providers=["CPUExecutionProvider"])
     elem = session.get_inputs()[0].type
     dtype = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(uint8)": "uint8"}.get(elem, "float32")
     name = inputs[0].name

@@ -92,6 +92,8 @@ def _probe_in_child(path: Path, kind: str, family: str, opts: LoadOptions) -> No
     answer = json.loads(lines[-1])
     if answer.get("ok"):
         return
+    if os.environ.get("EDGEKIT_DEBUG") and child.stderr:  # the child's traceback, for a bug report
+        sys.stderr.write(child.stderr)
     cls = getattr(errors, answer.get("error", ""), None)
     if not (isinstance(cls, type) and issubclass(cls, errors.EdgekitError)):
         cls = UnsupportedModel
@@ -109,8 +111,15 @@ def _child(request: str) -> int:
         answer = {"ok": True}
     except errors.EdgekitError as exc:
         answer = {"ok": False, "error": type(exc).__name__, "message": exc.message, "hint": exc.hint}
-    except Exception as exc:  # a loader bug still reaches the parent as an error, not a crash
-        answer = {"ok": False, "error": "UnsupportedModel", "message": f"Reading {req['path']} failed: {exc}"}
+    except Exception as exc:  # loaders map vendor errors at their borders: what escapes is a bug in edgekit
+        from edgekit.border import internal_error
+
+        if os.environ.get("EDGEKIT_DEBUG"):
+            import traceback
+
+            traceback.print_exception(exc)
+        bug = internal_error(exc)
+        answer = {"ok": False, "error": type(bug).__name__, "message": bug.message, "hint": bug.hint}
     sys.stdout.write("\n" + json.dumps(answer) + "\n")
     sys.stdout.flush()
     return 0

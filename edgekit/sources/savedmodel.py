@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from edgekit._deps import require
+from edgekit.border import vendor_errors, vendor_message
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.sources.base import LoadOptions, Source
 
@@ -71,14 +72,12 @@ def open_signature(path: Path, name: str) -> tuple[Any, Any]:
             f"{path} is not a TensorFlow SavedModel folder (no saved_model.pb inside).",
             hint="Pass the SavedModel folder itself (the one holding saved_model.pb and variables/).",
         )
-    try:
+    with vendor_errors(  # TF raises many kinds for a damaged folder
+        "tensorflow", error=UnsupportedModel, describe=lambda exc: f"{vendor_message(exc, 300)}. The folder is "
+        "incomplete or corrupt.", what=f"{path} could not be loaded as a SavedModel",
+        hint="Re-export the model (model.export(path) or tf.saved_model.save(obj, path)).",
+    ):
         loaded = tf.saved_model.load(str(path))
-    except Exception as exc:  # TF raises many kinds for a damaged folder: map them at the border
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise UnsupportedModel(
-            f"{path} could not be loaded as a SavedModel: {first}. The folder is incomplete or corrupt.",
-            hint="Re-export the model (model.export(path) or tf.saved_model.save(obj, path)).",
-        ) from exc
     sigs = dict(getattr(loaded, "signatures", {}) or {})
     if not sigs:
         raise UnsupportedModel(

@@ -7,12 +7,14 @@ full. ExportedPrograms and TorchScript archives hold no Python pickles of user c
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from edgekit._deps import require
+from edgekit.border import vendor_errors, vendor_message
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.fsutil import sha256_file
 from edgekit.sources.base import LoadOptions, Source
@@ -27,12 +29,10 @@ def _sym_shape(shape: Any) -> list[int]:
 
 def _exported(path: Path) -> tuple[Any, Any, list[int], str]:
     torch = require("torch", purpose="load PyTorch models")
-    try:
+    with vendor_errors("torch", error=UnsupportedModel,
+                       what=f"{path} could not be read as a torch.export ExportedProgram",
+                       hint="Re-save it with torch.export.save(torch.export.export(model, args), path)."):
         ep = torch.export.load(str(path))
-    except Exception as exc:
-        raise UnsupportedModel(f"{path} could not be read as a torch.export ExportedProgram: {exc}",
-                               hint="Re-save it with torch.export.save(torch.export.export(model, args), path).")\
-            from exc
     placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
     user_inputs = list(ep.graph_signature.user_inputs)
     nodes = [n for n in placeholders if n.name in user_inputs]
@@ -60,13 +60,15 @@ def _state_dict_from(obj: Any) -> dict[str, Any] | None:
 def _torch_zip(path: Path, opts: LoadOptions) -> tuple[Any, str]:
     """A torch.save archive: state_dict/checkpoint (+ --model factory) or a pickled module (--trust-model)."""
     torch = require("torch", purpose="load PyTorch models")
+    unreadable = vendor_errors("torch", error=UnsupportedModel, what=f"{path} could not be read by torch.load",
+                               hint="The file may be truncated or not a PyTorch file.")
     try:
-        obj = torch.load(str(path), map_location="cpu", weights_only=True)
-    except Exception as exc:
-        text = str(exc)
-        if "weights_only" not in text and "Unsupported global" not in text and "GLOBAL" not in text:
-            raise UnsupportedModel(f"{path} could not be read by torch.load: {text.splitlines()[0][:300]}",
-                                   hint="The file may be truncated or not a PyTorch file.") from exc
+        with unreadable:
+            obj = torch.load(str(path), map_location="cpu", weights_only=True)
+    except UnsupportedModel as exc:
+        # the weights-only unpickler refuses a pickled class with pickle.UnpicklingError; anything else is damage
+        if not isinstance(exc.__cause__, pickle.UnpicklingError):
+            raise
         if not opts.trust_model:
             raise UnsupportedModel(
                 f"{path} is a fully pickled PyTorch module. Loading it runs arbitrary Python code from the file "
@@ -76,7 +78,8 @@ def _torch_zip(path: Path, opts: LoadOptions) -> tuple[Any, str]:
                 "or torch.export.save(torch.export.export(model, (example,)), 'model.pt2'). If you trust the file, "
                 "pass --trust-model.",
             ) from exc
-        obj = torch.load(str(path), map_location="cpu", weights_only=False)
+        with unreadable:
+            obj = torch.load(str(path), map_location="cpu", weights_only=False)
         if isinstance(obj, torch.nn.Module):
             return obj.eval(), "torch-pickle"
         raise UnsupportedModel(f"{path} unpickled to a {type(obj).__name__}, not a torch.nn.Module.") from exc
@@ -98,12 +101,10 @@ def _torch_zip(path: Path, opts: LoadOptions) -> tuple[Any, str]:
     model = load_factory(opts.factory)()
     if not isinstance(model, torch.nn.Module):
         raise UsageError(f"--model {opts.factory} returned a {type(model).__name__}, not a torch.nn.Module.")
-    try:
+    with vendor_errors("torch", error=UsageError,
+                       what=f"The weights in {path} do not fit the model built by {opts.factory}",
+                       hint="Check that --model names the architecture these weights were trained with."):
         model.load_state_dict(state, strict=True)
-    except RuntimeError as exc:
-        raise UsageError(f"The weights in {path} do not fit the model built by {opts.factory}: "
-                         f"{str(exc).splitlines()[0][:300]}",
-                         hint="Check that --model names the architecture these weights were trained with.") from exc
     return model.eval(), "torch-state-dict"
 
 
@@ -136,11 +137,9 @@ def load(path: Path | None, opts: LoadOptions, kind: str) -> Source:
     elif kind == "torch-exported":
         obj, module, shape, dtype = _exported(path)
     elif kind == "torchscript":
-        try:
+        with vendor_errors("torch", error=UnsupportedModel, what=f"{path} could not be read as TorchScript",
+                           hint="The file may be truncated; re-save it with torch.jit.save."):
             obj = module = torch.jit.load(str(path), map_location="cpu").eval()
-        except Exception as exc:
-            raise UnsupportedModel(f"{path} could not be read as TorchScript: {str(exc).splitlines()[0][:300]}",
-                                   hint="The file may be truncated; re-save it with torch.jit.save.") from exc
         shape, dtype = [], "float32"
     else:
         obj, kind = _torch_zip(path, opts)
@@ -160,12 +159,10 @@ def load(path: Path | None, opts: LoadOptions, kind: str) -> Source:
     static_batch = shape[0] if shape[0] > 0 else 0
     predict = _make_predict(module, static_batch or 256)
     probe = np.zeros([1 if d <= 0 else d for d in shape], dtype=np.float32)
-    try:
+    with vendor_errors("torch", error=UsageError, describe=lambda exc: vendor_message(exc, 300, last=True),
+                       what=f"The model does not accept an input of shape {_fmt(probe.shape)}",
+                       hint="Pass the shape the model was trained on with --input-shape N,C,H,W."):
         predict(probe)
-    except Exception as exc:
-        raise UsageError(f"The model does not accept an input of shape {_fmt(probe.shape)}: "
-                         f"{str(exc).strip().splitlines()[-1][:300]}",
-                         hint="Pass the shape the model was trained on with --input-shape N,C,H,W.") from exc
     if static_batch == 0 and kind != "torch-exported":
         shape = [-1, *shape[1:]]  # eager modules accept any batch
     return Source(

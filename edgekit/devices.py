@@ -20,6 +20,8 @@ from edgekit.errors import UsageError
 from edgekit.registry import check_choice
 
 KINDS = ("cpu", "gpu", "edgetpu", "tpu")
+# How messages name each kind ("needs an Edge TPU", "not compiled for the Edge TPU")
+KIND_WORDS = {"cpu": "CPU", "gpu": "GPU", "edgetpu": "Edge TPU", "tpu": "Cloud TPU"}
 
 
 @dataclass

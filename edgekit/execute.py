@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from edgekit._version import __version__
 from edgekit._deps import version_of
+from edgekit._version import __version__
 from edgekit.artifact import Artifact, Manifest
 from edgekit.errors import UsageError
 from edgekit.formats import FORMATS
@@ -229,8 +229,9 @@ def _derived(inter: Intermediate, fmt: str, parent: Artifact, timeline: list[Tim
 
 
 def _device_words(devices: tuple[str, ...]) -> str:
-    words = {"edgetpu": "an Edge TPU", "tpu": "a Cloud TPU", "gpu": "a GPU"}
-    return " or ".join(words.get(d, d) for d in devices)
+    from edgekit.devices import KIND_WORDS
+
+    return " or ".join(f"an {KIND_WORDS[d]}" if d == "edgetpu" else f"a {KIND_WORDS.get(d, d)}" for d in devices)
 
 
 def _parent(timeline: list[TimelineEntry]) -> str | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from edgekit._version import __version__
+from edgekit.devices import KIND_WORDS
 from edgekit.errors import EdgekitError, NotAvailable, RuntimeFailure, UsageError
 from edgekit.measure.artifact import artifact_macs
 from edgekit.measure.records import (
@@ -204,7 +205,7 @@ def _check_device_fits_format(path: Path, fmt: str, dev: str) -> None:
                          hint=f"Compile it with `edgekit convert ... --target {makers[0]}`, or use --device cpu.")
 
 
-_DEVICE_WORDS = {"edgetpu": "Edge TPU", "tpu": "Cloud TPU", "gpu": "GPU", "cpu": "CPU"}
+_DEVICE_WORDS = KIND_WORDS
 
 
 def _accelerator(dev: str, info: dict[str, Any]) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from edgekit.artifact import Manifest
+from edgekit.formats import FORMATS
 from edgekit.report.text import human_bytes, pct
 
 
@@ -16,7 +17,8 @@ def convert_table(manifest: Manifest) -> Table:
                        ("accuracy", True), ("cosine", True), ("time", True), ("fidelity", False)):
         table.add_column(col, justify="right" if right else "left", no_wrap=True)
     for a in manifest.artifacts:
-        base = fp32.get(a.format) or (fp32.get("tflite") if a.format == "edgetpu" else None)
+        spec = FORMATS.get(a.format)
+        base = fp32.get(a.format) or (fp32.get(spec.compiled_from) if spec and spec.compiled_from else None)
         ratio = f"{a.size_bytes / base:.0%}" if base else "-"
         f = a.fidelity
         if f is None:

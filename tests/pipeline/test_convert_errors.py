@@ -78,9 +78,9 @@ def test_bad_input(work: Path, capsys: pytest.CaptureFixture[str], args: list[st
 
 def test_missing_extra_names_pip_line(work: Path, capsys: pytest.CaptureFixture[str],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    import edgekit.pipeline as pipeline
+    import edgekit.plan as plan
 
-    monkeypatch.setattr(pipeline, "available", lambda m: m not in ("onnx2tf", "tensorflow"))
+    monkeypatch.setattr(plan, "available", lambda m: m not in ("onnx2tf", "tensorflow"))
     rc = main(["convert", "good.pt2", "--target", "tflite", "--out", str(work / "out")])
     err = capsys.readouterr().err
     assert rc == EXIT_MISSING

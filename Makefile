@@ -1,12 +1,13 @@
 # `make demo`: create .venv, install edgekit with every extra, convert the bundled model and bench it.
-# `make test`: create .venv if needed, install, lint, run the test suite.
+# `make test`: create .venv if needed, install, lint, run the test suite (what CI runs).
+# `make test-fast`: the same without the tests marked slow (real conversions, torch/TensorFlow models).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.edgekit-installed
 OUT ?= edgekit-out/mnist_cnn
 
-.PHONY: demo test install lint bench clean
+.PHONY: demo test test-fast install lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +27,10 @@ lint: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -m "not slow"
 
 bench: $(STAMP)
 	$(BIN)/python bench/convert.py --json bench/results/convert.json

@@ -55,3 +55,14 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from edgekit.testing import tiny_cnn
 
     return tiny_cnn.build(tmp_path_factory.getbasetemp() / "edgekit-tiny-models")
+
+
+# Session fixtures that run a real conversion or build models with torch and TensorFlow (seconds
+# each): every test that takes one is slow, whichever file it is in, without a marker to forget.
+SLOW_FIXTURES = frozenset({"bundled_conversion", "tiny_models", "tf_models"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -55,6 +55,7 @@ def test_rerun_refuses_then_force_replaces(bundled_conversion, capsys: pytest.Ca
     assert (out / "manifest.json").read_bytes() == before
 
 
+@pytest.mark.slow  # a real conversion
 def test_failed_run_leaves_previous_outputs_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "out"
     convert(MODELS / "mnist_cnn.pt2", "onnx", "fp32", out=out)
@@ -79,6 +80,7 @@ def test_failed_run_leaves_previous_outputs_intact(tmp_path: Path, monkeypatch: 
         ("mnist_cnn.state_dict.pt", ["--model", "models.mnist_cnn:build", "--input-shape", "1,1,28,28"]),
     ],
 )
+@pytest.mark.slow  # a real conversion
 def test_other_torch_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, extra: list[str]) -> None:
     monkeypatch.chdir(MODELS.parent)
     out = tmp_path / "o"
@@ -123,6 +125,7 @@ def test_onnx_external_data_outside_folder_is_refused(bundled_conversion, tmp_pa
         convert(tmp_path / "m" / "evil.onnx", "onnx", "fp32", out=tmp_path / "o")
 
 
+@pytest.mark.slow  # a real conversion
 def test_pickled_module_refused_unless_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     import torch
@@ -143,6 +146,7 @@ def test_pickled_module_refused_unless_trusted(tmp_path: Path, monkeypatch: pyte
     assert data["source"]["kind"] == "torch-pickle"
 
 
+@pytest.mark.slow  # a real conversion
 def test_strict_fidelity_miss_exits_5(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     # An absurd threshold forces a miss on a real artifact: --strict must turn it into exit 5.
@@ -172,6 +176,7 @@ def test_validation_catches_nan_outputs() -> None:
     assert compare(ref, np.eye(4, 10, dtype=np.float32), "fp32").passed
 
 
+@pytest.mark.slow  # a real conversion
 def test_json_output_is_the_manifest_alone(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     shutil.copy(MODELS / "mnist_cnn.pt2", tmp_path / "m.pt2")
     rc = main(["convert", str(tmp_path / "m.pt2"), "--val-size", "20", "--out", str(tmp_path / "o"), "--json"])
@@ -182,6 +187,7 @@ def test_json_output_is_the_manifest_alone(tmp_path: Path, capfd: pytest.Capture
 
 @pytest.mark.parametrize(("factory", "shape", "family"), [("models.mnist_cnn:build", "1,1,28,28", "torch"),
                                                           ("models.mnist_keras:build", "1,28,28,1", "keras")])
+@pytest.mark.slow  # a real conversion
 def test_model_built_from_code_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, factory: str, shape: str,
                                      family: str) -> None:
     monkeypatch.chdir(MODELS.parent)
@@ -198,6 +204,7 @@ def test_no_model_at_all_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
     assert "No model given" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a real conversion
 def test_python_api_returns_artifacts(tmp_path: Path) -> None:
     import edgekit
 
@@ -206,6 +213,7 @@ def test_python_api_returns_artifacts(tmp_path: Path) -> None:
     assert [a.path for a in arts] == ["mnist_cnn.fp32.onnx"] and arts[0].fidelity.passed
 
 
+@pytest.mark.slow  # a real conversion
 def test_tflite_int8_with_float_io(tmp_path: Path) -> None:
     result = convert(MODELS / "mnist_cnn.pt2", "tflite", "int8", calib="mnist", io_dtype="float32",
                      calib_size=100, val_size=300, out=tmp_path / "o")

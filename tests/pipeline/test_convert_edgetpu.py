@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 FIX = REPO / "tests" / "fixtures" / "edgetpu"
 ARGS = ["convert", str(REPO / "models" / "mnist_cnn.pt2"), "--target", "edgetpu", "--calib", "mnist",
         "--calib-size", "100", "--val-size", "300"]
+pytestmark = pytest.mark.slow  # a real int8 conversion per test
 
 
 def _standin():

@@ -63,6 +63,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("args", "code", "text"), CASES, ids=[" ".join(c[0]) for c in CASES])
+@pytest.mark.slow  # loads the model in a child process and in torch, seconds per case
 def test_bad_input(work: Path, capsys: pytest.CaptureFixture[str], args: list[str], code: int, text: str,
                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(MODELS.parent))  # so models.mnist_cnn imports from the repo
@@ -76,6 +77,7 @@ def test_bad_input(work: Path, capsys: pytest.CaptureFixture[str], args: list[st
     assert _snapshot(work) == before  # nothing written, nothing changed, no staging folder left
 
 
+@pytest.mark.slow  # loads the source model (child process and torch) before the plan refuses: seconds
 def test_missing_extra_names_pip_line(work: Path, capsys: pytest.CaptureFixture[str],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     import edgekit.plan as plan

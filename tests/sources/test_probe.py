@@ -13,6 +13,7 @@ from edgekit.sources.base import LoadOptions
 from edgekit.sources.probe import probe
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
+pytestmark = pytest.mark.slow  # each test starts a child Python that imports torch (seconds)
 
 
 def test_a_crashing_loader_does_not_take_the_caller_down(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

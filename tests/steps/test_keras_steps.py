@@ -23,6 +23,7 @@ from edgekit.steps.base import ConvertOptions, Intermediate, StepContext
 keras = pytest.importorskip("keras")
 tf = pytest.importorskip("tensorflow")
 ort = pytest.importorskip("onnxruntime")
+pytestmark = pytest.mark.slow  # Keras models built, saved and converted with TensorFlow: seconds per test
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 DYNAMIC_SHAPE_OPS = {"SHAPE", "STRIDED_SLICE", "PACK"}

@@ -102,7 +102,7 @@ def dynamic_shape_ops(path: Any) -> list[str]:
     reports that when it loads the artifact. Anything else (a bug here, a changed interpreter API)
     fails loudly instead of silently turning the dynamic-shape warning off.
     """
-    from edgekit.runtimes.litert import interpreter_class
+    from edgekit.runtimes.litert_io import interpreter_class
 
     try:
         interp = interpreter_class()(model_path=str(path))

@@ -275,4 +275,4 @@ def test_tree_digest_changes_with_content(files, tmp_path: Path) -> None:
 
 def test_manifest_json_of_a_keras_source_is_plain_data(files) -> None:
     src = _load(files["tiny.keras"], "keras")
-    assert json.loads(json.dumps(src.describe()))["input"]["shape"] == [-1, 8, 8, 3]
+    assert json.loads(json.dumps(src.describe().to_dict()))["input"]["shape"] == [-1, 8, 8, 3]

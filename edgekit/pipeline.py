@@ -14,7 +14,7 @@ from typing import Any
 from edgekit.errors import UsageError
 from edgekit.execute import ConvertResult, execute
 from edgekit.options import ConvertOptions
-from edgekit.plan import Chain, Plan, check_outputs, check_request, make_plan, route, stem_of
+from edgekit.plan import Chain, Plan, check_modules, check_outputs, check_request, make_plan, route, stem_of
 from edgekit.sources.base import Source
 
 
@@ -59,7 +59,7 @@ def convert(
     say = progress or (lambda _m: None)
     values = {API_NAMES.get(k, k): v for k, v in options.items()}
     options_ = ConvertOptions.build(targets=_split(targets), precisions=_split(quantize), **values)
-    check_request(options_)  # option values are judged before the model is loaded
+    wanted = check_request(options_)  # option values are judged before the model is loaded
     model, input_shape = options_.factory, options_.input_shape
     if source is None or str(source) == "":
         if not model:
@@ -73,6 +73,7 @@ def convert(
         kind = detect(path)
         family = FAMILY[kind]
         say(f"loading {path} ({kind}) ...")
+    check_modules([target for target, _ in wanted], family)  # known from the family alone: before the load
     loader = resolve(LOADERS, family, "source family")
     load_opts = LoadOptions(factory=model, trust_model=options_.trust_model, input_shape=input_shape,
                             signature=options_.signature)

@@ -128,10 +128,30 @@ def check_request(options: ConvertOptions) -> list[tuple[str, list[str]]]:
     return wanted
 
 
+def check_modules(targets: list[str], family: str) -> None:
+    """MissingDependency naming the pip line when a step from FAMILY to TARGETS needs a package not here.
+
+    Needs only the source's family (read from the file's first bytes), so a missing extra is
+    reported before the model is loaded.
+    """
+    names: list[str] = []
+    for target in targets:
+        spec = get_target(target)
+        names += [*route(family, spec.consumes), *spec.steps, *spec.post_steps]
+    missing = sorted({m for n in dict.fromkeys(names) for m in get_step(n).modules if not available(m)})
+    if missing:
+        raise MissingDependency(
+            f"Converting to {', '.join(targets)} needs {', '.join(missing)}, not installed here.",
+            hint=install_line(missing[0], "convert"),
+        )
+
+
 def make_plan(source: Source, options: ConvertOptions) -> Plan:
     """Every chain the request needs, or the reason it cannot run, before any step runs."""
     chains: list[Chain] = []
-    for target, precisions in check_request(options):
+    wanted = check_request(options)
+    check_modules([t for t, _ in wanted], source.family)
+    for target, precisions in wanted:
         spec = get_target(target)
         prefix = [get_step(n)() for n in route(source.family, spec.consumes)]
         for precision in precisions:
@@ -139,13 +159,6 @@ def make_plan(source: Source, options: ConvertOptions) -> Plan:
             params = StepParams(precision=precision, io_dtype=io)
             chains.append(Chain(target, precision, [*prefix, *(get_step(n)(params) for n in spec.steps)], io,
                                 [get_step(n)(params) for n in spec.post_steps], spec.format))
-    missing = sorted({m for c in chains for s in c.all_steps for m in s.modules if not available(m)})
-    if missing:
-        raise MissingDependency(
-            f"Converting to {', '.join(t for t, _ in check_request(options))} needs {', '.join(missing)}, "
-            "not installed here.",
-            hint=install_line(missing[0], "convert"),
-        )
     stem = stem_of(source)
     outputs: list[str] = []
     for c in chains:
@@ -172,5 +185,5 @@ def shown_path(path: Path) -> str:
     return str(path.resolve()) if rel.startswith("..") else rel
 
 
-__all__ = ["Chain", "Plan", "check_outputs", "check_request", "make_plan", "parse_list", "parse_precisions", "route",
-           "shown_path", "stem_of"]
+__all__ = ["Chain", "Plan", "check_modules", "check_outputs", "check_request", "make_plan", "parse_list",
+           "parse_precisions", "route", "shown_path", "stem_of"]

@@ -54,7 +54,11 @@ def samples() -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize(("rt_name", "key", "device"), CASES, ids=[f"{r}-{k}-{d}" for r, k, d in CASES])
 def test_runtime_contract(rt_name: str, key: str, device: str, tiny_models: dict[str, Any],
                           samples: tuple[np.ndarray, np.ndarray]) -> None:
-    rt = _load(rt_name, key, device, tiny_models)
+    check_contract(_load(rt_name, key, device, tiny_models), key, device, samples)
+
+
+def check_contract(rt: Any, key: str, device: str, samples: tuple[np.ndarray, np.ndarray]) -> None:
+    """The contract every runtime keeps on the tiny CNN in format KEY, loaded on DEVICE."""
     cls = type(rt)
     assert isinstance(cls.version(), str) and cls.version()
     assert cls.available(device) == (True, "")
@@ -153,3 +157,24 @@ def test_registry_and_classes_agree() -> None:
         assert "cpu" in cls.devices and set(cls.auto_devices) <= set(cls.devices)
     for fmt, name in DEFAULT_FOR_FORMAT.items():
         assert fmt in get_runtime(name).formats
+
+
+def test_a_runtime_from_one_file_keeps_the_contract(monkeypatch: pytest.MonkeyPatch, tiny_models: dict[str, Any],
+                                                    samples: tuple[np.ndarray, np.ndarray], tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """README "Extending edgekit": a runtime is one file (onnx_reference_runtime.py) and one RUNTIMES line."""
+    import json
+
+    from edgekit.cli import main
+
+    monkeypatch.setitem(RUNTIMES, "onnx-reference", "onnx_reference_runtime:OnnxReference")  # the one line
+    check_contract(_load("onnx-reference", "onnx", "cpu", tiny_models), "onnx", "cpu", samples)
+    assert "onnx-reference" in [n for n in RUNTIMES if "onnx" in get_runtime(n).formats]
+    rc = main(["profile", str(tiny_models["models"]["onnx"]), "--runtime", "onnx-reference", "--json", "--runs", "3",
+               "--min-seconds", "0", "--warmup", "1"])
+    result = json.loads(capsys.readouterr().out)
+    assert rc == 0 and result["runtime"]["name"] == "onnx-reference" and result["latency_ms"]["p50"] > 0
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(CORRUPT["onnx"][1])
+    with pytest.raises(EdgekitError):  # its vendor's exceptions are mapped at the Runtime border
+        get_runtime("onnx-reference")().load(bad)

@@ -52,9 +52,9 @@ def convert(
     compiled" outcome is `result.not_compiled`.
     """
     from edgekit.errors import FidelityError
-    from edgekit.registry import resolve
-    from edgekit.sources import LOADERS, LoadOptions
+    from edgekit.sources import LoadOptions
     from edgekit.sources.detect import FAMILY, detect
+    from edgekit.sources.probe import load_source
 
     say = progress or (lambda _m: None)
     values = {API_NAMES.get(k, k): v for k, v in options.items()}
@@ -74,14 +74,9 @@ def convert(
         family = FAMILY[kind]
         say(f"loading {path} ({kind}) ...")
     check_modules([target for target, _ in wanted], family)  # known from the family alone: before the load
-    loader = resolve(LOADERS, family, "source family")
     load_opts = LoadOptions(factory=model, trust_model=options_.trust_model, input_shape=input_shape,
                             signature=options_.signature)
-    if path is not None:
-        from edgekit.sources.probe import probe
-
-        probe(path, kind, family, load_opts)  # a malformed file may crash a native reader: not in this process
-    src: Source = loader(path, load_opts, kind)
+    src: Source = load_source(path, kind, load_opts)  # a file is probed in a child first: a crash stays there
     options_.out_dir = Path(options_.out_dir) if options_.out_dir else Path("edgekit-out") / stem_of(src)
     result = run(src, options_, say)
     if options_.strict and result.fidelity_failures:

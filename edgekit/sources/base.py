@@ -1,4 +1,6 @@
-"""A loaded source model: what every conversion chain starts from and validates against."""
+"""A loaded source model (`Source`), what the user said about it (`LoadOptions`), and how a kind of
+source file is recognised and read (`SourceSpec`, one per source module, listed in edgekit.sources.SOURCES).
+"""
 
 from __future__ import annotations
 
@@ -28,8 +30,8 @@ class Source:
     """A source model, loaded.
 
     `family` is the first Intermediate kind of the conversion chain ("torch", "onnx", "keras",
-    "savedmodel"); `predict` is the reference every artifact is validated against: a float32
-    batch in the source's layout in, the first output as float32 out.
+    "savedmodel"); `path` is the file its first step reads; `predict` is the reference every artifact
+    is validated against: a float32 batch in the source's layout in, the first output as float32 out.
     """
 
     path: Path
@@ -44,10 +46,49 @@ class Source:
     sha256: str = ""
     output_names: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    # The file the user named, where PATH is a copy its loader made to read (a decompressed archive in a
+    # folder the loader owns): the manifest records this one, and SHA256 is its digest.
+    origin: Path | None = None
 
     def describe(self) -> SourceInfo:
         """The manifest's record of this source."""
         from edgekit.artifact import SourceInfo, SourceInput
 
-        return SourceInfo(path=str(self.path), sha256=self.sha256, kind=self.kind, layout=self.layout,
+        return SourceInfo(path=str(self.origin or self.path), sha256=self.sha256, kind=self.kind, layout=self.layout,
                           input=SourceInput(name=self.input_name, shape=list(self.input_shape), dtype=self.input_dtype))
+
+
+# (path, its first bytes) -> the kind of source file it is, or None: "not mine". HEAD is the file's first
+# SNIFF_BYTES bytes, or b"" for a folder.
+Sniff = Callable[[Path, bytes], str | None]
+# (path, None for a --model factory alone; options; the detected kind) -> the loaded Source
+Loader = Callable[[Path | None, LoadOptions, str], Source]
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """Everything edgekit knows about one kind of source file, as data: the one entry a new source adds.
+
+    A source module ends with `SOURCE = SourceSpec(...)`, and one line of edgekit.sources.SOURCES
+    names it. Detection (edgekit.sources.detect) asks each spec's `sniff` in table order and takes
+    the first kind claimed; the probe and `edgekit convert` then call that spec's `load`.
+
+    name: its SOURCES key (messages say "the <name> loader").
+    family: the first Intermediate kind of its conversion chains (torch, onnx, keras, savedmodel):
+        what the planner routes from.
+    kinds: every kind its sniff returns, plus "<family>-factory" where its loader builds a --model
+        factory alone; a kind belongs to one spec only.
+    sniff: cheap and byte-level (a few bytes, a zip's name list; never a full parse, never torch or
+        TensorFlow); may raise UnsupportedModel for a file that is plainly its kind but unreadable.
+    load: reads the file (the full parse and its vendor errors happen here, inside the border).
+    files: how the "Supported: ..." hint names its files (".onnx", "SavedModel folders").
+    dists: the distributions its loader reads with: a probe that passed is remembered per their versions.
+    """
+
+    name: str
+    family: str
+    kinds: tuple[str, ...]
+    sniff: Sniff
+    load: Loader
+    files: str
+    dists: tuple[str, ...] = ()

@@ -30,7 +30,8 @@ from edgekit._deps import require
 from edgekit.border import all_text, vendor_errors, vendor_message
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.fsutil import sha256_file
-from edgekit.sources.base import LoadOptions, Source
+from edgekit.sources.base import LoadOptions, Source, SourceSpec
+from edgekit.sources.detect import HDF5_MAGIC, ZIP_MAGIC, zip_names
 from edgekit.sources.factory import load_factory
 
 # Top-level packages whose classes Keras itself deserializes (Keras only imports these).
@@ -315,3 +316,15 @@ def load(path: Path | None, opts: LoadOptions, kind: str) -> Source:
 
 def _fmt(shape: Any) -> str:
     return "x".join(str(d) if d > 0 else "?" for d in shape)
+
+
+def sniff(path: Path, head: bytes) -> str | None:
+    """keras for a Keras 3 archive (a zip with config.json and model.weights.*), h5 for an HDF5 file."""
+    if head.startswith(ZIP_MAGIC):
+        names = zip_names(path)
+        return "keras" if "config.json" in names and any(n.startswith("model.weights") for n in names) else None
+    return "h5" if head.startswith(HDF5_MAGIC) else None
+
+
+SOURCE = SourceSpec(name="keras", family="keras", kinds=("keras", "h5", "keras-factory"), sniff=sniff, load=load,
+                    files=".keras, .h5", dists=("keras", "tensorflow", "h5py"))

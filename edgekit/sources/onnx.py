@@ -11,7 +11,8 @@ from edgekit.border import all_text, vendor_errors
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.fsutil import sha256_file
 from edgekit.layout import guess_layout
-from edgekit.sources.base import LoadOptions, Source
+from edgekit.sniff import looks_like_onnx
+from edgekit.sources.base import LoadOptions, Source, SourceSpec
 
 
 def check_external_data(model: object, path: Path) -> None:
@@ -100,3 +101,12 @@ def load(path: Path, opts: LoadOptions, kind: str = "onnx") -> Source:
         input_dtype=dtype, predict=predict, model=path, sha256=sha256_file(path),
         output_names=[o.name for o in session.get_outputs()],
     )
+
+
+def sniff(path: Path, head: bytes) -> str | None:
+    """onnx for a file named .onnx or starting like a ModelProto (the loader's full parse may still refuse it)."""
+    return "onnx" if head and (path.suffix.lower() == ".onnx" or looks_like_onnx(head)) else None
+
+
+SOURCE = SourceSpec(name="onnx", family="onnx", kinds=("onnx",), sniff=sniff, load=load, files=".onnx",
+                    dists=("onnx", "onnxruntime"))

@@ -4,8 +4,9 @@ Native readers of model files (TensorFlow's CHECK failures, h5py/HDF5, the ONNX 
 TorchScript) can abort or segfault on a malformed file instead of raising. `probe()` runs the same
 loader in a child process (`python -m edgekit.sources.probe`); a child killed by a signal becomes
 an UnsupportedModel error in the parent, and an edgekit error in the child is re-raised as itself.
-Only then does the caller load the file in its own process. EDGEKIT_NO_ISOLATION=1 skips the probe
-(for files you trust, to save the second load).
+Only then does the caller load the file in its own process: `load_source` does both, and is how
+edgekit loads a user's source. EDGEKIT_NO_ISOLATION=1 skips the probe (for files you trust, to save
+the second load).
 """
 
 from __future__ import annotations
@@ -21,34 +22,36 @@ from pathlib import Path
 
 from edgekit import errors
 from edgekit.errors import UnsupportedModel
-from edgekit.sources.base import LoadOptions
+from edgekit.sources import SOURCES, source_for_kind
+from edgekit.sources.base import LoadOptions, Source, SourceSpec
 
 PROBE_TIMEOUT_S = 600.0
 
 
-# what a family's loader runs on: a file that read safely with these versions reads safely again
-_FAMILY_DISTS = {"torch": ("torch",), "onnx": ("onnx", "onnxruntime"), "keras": ("keras", "tensorflow", "h5py"),
-                 "savedmodel": ("tensorflow",)}
+def load_source(path: Path | None, kind: str, opts: LoadOptions) -> Source:
+    """Load a source of KIND with its spec's loader: a file is probed in a child process first."""
+    spec = source_for_kind(kind)
+    if path is not None:
+        probe(path, kind, opts)  # a malformed file may crash a native reader: not in this process
+    return spec.load(path, opts, kind)
 
 
-def _fingerprint(path: Path, kind: str, family: str, opts: LoadOptions) -> str:
-    """Content hash of the file (a folder: of its files), the load options and the reader's library versions."""
+def _fingerprint(path: Path, kind: str, spec: SourceSpec, opts: LoadOptions) -> str:
+    """Content hash of the file or folder, the load options and the reader's library versions."""
     import hashlib
 
     from edgekit._deps import version_of
-    from edgekit.fsutil import sha256_file
+    from edgekit.fsutil import sha256_path
 
-    h = hashlib.sha256(f"{kind}|{family}|{json.dumps(dataclasses.asdict(opts), sort_keys=True)}".encode())
-    for dist in _FAMILY_DISTS.get(family, ()):
+    h = hashlib.sha256(f"{kind}|{spec.name}|{json.dumps(dataclasses.asdict(opts), sort_keys=True)}".encode())
+    for dist in spec.dists:
         h.update(f"|{dist}={version_of(dist)}".encode())
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    for f in files:
-        h.update(f"|{f.relative_to(path) if path.is_dir() else f.name}:{sha256_file(f)}".encode())
+    h.update(f"|{sha256_path(path)}".encode())
     return h.hexdigest()
 
 
-def probe(path: Path, kind: str, family: str, opts: LoadOptions) -> None:
-    """Load PATH with FAMILY's loader in a child process; raise what it raised, or UnsupportedModel if it died.
+def probe(path: Path, kind: str, opts: LoadOptions) -> None:
+    """Load PATH with KIND's loader in a child process; raise what it raised, or UnsupportedModel if it died.
 
     A success is remembered (edgekit's cache folder, by content hash and library versions), so the
     second load is paid once per file, not on every conversion.
@@ -57,16 +60,19 @@ def probe(path: Path, kind: str, family: str, opts: LoadOptions) -> None:
         return
     from edgekit.fsutil import atomic_write_text, cache_dir
 
-    mark = cache_dir() / "probed" / _fingerprint(path, kind, family, opts)
+    mark = cache_dir() / "probed" / _fingerprint(path, kind, source_for_kind(kind), opts)
     if mark.is_file():
         return
-    _probe_in_child(path, kind, family, opts)
+    _probe_in_child(path, kind, opts)
     with contextlib.suppress(OSError):  # a read-only home: the probe just runs again next time
         atomic_write_text(mark, f"{path}\n")
 
 
-def _probe_in_child(path: Path, kind: str, family: str, opts: LoadOptions) -> None:
-    request = json.dumps({"path": str(path), "kind": kind, "family": family, "opts": dataclasses.asdict(opts)})
+def _probe_in_child(path: Path, kind: str, opts: LoadOptions) -> None:
+    spec = source_for_kind(kind)
+    # the child finds the spec by its "module:attr" (a source registered at run time is not in its own SOURCES)
+    request = json.dumps({"path": str(path), "kind": kind, "source": SOURCES[spec.name],
+                          "opts": dataclasses.asdict(opts)})
     # the child imports what this process can (a --model factory's package, for one)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     try:
@@ -80,14 +86,14 @@ def _probe_in_child(path: Path, kind: str, family: str, opts: LoadOptions) -> No
     if child.returncode < 0:
         name = signal.Signals(-child.returncode).name
         raise UnsupportedModel(
-            f"Reading {path} crashed the {family} loader ({name}): the file is malformed, or was written by an "
+            f"Reading {path} crashed the {spec.name} loader ({name}): the file is malformed, or was written by an "
             "incompatible version. edgekit read it in a separate process, so nothing else was affected.",
             hint="Re-export the model with the framework version that trained it.",
         )
     lines = [ln for ln in child.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         tail = "\n".join(child.stderr.strip().splitlines()[-5:])
-        raise UnsupportedModel(f"Reading {path} failed in the {family} loader (exit {child.returncode}).",
+        raise UnsupportedModel(f"Reading {path} failed in the {spec.name} loader (exit {child.returncode}).",
                                hint=tail or None)
     answer = json.loads(lines[-1])
     if answer.get("ok"):
@@ -102,12 +108,11 @@ def _probe_in_child(path: Path, kind: str, family: str, opts: LoadOptions) -> No
 
 def _child(request: str) -> int:
     from edgekit.registry import resolve
-    from edgekit.sources import LOADERS
 
     req = json.loads(request)
     try:
-        loader = resolve(LOADERS, req["family"], "source family")
-        loader(Path(req["path"]), LoadOptions(**req["opts"]), req["kind"])
+        spec = resolve({"source": req["source"]}, "source", "source")
+        spec.load(Path(req["path"]), LoadOptions(**req["opts"]), req["kind"])
         answer = {"ok": True}
     except errors.EdgekitError as exc:
         answer = {"ok": False, "error": type(exc).__name__, "message": exc.message, "hint": exc.hint}

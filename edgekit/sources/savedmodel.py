@@ -12,7 +12,6 @@ plainly channels-first (dim 1 is 1 or 3 and the last dim is not a channel count)
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,22 +21,16 @@ import numpy as np
 from edgekit._deps import require
 from edgekit.border import vendor_errors, vendor_message
 from edgekit.errors import UnsupportedModel, UsageError
-from edgekit.sources.base import LoadOptions, Source
+from edgekit.fsutil import sha256_tree
+from edgekit.sources.base import LoadOptions, Source, SourceSpec
 
 PREDICT_BATCH = 256
 _LAYOUT_BY_RANK = {2: "NC", 3: "NWC", 4: "NHWC", 5: "NDHWC"}
 
 
-def tree_sha256(folder: Path) -> str:
-    """One digest for a folder: every file's relative path and content, in sorted order."""
-    h = hashlib.sha256()
-    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
-        h.update(str(f.relative_to(folder)).encode() + b"\0")
-        with open(f, "rb") as fh:
-            while block := fh.read(1 << 20):
-                h.update(block)
-        h.update(b"\0")
-    return h.hexdigest()
+def is_savedmodel(path: Path) -> bool:
+    """True for a folder holding saved_model.pb (or its text form)."""
+    return path.is_dir() and ((path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file())
 
 
 def _layout(shape: list[int]) -> str:
@@ -67,7 +60,7 @@ def open_signature(path: Path, name: str) -> tuple[Any, Any]:
     """(loaded object, signature function); the object must stay alive while the function is used."""
     tf = require("tensorflow", purpose="load TensorFlow SavedModels")
     path = Path(path)
-    if not path.is_dir() or not ((path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file()):
+    if not is_savedmodel(path):
         raise UnsupportedModel(
             f"{path} is not a TensorFlow SavedModel folder (no saved_model.pb inside).",
             hint="Pass the SavedModel folder itself (the one holding saved_model.pb and variables/).",
@@ -149,7 +142,7 @@ def load(path: Path | None, opts: LoadOptions, kind: str = "savedmodel") -> Sour
         input_dtype=dtype,
         predict=predict,
         model=path,
-        sha256=tree_sha256(path),
+        sha256=sha256_tree(path),
         output_names=out_keys,
         # "meta" seeds the first Intermediate's meta: tflite_convert and savedmodel_to_onnx read the signature there
         extra={"signature": opts.signature, "meta": {"signature": opts.signature}},
@@ -158,3 +151,11 @@ def load(path: Path | None, opts: LoadOptions, kind: str = "savedmodel") -> Sour
 
 def _fmt(shape: Any) -> str:
     return "x".join(str(d) if d > 0 else "?" for d in shape)
+
+
+def sniff(path: Path, head: bytes) -> str | None:
+    return "savedmodel" if is_savedmodel(path) else None
+
+
+SOURCE = SourceSpec(name="savedmodel", family="savedmodel", kinds=("savedmodel",), sniff=sniff, load=load,
+                    files="SavedModel folders", dists=("tensorflow",))

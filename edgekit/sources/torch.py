@@ -17,7 +17,8 @@ from edgekit._deps import require
 from edgekit.border import vendor_errors, vendor_message
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.fsutil import sha256_file
-from edgekit.sources.base import LoadOptions, Source
+from edgekit.sources.base import LoadOptions, Source, SourceSpec
+from edgekit.sources.detect import ZIP_MAGIC, zip_names
 from edgekit.sources.factory import load_factory
 
 _CHECKPOINT_KEYS = ("state_dict", "model_state_dict", "model", "net", "weights")
@@ -186,3 +187,26 @@ def _fits(given: list[int], model: list[int]) -> bool:
 
 def _fmt(shape: Any) -> str:
     return "x".join(str(d) if d > 0 else "?" for d in shape)
+
+
+def sniff(path: Path, head: bytes) -> str | None:
+    """torch-exported, torchscript or torch-zip by the zip archive's layout; torch-legacy for a raw pickle."""
+    if head.startswith(ZIP_MAGIC):
+        names = zip_names(path)
+        base = {n.split("/", 1)[-1] for n in names}
+        if any(n.endswith("serialized_exported_program.json") or n.endswith("models/model.json")
+               or n.endswith(".json") and "/models/" in n for n in names) or "archive_format" in base:
+            return "torch-exported"
+        if any("/code/" in n for n in names) or "constants.pkl" in base:
+            return "torchscript"
+        return "torch-zip" if "data.pkl" in base else None
+    if head[:2] == b"\x80\x02" or head[:1] == b"\x80" and path.suffix in (".pt", ".pth", ".bin"):
+        return "torch-legacy"  # torch.save(..., _use_new_zipfile_serialization=False): a raw pickle
+    return None
+
+
+SOURCE = SourceSpec(
+    name="torch", family="torch", kinds=("torch-exported", "torchscript", "torch-zip", "torch-legacy", "torch-factory"),
+    sniff=sniff, load=load, files=".pt2 (torch.export.save), TorchScript .pt, torch.save state_dict",
+    dists=("torch",),
+)

@@ -264,13 +264,19 @@ def test_broken_savedmodels(files, name: str, text: str) -> None:
 def test_tree_digest_changes_with_content(files, tmp_path: Path) -> None:
     import shutil
 
-    from edgekit.sources.savedmodel import tree_sha256
+    from edgekit.fsutil import sha256_tree
 
     copy = tmp_path / "copy"
     shutil.copytree(files["tiny_sm"], copy)
-    assert tree_sha256(copy) == tree_sha256(files["tiny_sm"])
+    assert sha256_tree(copy) == sha256_tree(files["tiny_sm"])
     (copy / "assets" / "extra.txt").write_text("x")
-    assert tree_sha256(copy) != tree_sha256(files["tiny_sm"])
+    assert sha256_tree(copy) != sha256_tree(files["tiny_sm"])
+
+
+def test_a_savedmodel_source_digest_is_the_one_folder_digest(files) -> None:
+    from edgekit.fsutil import sha256_tree
+
+    assert _load_sm(files["tiny_sm"]).sha256 == sha256_tree(files["tiny_sm"])  # as profile hashes the folder
 
 
 def test_manifest_json_of_a_keras_source_is_plain_data(files) -> None:

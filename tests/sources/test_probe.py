@@ -32,7 +32,7 @@ def test_a_crashing_loader_does_not_take_the_caller_down(tmp_path: Path, monkeyp
 def test_child_errors_are_reraised_as_their_own_class(tmp_path: Path) -> None:
     shutil.copy(MODELS / "mnist_cnn.state_dict.pt", tmp_path / "w.pt")
     with pytest.raises(UsageError, match="state_dict checkpoint") as exc:
-        probe(tmp_path / "w.pt", "torch-zip", "torch", LoadOptions())
+        probe(tmp_path / "w.pt", "torch-zip", LoadOptions())
     assert "--model" in (exc.value.hint or "")
 
 
@@ -48,12 +48,12 @@ def test_a_good_file_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     answers: list[str] = []
     real = probe_mod._probe_in_child
 
-    def spy(path: Path, kind: str, family: str, opts: LoadOptions) -> None:
-        real(path, kind, family, opts)  # raises unless the child answered {"ok": true}
+    def spy(path: Path, kind: str, opts: LoadOptions) -> None:
+        real(path, kind, opts)  # raises unless the child answered {"ok": true}
         answers.append("ok")
 
     monkeypatch.setattr(probe_mod, "_probe_in_child", spy)
-    probe(MODELS / "mnist_cnn.pt2", "torch-exported", "torch", LoadOptions())
+    probe(MODELS / "mnist_cnn.pt2", "torch-exported", LoadOptions())
     assert answers == ["ok"], "no child process loaded the file"
     marks = list((tmp_path / "cache" / "probed").iterdir())
     assert len(marks) == 1 and marks[0].read_text().strip() == str(MODELS / "mnist_cnn.pt2")
@@ -65,9 +65,9 @@ def test_a_success_is_remembered_per_file_and_options(tmp_path: Path, monkeypatc
     monkeypatch.setenv("EDGEKIT_CACHE_DIR", str(tmp_path / "cache"))
     calls: list[str] = []
     real = probe_mod._probe_in_child
-    monkeypatch.setattr(probe_mod, "_probe_in_child", lambda p, k, f, o: (calls.append(str(o.input_shape)),
-                                                                          real(p, k, f, o)))
+    monkeypatch.setattr(probe_mod, "_probe_in_child", lambda p, k, o: (calls.append(str(o.input_shape)),
+                                                                       real(p, k, o)))
     for _ in range(2):
-        probe(MODELS / "mnist_cnn.pt2", "torch-exported", "torch", LoadOptions())
-    probe(MODELS / "mnist_cnn.pt2", "torch-exported", "torch", LoadOptions(input_shape=[1, 1, 28, 28]))
+        probe(MODELS / "mnist_cnn.pt2", "torch-exported", LoadOptions())
+    probe(MODELS / "mnist_cnn.pt2", "torch-exported", LoadOptions(input_shape=[1, 1, 28, 28]))
     assert calls == ["None", "[1, 1, 28, 28]"]  # the second identical load was not probed again

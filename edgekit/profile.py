@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from edgekit._version import __version__
+from edgekit.border import vendor_errors
 from edgekit.devices import KIND_WORDS
-from edgekit.errors import EdgekitError, NotAvailable, RuntimeFailure, UsageError
+from edgekit.errors import NotAvailable, RuntimeFailure, UsageError
 from edgekit.measure.artifact import artifact_macs
 from edgekit.measure.records import (
     ArtifactInfo,
@@ -145,7 +146,9 @@ def profile_artifact(path: str | Path, runtime: str | None = None, device: str =
         calls = [rt.bind(b) for b in batches]
         window = PowerWindow(dev, sensors or (profile_dev.power_sensors if profile_dev else None),
                              sysfs_root, profile_dev)
-        try:
+        # a vendor error inside a bound call (they are not mapped per call: that would cost time on every run)
+        with vendor_errors(cls.vendor, error=RuntimeFailure, what=f"{cls.name} failed while timing",
+                           errors=cls.run_errors):
             log(f"warmup: {settings.warmup} runs")
             for i in range(settings.warmup):
                 calls[i % len(calls)]()
@@ -156,10 +159,6 @@ def profile_artifact(path: str | Path, runtime: str | None = None, device: str =
             window.start()
             times, window_ns = timed_loop(calls, settings.runs, settings.min_seconds)
             reading = window.stop()
-        except EdgekitError:
-            raise
-        except Exception as exc:  # a vendor error inside a bound call
-            raise RuntimeFailure(f"{cls.name} failed while timing: {str(exc).strip()[:400]}") from exc
         arena = rt.arena_bytes()
         info = rt.info()
         inputs = [InputInfo(name=k, shape=list(v.shape), dtype=v.dtype.name) for k, v in batches[0].items()]

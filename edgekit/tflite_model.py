@@ -8,7 +8,7 @@ malformed file raises an exception here, it cannot crash the process.
 Only the main subgraph (0) is described op by op; that is the graph the interpreter runs and the
 one the Edge TPU compiler partitions.
 
-This module imports no other part of edgekit above it (only `sniff`, `macs`, `errors`, `_deps`):
+This module imports no other part of edgekit above it (only `sniff`, `macs`, `errors`, `_deps`, `border`):
 `edgekit.inspect` composes its report from this reader plus the Edge TPU pre-flight, and the
 pre-flight reads models through it, so neither has to import the other.
 """
@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from edgekit._deps import require
+from edgekit.border import vendor_errors
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.macs import MAC_OPS_TFLITE, tflite_op_macs
 from edgekit.sniff import EDGETPU_CUSTOM_OP, is_tflite
@@ -213,13 +214,11 @@ def read_tflite(path: str | Path) -> TfliteModel:
     from ai_edge_litert.tools import flatbuffer_utils
 
     data = p.read_bytes()
-    try:
+    # the generated parser raises struct/Index/Type errors on damage: raised in its code, the border maps them
+    with vendor_errors("litert", error=UnsupportedModel,
+                       what=f"{p} could not be parsed as a TFLite model (it is truncated or corrupt)",
+                       hint="Re-export the model, and check that the file was copied completely."):
         model = flatbuffer_utils.read_model_from_bytearray(bytearray(data))
-    except Exception as exc:  # the generated parser raises struct/Index/Type errors on damage
-        raise UnsupportedModel(
-            f"{p} could not be parsed as a TFLite model ({type(exc).__name__}: {exc}); it is truncated or corrupt.",
-            hint="Re-export the model, and check that the file was copied completely.",
-        ) from exc
     if not model.subgraphs:
         raise UnsupportedModel(f"{p} holds no subgraph: there is nothing to run.")
 

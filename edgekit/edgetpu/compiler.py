@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from edgekit.border import vendor_message
 from edgekit.edgetpu.coral import COMPILER_PACKAGE, apt_install
 from edgekit.edgetpu.logparse import parse_log
 from edgekit.edgetpu.records import CompileResult, CompilerLog, PreflightReport
@@ -135,7 +136,7 @@ def compile_model(
         except TimeoutError as exc:
             raise ConversionError(
                 f"edgetpu_compiler did not finish within {timeout:.0f} s and was stopped; {model.name} was "
-                "not compiled." + (f" Its last words: {str(exc).strip().splitlines()[-1]}" if str(exc).strip() else ""),
+                "not compiled." + (f" Its last words: {vendor_message(exc, last=True)}" if str(exc).strip() else ""),
                 hint="Large activation tensors are the usual cause: raise --edgetpu-timeout, reduce the "
                 "input resolution, or try the compiler's --search_delegate yourself.",
             ) from None

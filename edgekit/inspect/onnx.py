@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from edgekit._deps import require
+from edgekit.border import vendor_errors
 from edgekit.errors import UnsupportedModel
 from edgekit.inspect.records import InspectOp, InspectReport, ParamCounts, TensorInfo
 from edgekit.macs import MAC_OPS_ONNX, onnx_node_macs
@@ -39,16 +40,13 @@ def describe(path: str | Path) -> InspectReport:
     from edgekit.fsutil import sha256_file
 
     p = Path(path)
-    try:
+    with vendor_errors("onnx", error=UnsupportedModel, what=f"{p} could not be parsed as an ONNX model",
+                       hint="Re-export the model; check that the file was copied completely."):  # DecodeError ...
         model = onnx.load(str(p), load_external_data=False)
-    except Exception as exc:  # DecodeError and friends from protobuf
-        raise UnsupportedModel(
-            f"{p} could not be parsed as an ONNX model ({type(exc).__name__}: {exc}).",
-            hint="Re-export the model; check that the file was copied completely.",
-        ) from exc
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-    except Exception:  # shape inference is best effort; the graph itself is still described
+        with vendor_errors("onnx", error=UnsupportedModel):  # a bug in edgekit still surfaces as InternalError
+            inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    except UnsupportedModel:  # shape inference is best effort; the graph itself is still described
         inferred = model
     g = inferred.graph
     init = {t.name: t for t in g.initializer}

@@ -38,7 +38,7 @@ def test_an_unreadable_file_is_tolerated(tmp_path: Path) -> None:
 
 
 def test_a_bug_is_not_swallowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import edgekit.runtimes.litert as litert
+    import edgekit.runtimes.litert_io as litert
 
     class Broken:  # an interpreter whose op list cannot be read: a changed API, not a bad file
         def __init__(self, **_k: Any) -> None:

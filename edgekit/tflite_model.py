@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from edgekit._deps import require
+from edgekit.artifact import QuantParams
 from edgekit.border import vendor_errors
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.macs import MAC_OPS_TFLITE, tflite_op_macs
@@ -58,7 +59,7 @@ class TTensor:
     name: str
     shape: list[int]  # the shape signature where the file has one (-1 = dynamic), else the shape
     dtype: str  # numpy-style name: int8, uint8, float32, int32 ...
-    quantization: dict[str, Any] | None
+    quantization: QuantParams | None
     buffer: int
     nbytes: int  # bytes of constant data; 0 for activations
     static_shape: list[int] = field(default_factory=list)  # the stored shape (dynamic dims are 1 there)
@@ -186,18 +187,10 @@ def _options(schema: Any, obj: Any) -> dict[str, Any]:
     return out
 
 
-def _quantization(q: Any) -> dict[str, Any] | None:
-    if q is None or q.scale is None or len(q.scale) == 0:
+def _quantization(q: Any) -> QuantParams | None:
+    if q is None or q.scale is None:
         return None
-    scales = [float(s) for s in np.asarray(q.scale).ravel()]
-    zps = [int(z) for z in np.asarray(q.zeroPoint if q.zeroPoint is not None else [0] * len(scales)).ravel()]
-    d: dict[str, Any] = {
-        "scale": scales[0] if len(scales) == 1 else scales,
-        "zero_point": (zps[0] if zps else 0) if len(scales) == 1 else zps,
-    }
-    if len(scales) > 1:
-        d["axis"] = int(q.quantizedDimension or 0)
-    return d
+    return QuantParams.from_arrays(q.scale, q.zeroPoint, int(q.quantizedDimension or 0))
 
 
 def read_tflite(path: str | Path) -> TfliteModel:

@@ -5,15 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from edgekit.artifact import Artifact, Fidelity, Manifest, SourceInfo, TensorSpec
+from edgekit.artifact import Artifact, Fidelity, Manifest, QuantParams, SourceInfo, TensorSpec
 from edgekit.errors import UsageError
 
 
 def _manifest() -> Manifest:
     art = Artifact(
         path="m.int8.tflite", format="tflite", precision="int8",
-        inputs=[TensorSpec("x", [1, 28, 28, 1], "int8", "NHWC", {"scale": 0.0039, "zero_point": -128})],
-        outputs=[TensorSpec("y", [1, 10], "int8", None, {"scale": 0.1, "zero_point": 3})],
+        inputs=[TensorSpec("x", [1, 28, 28, 1], "int8", "NHWC", QuantParams(0.0039, -128))],
+        outputs=[TensorSpec("y", [1, 10], "int8", None, QuantParams(0.1, 3))],
         size_bytes=123, sha256="ab" * 32, parent="torch_to_onnx",
         fidelity=Fidelity(samples=10, top1_agreement=1.0, cosine=0.999, max_abs_error=0.1, accuracy=0.9,
                           reference_accuracy=0.9),
@@ -36,7 +36,8 @@ def test_manifest_round_trips_through_json(tmp_path: Path) -> None:
         assert key in a["fidelity"]
     back = Manifest.read(tmp_path)
     assert back.to_dict() == data
-    assert back.artifacts[0].inputs[0].quantization == {"scale": 0.0039, "zero_point": -128}
+    assert back.artifacts[0].inputs[0].quantization == QuantParams(0.0039, -128)
+    assert a["inputs"][0]["quantization"] == {"scale": 0.0039, "zero_point": -128}  # the v1 keys, no "axis"
 
 
 def test_reading_a_non_manifest_is_a_usage_error(tmp_path: Path) -> None:
@@ -58,3 +59,16 @@ def test_source_record_round_trips_and_survives_a_hostile_value() -> None:
     assert SourceInfo.read(d) == info
     assert SourceInfo.read("not a dict") == SourceInfo()
     assert SourceInfo.read({"path": "m", "input": {"shape": ["1", 2, None]}}).input == SourceInput(shape=[2])
+
+
+def test_quantization_parameters_per_tensor_and_per_channel() -> None:
+    q = QuantParams.from_arrays([0.5], [3])
+    assert q == QuantParams(0.5, 3) and not q.per_channel and q.to_dict() == {"scale": 0.5, "zero_point": 3}
+    pc = QuantParams.from_arrays([0.1, 0.2, 0.4], [0, 0, 0], axis=3)
+    assert pc.per_channel and pc.to_dict() == {"scale": [0.1, 0.2, 0.4], "zero_point": [0, 0, 0], "axis": 3}
+    scale, zp = pc.arrays(4)
+    assert scale.shape == (1, 1, 1, 3) and zp.shape == (1, 1, 1, 3)
+    assert QuantParams.from_arrays([], []) is None
+    for hostile in (None, {}, {"scale": 0}, {"scale": "x"}, {"scale": [0.1], "zero_point": "y"}, [1, 2]):
+        assert QuantParams.read(hostile) is None
+    assert QuantParams.read(pc.to_dict()) == pc

@@ -181,7 +181,7 @@ def _concatenation(ctx: OpCtx) -> str | None:
         return "has a constant input and more than 2 inputs (a constant is allowed only as a 2-input zero pad)"
     t = consts[0]
     v = t.value()
-    zp = (t.quantization or {}).get("zero_point", 0)
+    zp = t.quantization.zero_point if t.quantization is not None else 0
     zero = zp if isinstance(zp, int) else 0
     if v is None or np.any(v != zero):
         return "has a constant input that is not all zeros"

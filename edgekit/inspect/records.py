@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from edgekit.artifact import QuantParams
 from edgekit.edgetpu.records import PreflightReport
 
 InspectFormat = Literal["tflite", "onnx"]
@@ -24,7 +25,7 @@ class TensorInfo:
     name: str
     shape: list[int] | None  # -1 = dynamic; None where ONNX shape inference could not tell
     dtype: str
-    quantization: dict[str, Any] | None = None  # {scale, zero_point[, axis]}, per-channel as lists
+    quantization: QuantParams | None = None
     const: bool = False  # a weight or other constant
 
     def to_dict(self) -> dict[str, Any]:
@@ -32,7 +33,7 @@ class TensorInfo:
             "name": self.name,
             "shape": list(self.shape) if self.shape is not None else None,
             "dtype": self.dtype,
-            "quantization": self.quantization,
+            "quantization": self.quantization.to_dict() if self.quantization is not None else None,
         }
         if self.const:
             d["const"] = True

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.table import Table
 
+from edgekit.artifact import QuantParams
 from edgekit.console import human_bytes
 from edgekit.edgetpu.records import PreflightReport
 from edgekit.inspect.records import InspectReport, TensorInfo
@@ -20,13 +19,12 @@ def _shape(spec: TensorInfo) -> str:
     return "[" + ",".join("?" if d is None or d < 0 else str(d) for d in shape) + "]"
 
 
-def _quant(q: dict[str, Any] | None) -> str:
-    if not q:
+def _quant(q: QuantParams | None) -> str:
+    if q is None:
         return ""
-    s, z = q.get("scale"), q.get("zero_point")
-    if isinstance(s, list):
-        return f"per-channel ({len(s)}, axis {q.get('axis', 0)})"
-    return f"s={s:.4g} zp={z}"
+    if isinstance(q.scale, list):
+        return f"per-channel ({len(q.scale)}, axis {q.axis})"
+    return f"s={q.scale:.4g} zp={q.zero_point}"
 
 
 def _tensors(specs: list[TensorInfo], consts: bool = False) -> str:

@@ -201,16 +201,7 @@ def random_array(spec: TensorSpec, rng: np.random.Generator, batch: int = 1) -> 
 
 def _scale_zp(spec: TensorSpec) -> tuple[np.ndarray, np.ndarray] | None:
     q = spec.quantization
-    if not q or q.get("scale") in (None, [], 0, 0.0):
-        return None
-    scale = np.asarray(q["scale"], dtype=np.float32)
-    zp = np.asarray(q.get("zero_point", 0), dtype=np.float32)
-    if scale.size > 1:  # per-channel on an I/O tensor is unusual; quantized along the last axis
-        axis = int(q.get("axis", -1))
-        shape = [1] * len(spec.shape)
-        shape[axis] = -1
-        scale, zp = scale.reshape(shape), zp.reshape(shape)
-    return scale, zp
+    return None if q is None else q.arrays(len(spec.shape))
 
 
 def quantize(x: np.ndarray, spec: TensorSpec) -> np.ndarray:

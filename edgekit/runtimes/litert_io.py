@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from edgekit._deps import available
-from edgekit.artifact import TensorSpec
+from edgekit.artifact import QuantParams, TensorSpec
 from edgekit.errors import MissingDependency
 
 
@@ -36,16 +36,7 @@ def tensor_spec(detail: dict[str, Any]) -> TensorSpec:
     sig = detail.get("shape_signature")
     shape = [int(d) for d in (sig if sig is not None and len(sig) else detail["shape"])]
     q = detail.get("quantization_parameters") or {}
-    scales = np.asarray(q.get("scales", []), dtype=np.float64)
-    zps = np.asarray(q.get("zero_points", []), dtype=np.int64)
-    quant = None
-    if scales.size:
-        quant = {
-            "scale": float(scales[0]) if scales.size == 1 else scales.tolist(),
-            "zero_point": int(zps[0]) if zps.size == 1 else zps.tolist(),
-        }
-        if scales.size > 1:
-            quant["axis"] = int(q.get("quantized_dimension", 0))
+    quant = QuantParams.from_arrays(q.get("scales"), q.get("zero_points"), int(q.get("quantized_dimension", 0)))
     return TensorSpec(name=detail["name"], shape=shape, dtype=np.dtype(detail["dtype"]).name, quantization=quant)
 
 

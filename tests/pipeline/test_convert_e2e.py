@@ -33,7 +33,7 @@ def test_bundled_model_every_target_and_precision(bundled_conversion) -> None:
         assert int8.size_bytes <= 0.30 * fp32.size_bytes
     tfl = arts["mnist_cnn.int8.tflite"]
     assert tfl.inputs[0].dtype == "int8" and tfl.inputs[0].shape == [1, 28, 28, 1]
-    assert tfl.inputs[0].layout == "NHWC" and tfl.inputs[0].quantization["scale"] > 0
+    assert tfl.inputs[0].layout == "NHWC" and tfl.inputs[0].quantization.scale > 0
     assert arts["mnist_cnn.fp32.onnx"].inputs[0].layout == "NCHW"
     assert not any("dynamic_shape_ops" in a.extra for a in arts.values())
 

@@ -30,7 +30,7 @@ class DeviceProfile:
 
     name: str
     description: str
-    kind: str  # the runtime device: cpu | gpu | edgetpu | tpu
+    kind: str  # the runtime device: one of KINDS
     runtimes: list[str] = field(default_factory=list)  # preferred, in order
     threads: int | None = None  # None: the runtime's default (all cores)
     power_sensors: list[str] = field(default_factory=list)  # tried in order

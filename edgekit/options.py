@@ -9,10 +9,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from edgekit.errors import UsageError
 from edgekit.registry import suggest
+
+IoDtype = Literal["int8", "uint8", "float32"]  # the I/O type of a full-integer TFLite model
+IO_DTYPES: tuple[str, ...] = get_args(IoDtype)
 
 
 def _opt(default: Any, help: str) -> Any:
@@ -31,7 +34,8 @@ class ConvertOptions:
     val_size: int = _opt(1000, "Held-out samples to validate on (at most).")
     input_shape: list[int] | None = _opt(None, "Input shape, batch first, in the source's layout: 1,1,28,28.")
     batch: int = _opt(1, "Static batch for TFLite / Edge TPU artifacts.")
-    io_dtype: str | None = _opt(None, "I/O type of int8 TFLite: int8 (default), uint8 (Edge TPU default) or float32.")
+    io_dtype: IoDtype | None = _opt(None, "I/O type of int8 TFLite: int8 (default), uint8 (Edge TPU default) or "
+                                    "float32.")
     mean: list[float] | None = _opt(None, "Per-channel mean for image calibration data, e.g. 0.5 or 0.485,0.456,0.406.")
     std: list[float] | None = _opt(None, "Per-channel std for image calibration data.")
     strict: bool = _opt(False, "Exit 5 when an artifact misses its fidelity thresholds.")
@@ -81,4 +85,4 @@ class ConvertOptions:
 
 FIELDS: dict[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fields(ConvertOptions)}
 
-__all__ = ["FIELDS", "ConvertOptions"]
+__all__ = ["FIELDS", "IO_DTYPES", "ConvertOptions", "IoDtype"]

@@ -15,14 +15,12 @@ from pathlib import Path
 
 from edgekit._deps import available, install_line
 from edgekit.errors import MissingDependency, UsageError
-from edgekit.options import ConvertOptions
+from edgekit.options import IO_DTYPES, ConvertOptions
 from edgekit.precisions import PRECISION_NAMES, PRECISIONS, get_precision
 from edgekit.registry import check_choice
 from edgekit.sources.base import Source
 from edgekit.steps import CONVERSIONS, Step, StepParams, get_step
 from edgekit.targets import get_target, target_names
-
-IO_DTYPES = ("int8", "uint8", "float32")
 
 
 @dataclass

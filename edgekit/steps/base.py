@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
-from edgekit.options import ConvertOptions
+from edgekit.options import ConvertOptions, IoDtype
 
 if TYPE_CHECKING:
     from edgekit.sources.base import Source
@@ -37,11 +37,11 @@ class Intermediate:
     obj: Any = None
     layout: str = "NCHW"  # layout of the 4-D image input in this form
     precision: str = "fp32"  # a key of edgekit.precisions.PRECISIONS
-    io_dtype: str | None = None  # TFLite I/O type: int8 | uint8 | float32
+    io_dtype: IoDtype | None = None  # the TFLite model's I/O type
     signature: str | None = None  # SavedModel signature the next step reads
     batch: BatchSize | None = None  # the batch the form was traced at, "dynamic" where left free
     input_name: str | None = None
-    exporter: str | None = None  # torch_to_onnx: "dynamo" | "torchscript"
+    exporter: Literal["dynamo", "torchscript"] | None = None  # which torch.onnx exporter wrote it
     opset: int | None = None
     dynamic_shape_ops: list[str] = field(default_factory=list)  # SHAPE/PACK ... left in a .tflite
     # A post-step's report about the artifact it worked on, recorded as artifact.extra[report_key]
@@ -106,7 +106,7 @@ class StepParams:
     """
 
     precision: str = "fp32"
-    io_dtype: str | None = None  # int8 TFLite I/O: int8 | uint8 | float32; None where the step has no choice
+    io_dtype: IoDtype | None = None  # int8 TFLite I/O; None where the step has no choice
 
 
 class Step(ABC):

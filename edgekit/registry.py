@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import importlib
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from edgekit.errors import UsageError
 
@@ -37,6 +37,17 @@ def check_choice(name: str, choices: Iterable[str], what: str) -> str:
         f"Unknown {what} '{name}'.",
         hint=f"{hint}Choose one of: {', '.join(choices)}.",
     )
+
+
+T = TypeVar("T")
+
+
+def resolve_record(table: Mapping[str, str], name: str, what: str, kind: type[T]) -> T:
+    """`resolve`, for tables whose entries name records of type KIND (a TargetSpec, a SourceSpec ...)."""
+    found = resolve(table, name, what)
+    if not isinstance(found, kind):
+        raise TypeError(f"the {what} table's entry {name!r} names a {type(found).__name__}, not a {kind.__name__}")
+    return found
 
 
 def resolve(table: Mapping[str, str], name: str, what: str) -> Any:

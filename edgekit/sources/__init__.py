@@ -13,7 +13,7 @@ sniff must claim files none of them does (it may not end in .onnx or start like 
 
 from __future__ import annotations
 
-from edgekit.registry import resolve
+from edgekit.registry import resolve_record
 from edgekit.sources.base import LoadOptions, Source, SourceSpec
 
 SOURCES: dict[str, str] = {
@@ -26,10 +26,7 @@ SOURCES: dict[str, str] = {
 
 def get_source(name: str) -> SourceSpec:
     """The SourceSpec registered as NAME; UsageError with a did-you-mean for a typo."""
-    spec = resolve(SOURCES, name, "source")
-    if not isinstance(spec, SourceSpec):
-        raise TypeError(f"SOURCES[{name!r}] names a {type(spec).__name__}, not a SourceSpec")
-    return spec
+    return resolve_record(SOURCES, name, "source", SourceSpec)
 
 
 def source_specs() -> list[SourceSpec]:

@@ -6,7 +6,7 @@ a target's file holds its TargetSpec and, where it needs one, its own step class
 
 from __future__ import annotations
 
-from edgekit.registry import resolve
+from edgekit.registry import resolve_record
 from edgekit.targets.base import TargetSpec
 
 TARGETS: dict[str, str] = {
@@ -18,10 +18,7 @@ TARGETS: dict[str, str] = {
 
 def get_target(name: str) -> TargetSpec:
     """The TargetSpec registered as NAME; UsageError with a did-you-mean for a typo."""
-    spec = resolve(TARGETS, name, "target")
-    if not isinstance(spec, TargetSpec):
-        raise TypeError(f"TARGETS[{name!r}] names a {type(spec).__name__}, not a TargetSpec")
-    return spec
+    return resolve_record(TARGETS, name, "target", TargetSpec)
 
 
 def target_names() -> list[str]:

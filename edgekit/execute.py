@@ -97,7 +97,7 @@ def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[
         ctx = StepContext(work=work, stem=stem_of(source), source=source, options=options, calibration=calibration,
                           log=progress)
         start = Intermediate(kind=source.family, path=source.path, obj=source.model, layout=source.layout,
-                             signature=source.extra.get("signature"))
+                             signature=source.signature)
         runner = _Runner(plan, ctx, progress)
         for chain in plan.chains:
             cur, key, timeline = runner.run(chain.steps, start)

@@ -45,6 +45,8 @@ class Source:
     model: Any = None  # the loaded object that the first step consumes
     sha256: str = ""
     output_names: list[str] = field(default_factory=list)
+    signature: str | None = None  # the SavedModel signature the conversion reads (SavedModel sources)
+    # what a loader keeps for its own runtime or clean-up (the torch module, a work folder); no other module reads it
     extra: dict[str, Any] = field(default_factory=dict)
     # The file the user named, where PATH is a copy its loader made to read (a decompressed archive in a
     # folder the loader owns): the manifest records this one, and SHA256 is its digest.

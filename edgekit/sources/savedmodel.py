@@ -144,8 +144,7 @@ def load(path: Path | None, opts: LoadOptions, kind: str = "savedmodel") -> Sour
         model=path,
         sha256=sha256_tree(path),
         output_names=out_keys,
-        # "meta" seeds the first Intermediate's meta: tflite_convert and savedmodel_to_onnx read the signature there
-        extra={"signature": opts.signature, "meta": {"signature": opts.signature}},
+        signature=opts.signature,  # the first Intermediate's: tflite_convert and savedmodel_to_onnx read it there
     )
 
 

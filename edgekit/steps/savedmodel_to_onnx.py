@@ -27,7 +27,7 @@ class SavedModelToOnnx(Step):
 
         tf = require("tensorflow", purpose="convert SavedModels to ONNX")
         folder = inp.path if inp.path is not None else ctx.source.path
-        signature = inp.signature or ctx.source.extra.get("signature") or ctx.options.signature
+        signature = inp.signature or ctx.source.signature or ctx.options.signature
         loaded, fn = open_signature(folder, signature)
         key, sig_spec, _ = signature_io(fn)
         sig_shape = sig_spec.shape.as_list()

@@ -236,7 +236,7 @@ def test_savedmodel_loads_and_predicts_like_keras(files, probe) -> None:
     src = _load_sm(files["tiny_sm"])
     assert (src.family, src.kind, src.layout, src.model) == ("savedmodel", "savedmodel", "NHWC", files["tiny_sm"])
     assert (src.input_name, src.input_shape, src.output_names) == ("pixels", [-1, 8, 8, 3], ["output_0"])
-    assert src.extra["signature"] == "serving_default" and src.extra["meta"]["signature"] == "serving_default"
+    assert src.signature == "serving_default"
     assert len(src.sha256) == 64
     np.testing.assert_allclose(src.predict(probe), _expected(probe), rtol=0, atol=1e-6)
 
@@ -247,7 +247,7 @@ def test_savedmodel_signature_choice_and_static_batch(files) -> None:
     plain = _load_sm(files["two_sigs"])
     np.testing.assert_allclose(plain.predict(x), x * w, rtol=1e-6)
     double = _load_sm(files["two_sigs"], signature="double")
-    assert double.extra["signature"] == "double" and double.input_shape == [2, 4]
+    assert double.signature == "double" and double.input_shape == [2, 4]
     np.testing.assert_allclose(double.predict(x), 2 * x * w, rtol=1e-6)
     with pytest.raises(UsageError, match="no signature 'serve'.*double, serving_default") as exc:
         _load_sm(files["two_sigs"], signature="serve")

@@ -66,7 +66,7 @@ def _ctx(work: Path, source, batch: int = 1, stem: str = "tiny") -> StepContext:
 
 def _start(source) -> Intermediate:
     return Intermediate(kind=source.family, path=source.path, obj=source.model, layout=source.layout,
-                        signature=source.extra.get("signature"))
+                        signature=source.signature)
 
 
 def _tflite(saved: Path, signature: str = "serving_default"):

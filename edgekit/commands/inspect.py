@@ -32,6 +32,6 @@ def register(app: typer.Typer) -> None:
             print_json(report.to_dict())
             return
         from edgekit.console import out
-        from edgekit.inspect.report import render
+        from edgekit.report.inspect import render
 
         render(report, out)

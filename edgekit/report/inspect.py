@@ -6,9 +6,9 @@ from rich.console import Console
 from rich.table import Table
 
 from edgekit.artifact import QuantParams
-from edgekit.console import human_bytes
 from edgekit.edgetpu.records import PreflightReport
 from edgekit.inspect.records import InspectReport, TensorInfo
+from edgekit.report.text import human_bytes
 from edgekit.sniff import EDGETPU_CUSTOM_OP
 
 

@@ -11,7 +11,7 @@ import datetime as _dt
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -127,6 +127,24 @@ class Fidelity:
 
 
 @dataclass
+class ArtifactFailure(Record):
+    """Why an artifact was not made: the step (or "validate"), the op where known, the message and the hint."""
+
+    step: str | None = None
+    message: str = ""
+    hint: str | None = None
+    op: str | None = None
+    error: str = ""  # the edgekit error class: ConversionError, RuntimeFailure, UsageError ...
+    exit_code: int = 0  # what the run would have exited with had this been the only artifact
+
+    @classmethod
+    def of(cls, exc: Any, step: str | None) -> ArtifactFailure:
+        """From an EdgekitError raised while making (or validating) the artifact."""
+        return cls(step=getattr(exc, "step", None) or step, message=exc.message, hint=exc.hint,
+                   op=getattr(exc, "op", None), error=type(exc).__name__, exit_code=int(exc.exit_code))
+
+
+@dataclass
 class Artifact:
     """One converted model file and everything known about it."""
 
@@ -143,11 +161,19 @@ class Artifact:
     # Format-specific reports that other commands read: "edgetpu" (pre-flight / compiler),
     # "io_dtype", "steps" (the chain that made it) ...
     extra: dict[str, Any] = field(default_factory=dict)
+    # "failed": the artifact was not made or did not load; `failure` says where and why, no file was published
+    status: Literal["ok", "failed"] = "ok"
+    failure: ArtifactFailure | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["inputs"] = [t.to_dict() for t in self.inputs]
         d["outputs"] = [t.to_dict() for t in self.outputs]
+        d["failure"] = self.failure.to_dict() if self.failure is not None else None
         return d
 
     @classmethod
@@ -164,6 +190,8 @@ class Artifact:
             fidelity=Fidelity.from_dict(d["fidelity"]) if d.get("fidelity") else None,
             seconds=float(d.get("seconds", 0.0)),
             extra=dict(d.get("extra", {})),
+            status="failed" if d.get("status") == "failed" else "ok",
+            failure=ArtifactFailure.from_dict(d["failure"]) if isinstance(d.get("failure"), dict) else None,
         )
 
     @property

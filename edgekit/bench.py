@@ -39,6 +39,7 @@ class Job:
     options: dict[str, Any] = field(default_factory=dict)  # runtime load options (profile_artifact's)
     macs: int | None = None
     skip: str | None = None  # why it is not measured (not available here, file missing)
+    failed: str | None = None  # the conversion did not make the artifact: what the manifest says failed
 
     def cli_args(self, settings: BenchSettings) -> list[str]:
         """The `edgekit profile` command line that measures this row with SETTINGS."""
@@ -112,6 +113,12 @@ def plan_jobs(manifest: Manifest, manifest_path: Path, settings: BenchSettings) 
         if art.precision == "fp32" and formats.inspectable(art.format) and macs_per_sample is None and path.exists():
             macs_per_sample = artifact_macs(path)[0]  # the source row's count: what its fp32 artifacts do
         spec = formats.FORMATS.get(art.format)
+        if art.failure is not None:  # one row saying so, not one per runtime: there is nothing to measure
+            f = art.failure
+            jobs.append(Job(label=art.label, path=path, fmt=art.format, precision=art.precision,
+                            runtime=names[0] if names else "-", device="-", artifact=art,
+                            failed=f"conversion failed at {f.step or 'a step'}: {f.message}"))
+            continue
         for name in names:
             cls = get_runtime(name)
             if wanted_dev is not None:
@@ -195,6 +202,8 @@ def _source_job(manifest: Manifest, manifest_path: Path, macs: int | None, wante
 
 def run_job(job: Job, s: BenchSettings) -> tuple[Status, ProfileResult | None, str | None]:
     """(status, ProfileResult, message): status is ok, not available, or failed."""
+    if job.failed:
+        return "failed", None, job.failed
     if job.skip:
         return "not available", None, job.skip
     if s.isolate:

@@ -17,6 +17,7 @@ EXIT_CONVERSION = 4  # a conversion step failed
 EXIT_FIDELITY = 5  # an artifact missed its fidelity thresholds and --strict was given
 EXIT_RUNTIME = 6  # a runtime failed to load or run an artifact
 EXIT_CHECK = 7  # a budget or baseline check found a regression
+EXIT_PARTIAL = 8  # some artifacts failed (each recorded in the manifest); the others were validated and published
 EXIT_NOT_COMPILED = 10  # Edge TPU model written and pre-flighted, but no edgetpu_compiler here
 
 

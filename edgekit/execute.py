@@ -19,8 +19,8 @@ import numpy as np
 
 from edgekit._deps import version_of
 from edgekit._version import __version__
-from edgekit.artifact import Artifact, Manifest
-from edgekit.errors import UsageError
+from edgekit.artifact import Artifact, ArtifactFailure, Manifest
+from edgekit.errors import EdgekitError, InternalError, UsageError
 from edgekit.formats import FORMATS
 from edgekit.fsutil import publish, sha256_file, staging_dir
 from edgekit.plan import Plan, check_outputs, shown_path, stem_of
@@ -43,6 +43,11 @@ class ConvertResult:
         return self.manifest.artifacts
 
     @property
+    def failed(self) -> list[Artifact]:
+        """Artifacts that could not be made or validated (each with its `failure`)."""
+        return [a for a in self.artifacts if not a.ok]
+
+    @property
     def fidelity_failures(self) -> list[Artifact]:
         return [a for a in self.artifacts if a.fidelity is not None and not a.fidelity.passed]
 
@@ -50,12 +55,24 @@ class ConvertResult:
 TimelineEntry = dict[str, Any]  # {"step": name, "seconds": float, "shared": bool}: manifest `extra.steps`
 
 
+class _ChainFailed(Exception):
+    """A step of a chain raised an EdgekitError: the error, and the timeline up to and including that step."""
+
+    def __init__(self, error: EdgekitError, timeline: list[TimelineEntry]) -> None:
+        super().__init__(error.message)
+        self.error, self.timeline = error, timeline
+
+
 class _Runner:
-    """Runs steps once per distinct chain prefix, with progress lines and per-step timings."""
+    """Runs steps once per distinct chain prefix, with progress lines and per-step timings.
+
+    A step that fails is remembered as failed: every chain that shares it fails with the same
+    error without running it again, and chains that do not share it go on.
+    """
 
     def __init__(self, plan: Plan, ctx: StepContext, progress: Callable[[str], None]) -> None:
         self.ctx, self.progress = ctx, progress
-        self.memo: dict[tuple[Any, ...], tuple[Intermediate, float]] = {}
+        self.memo: dict[tuple[Any, ...], tuple[Intermediate | EdgekitError, float]] = {}
         self.total = len({tuple(s.key() for s in c.all_steps[: i + 1]) for c in plan.chains
                           for i in range(len(c.all_steps))})
         self.done = 0
@@ -70,44 +87,103 @@ class _Runner:
                 self.done += 1
                 self.progress(f"[{self.done}/{self.total}] {step.describe()} ...")
                 t0 = time.perf_counter()
-                nxt = _run_quietly(step, cur, self.ctx, self.progress)
-                self.memo[key] = (nxt, time.perf_counter() - t0)
-                self.progress(f"[{self.done}/{self.total}] {step.name} done in {self.memo[key][1]:.1f}s")
-            cur, secs = self.memo[key]
+                try:
+                    result: Intermediate | EdgekitError = _run_quietly(step, cur, self.ctx, self.progress)
+                except EdgekitError as exc:
+                    exc.step = exc.step or step.name
+                    result = exc
+                self.memo[key] = (result, time.perf_counter() - t0)
+                verdict = "failed" if isinstance(result, EdgekitError) else "done"
+                self.progress(f"[{self.done}/{self.total}] {step.name} {verdict} in {self.memo[key][1]:.1f}s")
+            outcome, secs = self.memo[key]
             # a step shared by several artifacts is charged to the first that needed it
             timeline.append({"step": step.name, "seconds": round(secs, 3), "shared": not first})
+            if isinstance(outcome, EdgekitError):
+                raise _ChainFailed(outcome, timeline)
+            cur = outcome
         return cur, key, timeline
 
 
+class _Outcomes:
+    """The artifacts of a run by file name, failed ones included, and the errors behind the failures."""
+
+    def __init__(self, strict: bool, progress: Callable[[str], None]) -> None:
+        self.strict, self.progress = strict, progress
+        self.artifacts: dict[str, Artifact] = {}
+        self.errors: list[EdgekitError] = []
+
+    def fail(self, name: str, fmt: str, precision: str, error: EdgekitError, timeline: list[TimelineEntry],
+             step: str | None = None) -> None:
+        """Record artifact NAME as failed; with --strict, stop the run at the first failure instead.
+
+        A bug in edgekit (InternalError) is not an artifact's failure: it stops the run, as bugs do.
+        """
+        if self.strict or isinstance(error, InternalError):
+            raise error
+        self.errors.append(error)
+        if name in self.artifacts:
+            return
+        failure = ArtifactFailure.of(error, step)
+        self.progress(f"{name}: FAILED at {failure.step or 'an unknown step'}: {failure.message}")
+        self.artifacts[name] = Artifact(
+            path=name, format=fmt, precision=precision, inputs=[], outputs=[], size_bytes=0, sha256="",
+            parent=_parent(timeline), fidelity=None, seconds=round(_own_seconds(timeline), 3),
+            extra={"steps": timeline}, status="failed", failure=failure)
+
+
 def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[str], None]) -> ConvertResult:
-    """Run every chain (shared prefixes once), validate each artifact, publish, write the manifest."""
+    """Run every chain (shared prefixes once), validate each artifact, publish, write the manifest.
+
+    Each artifact succeeds or fails on its own: a failed step or validation is recorded as that
+    artifact's failure (with the step, the op where known, the message and the hint) and the
+    others are published. Only when no artifact could be made does the run raise, with the first
+    failure's error; --strict stops at the first failure.
+    """
     options, source = plan.options, plan.source
     out_dir = Path(options.out_dir)
     check_outputs(plan, out_dir)
+    stem = stem_of(source)
 
     def calibration() -> np.ndarray:
         if calib is None:
             raise UsageError("This step needs calibration data (--calib).")
         return calib
 
-    artifacts: dict[str, Artifact] = {}
+    done = _Outcomes(options.strict, progress)
+    artifacts = done.artifacts
     extra_files: list[str] = []
     unfinished: list[str] = []
     with staging_dir(out_dir) as work:
-        ctx = StepContext(work=work, stem=stem_of(source), source=source, options=options, calibration=calibration,
+        ctx = StepContext(work=work, stem=stem, source=source, options=options, calibration=calibration,
                           log=progress)
         start = Intermediate(kind=source.family, path=source.path, obj=source.model, layout=source.layout,
                              signature=source.signature)
         runner = _Runner(plan, ctx, progress)
         for chain in plan.chains:
-            cur, key, timeline = runner.run(chain.steps, start)
+            name = (chain.steps[-1].outputs(stem) or [f"{stem}.{chain.precision}.{chain.target}"])[0]
+            try:
+                cur, key, timeline = runner.run(chain.steps, start)
+            except _ChainFailed as failed:
+                done.fail(name, chain.format, chain.precision, failed.error, failed.timeline)
+                continue
             if cur.path is None:
-                raise UsageError(f"The {chain.label} chain produced no file.")
+                raise InternalError(f"The {chain.label} chain's last step returned no file.")
             art = artifacts.get(cur.path.name)
             if art is None:
-                art = artifacts[cur.path.name] = _artifact(cur.path, chain.format, cur, timeline, ref, progress)
+                try:
+                    art = artifacts[cur.path.name] = _artifact(cur.path, chain.format, cur, timeline, ref, progress)
+                except EdgekitError as exc:
+                    done.fail(cur.path.name, chain.format, chain.precision, exc, timeline, step="validate")
+                    continue
+            if not art.ok:
+                continue
             for post in chain.post_steps:
-                derived, key, post_timeline = runner.run([post], cur, key)
+                post_name = (post.outputs(stem) or [f"{stem}.{post.produces}"])[0]
+                try:
+                    derived, key, post_timeline = runner.run([post], cur, key)
+                except _ChainFailed as failed:
+                    done.fail(post_name, post.produces, chain.precision, failed.error, [*timeline, *failed.timeline])
+                    continue
                 if derived.report is not None and derived.report_key:
                     art.extra[derived.report_key] = derived.report
                 if derived.path is None:  # could not run here: say how to finish, with the published path
@@ -116,17 +192,25 @@ def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[
                         derived.report["how_to_finish"] = finish
                     unfinished.append(finish)
                     continue
-                made = _derived(derived, post.produces, art, [*timeline, *post_timeline], ref, progress)
+                try:
+                    made = _derived(derived, post.produces, art, [*timeline, *post_timeline], ref, progress)
+                except EdgekitError as exc:
+                    done.fail(derived.path.name, post.produces, chain.precision, exc, [*timeline, *post_timeline],
+                              step="validate")
+                    continue
                 artifacts[derived.path.name] = made
                 for role, side in derived.side_files.items():
                     extra_files.append(side.name)
                     made.extra[role] = side.name
+        made_ok = [name for name, art in artifacts.items() if art.ok]
+        if not made_ok:  # nothing to publish: the run failed, as the first failure says
+            raise done.errors[0]
         warnings = _warnings(artifacts.values())
         # publish: every file first, the manifest last, each with an atomic rename
-        for name, art in artifacts.items():  # what is published must be what was validated
-            if sha256_file(work / name) != art.sha256:
+        for name in made_ok:  # what is published must be what was validated
+            if sha256_file(work / name) != artifacts[name].sha256:
                 raise RuntimeError(f"{name} changed after it was validated; nothing was published")
-        for name in [*artifacts, *extra_files]:
+        for name in [*made_ok, *extra_files]:
             publish(work / name, out_dir / name)
     manifest = Manifest(
         source=source.describe(),
@@ -143,6 +227,10 @@ def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[
 def _warnings(artifacts: Any) -> list[str]:
     out = []
     for art in artifacts:
+        if art.failure is not None:
+            f = art.failure
+            out.append(f"{art.path}: not made: {f.step or 'a step'} failed: {f.message}"
+                       + (f" (op {f.op})" if f.op else "") + (f" hint: {f.hint}" if f.hint else ""))
         if art.fidelity is not None and not art.fidelity.passed:
             out.append(f"{art.path}: fidelity below threshold: {'; '.join(art.fidelity.failures)}")
         if art.extra.get("dynamic_shape_ops"):

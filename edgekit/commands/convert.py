@@ -6,14 +6,18 @@ from pathlib import Path
 
 import typer
 
-from edgekit.errors import EXIT_NOT_COMPILED
+from edgekit.errors import EXIT_NOT_COMPILED, EXIT_PARTIAL
 from edgekit.parse import parse_floats, parse_ints
 
 HELP = """Convert a model to the targets and precisions listed below, validate every artifact against the
 source, and write them with a manifest.json.
 
-Exit codes: 0 success; 2 bad input; 3 missing dependency; 4 conversion failed; 5 fidelity miss with
---strict; 10 Edge TPU model written but not compiled (no edgetpu_compiler here)."""
+Each artifact succeeds or fails on its own: a failed one is recorded in manifest.json and the others
+are published (--strict stops at the first failure instead).
+
+Exit codes: 0 success; 1 internal error (a bug in edgekit); 2 bad input; 3 missing dependency; 4
+conversion failed; 5 fidelity miss with --strict; 6 runtime failure; 8 some artifacts failed, the
+others were published; 10 Edge TPU model written but not compiled (no edgetpu_compiler here)."""
 
 
 def _help() -> str:
@@ -79,6 +83,12 @@ def register(app: typer.Typer) -> None:
                 _show(result, json_out)
             raise
         _show(result, json_out)
+        if result.failed:
+            names = ", ".join(a.path for a in result.failed)
+            err.print(f"[bold red]{len(result.failed)} of {len(result.artifacts)} artifacts failed[/bold red] "
+                      f"({names}); the others were validated and published. Each failure is in manifest.json "
+                      "(status, failure); --strict stops at the first one instead.", highlight=False)
+            return EXIT_PARTIAL
         if result.not_compiled:
             err.print("[bold yellow]Edge TPU model written and pre-flighted, but not compiled:[/bold yellow] "
                       "no edgetpu_compiler here.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from edgekit.artifact import Manifest
@@ -11,12 +12,18 @@ from edgekit.report.text import human_bytes, pct
 
 def convert_table(manifest: Manifest) -> Table:
     """artifact, size, ratio to the fp32 artifact of its format, top-1 agreement, accuracy, time, verdict."""
-    fp32 = {a.format: a.size_bytes for a in manifest.artifacts if a.precision == "fp32"}
+    fp32 = {a.format: a.size_bytes for a in manifest.artifacts if a.precision == "fp32" and a.ok}
     table = Table(title=f"edgekit convert: {manifest.source.path}", title_justify="left")
     for col, right in (("artifact", False), ("size", True), ("vs fp32", True), ("top-1 agree", True),
                        ("accuracy", True), ("cosine", True), ("time", True), ("fidelity", False)):
         table.add_column(col, justify="right" if right else "left", no_wrap=True)
     for a in manifest.artifacts:
+        if a.failure is not None:  # not made: where it failed instead of figures (the message is in the warnings)
+            where = a.failure.step or "?"
+            table.add_row(a.path, "-", "-", "-", "-", "-", f"{a.seconds:.1f}s",
+                          f"[bold red]FAILED[/bold red] at {escape(where)}" + (f" ({escape(a.failure.op)})"
+                                                                                if a.failure.op else ""))
+            continue
         spec = FORMATS.get(a.format)
         base = fp32.get(a.format) or (fp32.get(spec.compiled_from) if spec and spec.compiled_from else None)
         ratio = f"{a.size_bytes / base:.0%}" if base else "-"

@@ -1,8 +1,9 @@
 """LiteRT (TFLite) backend: `ai_edge_litert`, falling back to `tf.lite` where it is absent.
 
 Devices:
-- "cpu": the Interpreter with XNNPACK (LiteRT's default delegate; `xnnpack=False` turns it off)
-  and `threads`;
+- "cpu": the Interpreter with XNNPACK (LiteRT's default delegate) and `threads`; load option
+  `kernels`: "xnnpack", "builtin" (no delegate; `xnnpack=False` says the same) or "auto" (the
+  default: XNNPACK, and the builtin kernels where XNNPACK refuses the model; `info()` says which);
 - "edgetpu": a model compiled by `edgetpu_compiler`, through the Edge TPU delegate
   (`libedgetpu.so.1` loaded with `load_delegate`, or Coral's `pycoral` where it is importable);
 - "gpu": LiteRT's CompiledModel API with its GPU accelerator (WebGPU/OpenCL/Metal, whichever the
@@ -28,7 +29,7 @@ import numpy as np
 from edgekit._deps import available, version_of
 from edgekit.border import vendor_errors
 from edgekit.edgetpu.coral import runtime_install_hint
-from edgekit.errors import MissingDependency, NotAvailable, UsageError
+from edgekit.errors import MissingDependency, NotAvailable, RuntimeFailure, UsageError
 from edgekit.runtimes.base import Runtime, input_array
 from edgekit.runtimes.litert_compiled import GPU_HINT, CompiledModelBackend, gpu_status
 from edgekit.runtimes.litert_io import LiteRTBackend, interpreter_class, tensor_spec
@@ -86,10 +87,25 @@ def _edgetpu_delegate(device: str | None) -> Any:
         return importlib.import_module("ai_edge_litert.interpreter").load_delegate(how, opts)
 
 
+KERNELS = ("auto", "xnnpack", "builtin")
+
+
+def kernel_choice(options: dict[str, Any]) -> str:
+    """The "kernels" load option ("auto" by default; the older `xnnpack=False` means "builtin"), checked."""
+    if options.get("xnnpack") is False:
+        return "builtin"
+    kernels = str(options.get("kernels") or "auto").lower()
+    if kernels not in KERNELS:
+        raise UsageError(f"Unknown LiteRT kernels '{kernels}'.",
+                         hint=f"Choose from {', '.join(KERNELS)} (--option kernels=builtin).")
+    return kernels
+
+
 class InterpreterBackend:
     """The classic Interpreter: XNNPACK on the CPU (unless `xnnpack=False`), or the Edge TPU delegate."""
 
-    def __init__(self, path: Path, device: str, threads: int | None, options: dict[str, Any]) -> None:
+    def __init__(self, path: Path, device: str, threads: int | None, options: dict[str, Any],
+                 kernels: str = "xnnpack") -> None:
         self.delegates: list[str] = []
         kwargs: dict[str, Any] = {"model_path": str(path)}
         if threads:
@@ -101,11 +117,14 @@ class InterpreterBackend:
         if delegates:
             kwargs["experimental_delegates"] = delegates
         interp_cls = interpreter_class()
-        if options.get("xnnpack") is False:
+        self.kernels: str | None = None  # on the CPU: which kernels run the ops, "xnnpack" or "builtin"
+        if kernels == "builtin":
             kwargs["experimental_op_resolver_type"] = importlib.import_module(
                 interp_cls.__module__).OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+            self.kernels = "builtin" if device == "cpu" else None
         elif device == "cpu":
             self.delegates.append("xnnpack")
+            self.kernels = "xnnpack"
         self.interpreter = interp_cls(**kwargs)
         self.interpreter.allocate_tensors()
         self._in = self.interpreter.get_input_details()
@@ -150,7 +169,7 @@ class InterpreterBackend:
         return call
 
     def info(self) -> dict[str, Any]:
-        return {"api": "interpreter"}
+        return {"api": "interpreter", **({"kernels": self.kernels} if self.kernels else {})}
 
     def close(self) -> None:
         self.interpreter = None
@@ -163,9 +182,13 @@ class LiteRT(Runtime):
     devices: ClassVar[tuple[str, ...]] = ("cpu", "gpu", "edgetpu")
     load_hint: ClassVar[str | None] = "Check that the file is a complete .tflite model (re-run `edgekit convert`)."
 
+    # The CPU kernel paths `check_artifact` validates with, in order: the next when one fails (load option "kernels").
+    kernel_paths: ClassVar[tuple[str, ...]] = ("xnnpack", "builtin")
+
     def __init__(self) -> None:
         super().__init__()
         self._backend: LiteRTBackend | None = None
+        self.kernels_note: str | None = None  # why the kernels measured are not the ones asked for
 
     @classmethod
     def version(cls) -> str | None:
@@ -216,11 +239,31 @@ class LiteRT(Runtime):
             super()._check(path, device)
 
     def _load(self, path: Path, device: str, threads: int | None, options: dict[str, Any]) -> None:
+        self.kernels_note = None
         if device == "gpu" or options.get("api") == "compiled":
             self._backend = CompiledModelBackend(path, gpu=device == "gpu", threads=threads)
         else:
-            self._backend = InterpreterBackend(path, device, threads, options)
+            self._backend = self._interpreter(path, device, threads, options)
         self.inputs, self.outputs = self._backend.inputs, self._backend.outputs
+
+    def _interpreter(self, path: Path, device: str, threads: int | None, options: dict[str, Any]) -> LiteRTBackend:
+        """The Interpreter backend with the kernels asked for; "auto" falls back to the builtin ones.
+
+        XNNPACK refuses some models that LiteRT's builtin kernels run (it fails to prepare on scales
+        or shapes it does not support); with "auto" that refusal is noted and the model is loaded again
+        without the delegate. The builtin kernels may still abort on such a model: callers that must
+        survive that load it in a child process first (edgekit.validate.check_artifact, profile).
+        """
+        kernels = kernel_choice(options)
+        if kernels != "auto" or device != "cpu":
+            return InterpreterBackend(path, device, threads, options, "builtin" if kernels == "builtin" else "xnnpack")
+        try:
+            with vendor_errors(self.vendor, error=RuntimeFailure, what="XNNPACK refused the model"):
+                return InterpreterBackend(path, device, threads, options, "xnnpack")
+        except RuntimeFailure as refused:
+            backend = InterpreterBackend(path, device, threads, options, "builtin")
+            self.kernels_note = f"{refused.message}; LiteRT's builtin kernels (no delegate) run it instead"
+            return backend
 
     def _loaded(self) -> LiteRTBackend:
         if self._backend is None:
@@ -236,8 +279,9 @@ class LiteRT(Runtime):
 
     def info(self) -> dict[str, Any]:
         backend = self._backend
+        note = {"kernels_note": self.kernels_note} if self.kernels_note else {}
         return {"delegates": list(backend.delegates) if backend else [], "threads": self.threads,
-                **(backend.info() if backend else {})}
+                **(backend.info() if backend else {}), **note}
 
     def close(self) -> None:
         if self._backend is not None:

@@ -234,6 +234,15 @@ class SourceInfo(Record):
 
 
 @dataclass
+class RunFacts(Record):
+    """What the conversion run cost: wall time and peak memory (manifest.json `run`)."""
+
+    seconds: float = 0.0  # the whole run: loading, calibration data, every step, every validation
+    peak_rss_bytes: int | None = None  # edgekit's own process
+    peak_rss_children_bytes: int | None = None  # the largest child process (source probe, isolated validation)
+
+
+@dataclass
 class Manifest:
     """What one conversion run produced, from what, with which tools and options."""
 
@@ -245,6 +254,7 @@ class Manifest:
     manifest_version: int = MANIFEST_VERSION
     created: str = ""
     warnings: list[str] = field(default_factory=list)
+    run: RunFacts | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -256,6 +266,7 @@ class Manifest:
             "options": self.options,
             "artifacts": [a.to_dict() for a in self.artifacts],
             "warnings": self.warnings,
+            "run": self.run.to_dict() if self.run is not None else None,
         }
 
     @classmethod
@@ -269,6 +280,7 @@ class Manifest:
             manifest_version=int(d.get("manifest_version", MANIFEST_VERSION)),
             created=d.get("created", ""),
             warnings=list(d.get("warnings", [])),
+            run=RunFacts.from_dict(d["run"]) if isinstance(d.get("run"), dict) else None,
         )
 
     def write(self, path: str | Path) -> Path:

@@ -19,7 +19,7 @@ import numpy as np
 
 from edgekit._deps import version_of
 from edgekit._version import __version__
-from edgekit.artifact import Artifact, ArtifactFailure, Manifest
+from edgekit.artifact import Artifact, ArtifactFailure, Manifest, RunFacts
 from edgekit.errors import EdgekitError, InternalError, UsageError
 from edgekit.formats import FORMATS
 from edgekit.fsutil import publish, sha256_file, staging_dir
@@ -131,7 +131,8 @@ class _Outcomes:
             extra={"steps": timeline}, status="failed", failure=failure)
 
 
-def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[str], None]) -> ConvertResult:
+def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[str], None],
+            started: float | None = None) -> ConvertResult:
     """Run every chain (shared prefixes once), validate each artifact, publish, write the manifest.
 
     Each artifact succeeds or fails on its own: a failed step or validation is recorded as that
@@ -139,6 +140,7 @@ def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[
     others are published. Only when no artifact could be made does the run raise, with the first
     failure's error; --strict stops at the first failure.
     """
+    started = time.perf_counter() if started is None else started
     options, source = plan.options, plan.source
     out_dir = Path(options.out_dir)
     check_outputs(plan, out_dir)
@@ -219,9 +221,18 @@ def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[
         tool_versions={d: version_of(d) for d in TOOL_DISTS},
         edgekit_version=__version__,
         warnings=warnings,
+        run=_run_facts(started),
     )
     manifest_path = manifest.write(out_dir / "manifest.json")
     return ConvertResult(manifest, manifest_path, bool(unfinished), unfinished[0] if unfinished else None, warnings)
+
+
+def _run_facts(started: float) -> RunFacts:
+    """Wall time since STARTED (perf_counter) and peak memory so far."""
+    from edgekit.measure.machine import peak_rss, peak_rss_children
+
+    return RunFacts(seconds=round(time.perf_counter() - started, 3),
+                    peak_rss_bytes=peak_rss(), peak_rss_children_bytes=peak_rss_children())
 
 
 def _warnings(artifacts: Any) -> list[str]:

@@ -7,6 +7,7 @@ modules of their own; this one only loads what they need and hands it over.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ def convert(
     from edgekit.sources.detect import FAMILY, detect
     from edgekit.sources.probe import load_source
 
+    started = time.perf_counter()
     say = progress or (lambda _m: None)
     values = {API_NAMES.get(k, k): v for k, v in options.items()}
     options_ = ConvertOptions.build(targets=_split(targets), precisions=_split(quantize), **values)
@@ -78,7 +80,7 @@ def convert(
                             signature=options_.signature)
     src: Source = load_source(path, kind, load_opts)  # a file is probed in a child first: a crash stays there
     options_.out_dir = Path(options_.out_dir) if options_.out_dir else Path("edgekit-out") / stem_of(src)
-    result = run(src, options_, say)
+    result = run(src, options_, say, started)
     if options_.strict and result.fidelity_failures:
         names = ", ".join(a.path for a in result.fidelity_failures)
         err = FidelityError(
@@ -96,7 +98,8 @@ def _split(value: str | list[str]) -> list[str]:
     return list(value) if isinstance(value, list) else [v for v in value.split(",") if v.strip()]
 
 
-def run(src: Source, options: ConvertOptions, say: Callable[[str], None]) -> ConvertResult:
+def run(src: Source, options: ConvertOptions, say: Callable[[str], None], started: float | None = None
+        ) -> ConvertResult:
     """Plan the conversion of a loaded source, pick its calibration and validation data, execute."""
     from edgekit.calibration import random_samples, split_for_conversion
     from edgekit.validate import Reference
@@ -116,7 +119,7 @@ def run(src: Source, options: ConvertOptions, say: Callable[[str], None]) -> Con
         val = random_samples(shape, min(options.val_size, 100))
         say(f"validation: {len(val.x)} random samples (pass --calib for real data and accuracy)")
     ref = Reference(x=val.x, y_ref=src.predict(val.x), labels=val.y, layout=src.layout, inputs_name=val.name)
-    return execute(plan, calib_x, ref, say)
+    return execute(plan, calib_x, ref, say, started)
 
 
 __all__ = ["API_NAMES", "Chain", "ConvertResult", "Plan", "check_outputs", "convert", "make_plan", "route", "run"]

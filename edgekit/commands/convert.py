@@ -101,11 +101,15 @@ def register(app: typer.Typer) -> None:
         from edgekit.console import out as console_out
         from edgekit.console import print_json, warn
         from edgekit.report import convert_table
+        from edgekit.report.convert import run_line
 
         if json_out:
             print_json(result.manifest.to_dict())  # type: ignore[attr-defined]
         else:
             console_out.print(convert_table(result.manifest))  # type: ignore[attr-defined]
             console_out.print(f"manifest: {result.manifest_path}")  # type: ignore[attr-defined]
+            line = run_line(result.manifest)  # type: ignore[attr-defined]
+            if line:
+                console_out.print(line, highlight=False)
         for w in result.warnings:  # type: ignore[attr-defined]
             warn(w)

@@ -43,6 +43,16 @@ def peak_rss() -> int | None:
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
+def peak_rss_children() -> int | None:
+    """The largest peak resident set size, in bytes, among the child processes this one has waited for."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024) or None
+
+
 def measured_peak(refresh: bool = False, seconds: float = 0.5) -> dict[str, Any]:
     """This CPU's float32 matrix-multiply rate in GMAC/s (numpy's BLAS, its default threads), cached.
 

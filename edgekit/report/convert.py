@@ -10,6 +10,16 @@ from edgekit.formats import FORMATS
 from edgekit.report.text import human_bytes, pct
 
 
+def run_line(manifest: Manifest) -> str | None:
+    """'run: 21.9 s, peak RSS 1.2 GB (largest child 310 MB)', from the manifest's run record."""
+    r = manifest.run
+    if r is None:
+        return None
+    rss = f", peak RSS {human_bytes(r.peak_rss_bytes)}" if r.peak_rss_bytes else ""
+    child = f" (largest child process {human_bytes(r.peak_rss_children_bytes)})" if r.peak_rss_children_bytes else ""
+    return f"run: {r.seconds:.1f} s{rss}{child}"
+
+
 def convert_table(manifest: Manifest) -> Table:
     """artifact, size, ratio to the fp32 artifact of its format, top-1 agreement, accuracy, time, verdict."""
     fp32 = {a.format: a.size_bytes for a in manifest.artifacts if a.precision == "fp32" and a.ok}

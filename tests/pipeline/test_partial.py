@@ -60,6 +60,8 @@ def test_a_shared_step_that_fails_fails_its_artifacts_only(onnx2tf_fails: list[i
         assert a["failure"]["step"] == "onnx_to_savedmodel" and a["failure"]["op"] == "Einsum"
         assert a["failure"]["hint"] == "replace the op" and a["failure"]["exit_code"] == EXIT_CONVERSION
     assert any("mnist_cnn.int8.tflite: not made: onnx_to_savedmodel failed" in w for w in manifest["warnings"])
+    run = manifest["run"]  # what the run cost, failures included
+    assert run["seconds"] > 0 and run["peak_rss_bytes"] > 100 * 2**20
     assert not list(tmp_path.glob(".edgekit-staging*"))
 
     capsys.readouterr()

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgekit._version import __version__
 from edgekit.border import vendor_errors
@@ -38,6 +38,9 @@ from edgekit.measure.settings import MeasureSettings, SettingsUsed
 from edgekit.measure.stats import LatencyStats
 from edgekit.records import Record
 from edgekit.sensors.window import PowerReport
+
+if TYPE_CHECKING:
+    from edgekit.runtimes.base import Runtime
 
 SCHEMA_VERSION = 1
 
@@ -125,6 +128,9 @@ def profile_artifact(path: str | Path, runtime: str | None = None, device: str =
         profile_dev = detect_profile(kind="gpu" if dev in ("cuda", "tensorrt") else dev)
     threads = settings.threads or (profile_dev.threads if profile_dev else None)
     artifact, notes = describe_artifact(path, fmt)
+    options, kernels_note = _first_run_isolated(path, cls, dev, threads, settings.batch, dict(options or {}))
+    if kernels_note:
+        notes.append(f"measured with {cls.label()}'s builtin kernels (no delegate): {kernels_note}")
 
     log(f"loading {path.name} with {cls.name} on {dev}")
     rt = cls()
@@ -161,6 +167,8 @@ def profile_artifact(path: str | Path, runtime: str | None = None, device: str =
             reading = window.stop()
         arena = rt.arena_bytes()
         info = rt.info()
+        if kernels_note and "kernels_note" not in info:
+            info["kernels_note"] = kernels_note
         inputs = [InputInfo(name=k, shape=list(v.shape), dtype=v.dtype.name) for k, v in batches[0].items()]
     finally:
         calls.clear()  # bound calls hold the model: release them before the runtime
@@ -189,6 +197,42 @@ def profile_artifact(path: str | Path, runtime: str | None = None, device: str =
         compute=compute, power=power, runs=n, timed_seconds=seconds, inputs=inputs, notes=notes,
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     )
+
+
+def _first_run_isolated(path: Path, cls: type[Runtime], dev: str, threads: int | None, batch: int,
+                        options: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """Load PATH and run it once in a child process first, where its runtime can crash natively on a model.
+
+    LiteRT aborts the process on some badly quantized models (its builtin kernels' checks), which would
+    end `edgekit profile` with a signal instead of an error: the child's crash becomes RuntimeFailure
+    (exit 6). The kernels the child settled on ("auto": XNNPACK, or the builtin kernels where XNNPACK
+    refuses the model) are the ones this process then loads, with the reason when they are not XNNPACK.
+    Only for runtimes with several CPU kernel paths (LiteRT), on the CPU; EDGEKIT_NO_ISOLATION=1 skips it.
+    """
+    from edgekit.isolate import isolation_enabled, run_isolated
+
+    if dev != "cpu" or not getattr(cls, "kernel_paths", None) or not isolation_enabled():
+        return options, None
+    request = {"path": str(path), "runtime": f"{cls.__module__}:{cls.__qualname__}", "device": dev,
+               "threads": threads, "batch": batch, "options": options}
+    answer, _ = run_isolated("edgekit.profile:_first_run_in_child", request, who=cls.label(),
+                             doing=f"loading and running {path.name}", hint=cls.load_hint)
+    if answer.get("kernels"):
+        options["kernels"] = answer["kernels"]
+    return options, answer.get("kernels_note")
+
+
+def _first_run_in_child(request: dict[str, Any], arrays: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """In the child (edgekit.isolate): load, run once on random inputs, say which kernels ran it."""
+    from edgekit.registry import resolve
+
+    cls: type[Runtime] = resolve({"runtime": request["runtime"]}, "runtime", "runtime")
+    with cls() as rt:
+        rt.load(Path(request["path"]), device=request["device"], threads=request["threads"], **request["options"])
+        rt.check_batch(request["batch"])
+        rt.run(rt.random_inputs(batch=request["batch"]))
+        info = rt.info()
+    return {"kernels": info.get("kernels"), "kernels_note": info.get("kernels_note")}, {}
 
 
 def _check_device_fits_format(path: Path, fmt: str, dev: str) -> None:

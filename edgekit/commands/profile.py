@@ -64,7 +64,8 @@ def register(app: typer.Typer) -> None:
         model: str | None = typer.Option(None, "--model", help="package.module:factory for state_dict sources."),
         trust_model: bool = typer.Option(False, help="Allow pickled PyTorch modules (runs code from the file)."),
         option: list[str] | None = typer.Option(None, "--option", "-O", help="Runtime option KEY=VALUE (repeat): "
-                                                "graph_optimization=basic, xnnpack=false, api=compiled, "
+                                                "graph_optimization=basic, kernels=auto|xnnpack|builtin "
+                                                "(LiteRT), xnnpack=false, api=compiled, "
                                                 "edgetpu_device=usb:0, signature=NAME, tpu=NAME, fp16=true."),
         output: Path | None = typer.Option(None, "--output", "-o", help="Also write the JSON to this file."),
     ) -> None:

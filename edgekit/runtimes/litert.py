@@ -262,7 +262,7 @@ class LiteRT(Runtime):
                 return InterpreterBackend(path, device, threads, options, "xnnpack")
         except RuntimeFailure as refused:
             backend = InterpreterBackend(path, device, threads, options, "builtin")
-            self.kernels_note = f"{refused.message}; LiteRT's builtin kernels (no delegate) run it instead"
+            self.kernels_note = refused.message
             return backend
 
     def _loaded(self) -> LiteRTBackend:

@@ -6,6 +6,13 @@ tf2onnx converts with continue_on_error=True: an op it cannot convert is left in
 its TensorFlow name and only logged. Calling from_function here lets the step look at the graph
 and fail, naming the op, instead of writing a model no runtime can load.
 
+Captured constants: a tf.function over a Keras model captures the eager tensors layers keep outside
+their variables (an adapted Normalization layer's mean and variance, as in keras.applications'
+EfficientNet) as extra placeholders. tf2onnx's from_function lists every non-resource placeholder of
+the concrete function as a model input (its from_keras drops captures; from_function does not), so the
+ONNX model came out with those constants as required inputs ("Missing input(s)" at validation). The
+function is frozen here first (captures become constants) and tf2onnx gets the frozen one.
+
 Batch: the ONNX model keeps a dynamic batch (dim "batch"): ONNX Runtime needs no static shapes,
 validation runs large batches, and the quantizer handles it. The layout stays the source's (NHWC
 for Keras); no transposes are added. Outputs are named after the Keras model's outputs.
@@ -68,6 +75,29 @@ def _name_batch_dim(model: Any) -> None:
             dims[0].dim_param = "batch"
 
 
+def freeze_captured_constants(fn: Any, spec: Any) -> Any:
+    """FN, or where its trace captures non-variable tensors, a tf.function over its frozen graph.
+
+    Captured variables (resources) tf2onnx freezes itself; captured eager tensors it would turn into
+    model inputs (see the module docstring). Freezing makes both constants, and the wrapper keeps the
+    function's output structure (dict keys become the ONNX output names).
+    """
+    tf = require("tensorflow")
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    concrete = fn.get_concrete_function(spec)
+    if all(t.dtype == tf.resource for t in concrete.captured_inputs):
+        return fn
+    frozen = convert_variables_to_constants_v2(concrete)
+    structure = concrete.structured_outputs
+
+    @tf.function(input_signature=[spec])
+    def frozen_fn(x: Any) -> Any:
+        return tf.nest.pack_sequence_as(structure, frozen(x))
+
+    return frozen_fn
+
+
 def tf_function_to_onnx(fn: Any, spec: Any, opset: int, out: Path, step: str) -> Path:
     """Convert the tf.function FN (one input, SPEC) to the ONNX file OUT; ConversionError on any failure."""
     tf2onnx = require("tf2onnx", purpose="convert TensorFlow models to ONNX")
@@ -75,7 +105,17 @@ def tf_function_to_onnx(fn: Any, spec: Any, opset: int, out: Path, step: str) ->
     _patch_tf2onnx()
     with vendor_errors("tf2onnx", step=step, what=f"{step}: tf2onnx failed",
                        hint="Try another --opset, or convert to TFLite only (--target tflite)."):
+        fn = freeze_captured_constants(fn, spec)
         model, _ = tf2onnx.convert.from_function(fn, input_signature=[spec], opset=opset)
+    inits = {i.name for i in model.graph.initializer}
+    extra = [i.name for i in model.graph.input if i.name not in inits][1:]
+    if extra:  # a capture that freezing missed: the model would demand inputs no caller can give
+        raise ConversionError(
+            f"{step}: the ONNX model tf2onnx wrote takes {len(extra)} input(s) besides the model's own: "
+            f"{', '.join(extra[:4])}{' ...' if len(extra) > 4 else ''} (tensors the model captures, left as inputs).",
+            hint="Re-save the model after building it (model.save('model.keras')), or convert to TFLite only "
+            "(--target tflite).",
+        )
     bad = unconverted_ops(model)
     if bad:
         listed = "; ".join(f"{op} ({len(nodes)}x, e.g. {nodes[0]})" for op, nodes in sorted(bad.items()))

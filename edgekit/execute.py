@@ -271,26 +271,34 @@ def _run_quietly(step: Step, inp: Intermediate, ctx: StepContext, progress: Call
 
 def _artifact(path: Path, fmt: str, inter: Intermediate, timeline: list[TimelineEntry], ref: Any,
               progress: Callable[[str], None]) -> Artifact:
-    """Read the artifact's I/O from its runtime, validate it against the reference, describe it."""
+    """Read the artifact's I/O and validate it against the reference, in a child process, and describe it.
+
+    A freshly written file may make a runtime abort natively (an int8 model LiteRT's kernels cannot
+    run): `check_artifact` loads it where that cannot take edgekit down, falls back from XNNPACK to
+    LiteRT's builtin kernels, and turns a crash into a RuntimeFailure, which the caller records as
+    this artifact's failure.
+    """
     from edgekit.console import captured_output
-    from edgekit.runtimes import runtime_for_format
-    from edgekit.validate import validate
+    from edgekit.validate import check_artifact
 
     t0 = time.perf_counter()
     progress(f"validating {path.name} on {len(ref.x)} {ref.inputs_name} samples ...")
-    with captured_output():  # LiteRT announces its XNNPACK delegate on every load
-        rt = runtime_for_format(fmt)()
-        rt.load(path)
-        inputs, outputs = rt.inputs, rt.outputs
-        rt.close()
-        fidelity = validate(path, fmt, inter.layout, inter.precision, ref)
+    with captured_output():  # in-process (EDGEKIT_NO_ISOLATION=1), LiteRT announces its delegate on every load
+        check = check_artifact(path, fmt, inter.layout, inter.precision, ref)
+    inputs, outputs = check.inputs, check.outputs
     for spec in inputs:
         spec.layout = inter.layout if len(spec.shape) == 4 else None
     extra: dict[str, Any] = {"steps": timeline, "validation_seconds": round(time.perf_counter() - t0, 3),
                              **inter.manifest_facts()}
+    if check.kernels is not None:  # which LiteRT kernels validated it: "xnnpack", or "builtin" after a refusal
+        extra["kernels"] = check.kernels
+    if check.notes:
+        extra["validation_notes"] = list(check.notes)
+        for note in check.notes:
+            progress(f"{path.name}: {note}")
     return Artifact(
         path=path.name, format=fmt, precision=inter.precision, inputs=inputs, outputs=outputs,
-        size_bytes=path.stat().st_size, sha256=sha256_file(path), parent=_parent(timeline), fidelity=fidelity,
+        size_bytes=path.stat().st_size, sha256=sha256_file(path), parent=_parent(timeline), fidelity=check.fidelity,
         seconds=round(_own_seconds(timeline) + extra["validation_seconds"], 3), extra=extra,
     )
 

@@ -108,3 +108,35 @@ def test_an_artifact_that_fails_validation_is_that_artifacts_failure(tmp_path: P
     assert failed["status"] == "failed" and failed["failure"]["step"] == "validate"
     assert failed["failure"]["error"] == "RuntimeFailure" and "SIGABRT" in failed["failure"]["message"]
     assert not (out / "mnist_cnn.int8.onnx").exists() and (out / "mnist_cnn.fp32.onnx").is_file()
+
+
+def test_an_artifact_that_kills_its_runtime_fails_alone_and_the_cli_survives(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The int8 .tflite is replaced by one XNNPACK refuses and LiteRT's builtin kernels abort on (SIGABRT),
+    the pattern of the ResNet-18 in issue 8: validation runs in a child, so only that artifact fails."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bad_tflite", MODELS.parent / "tests" / "runtimes" / "bad_tflite.py")
+    assert spec is not None and spec.loader is not None
+    bad = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bad)
+    from edgekit.steps.tflite_convert import TfliteConvert
+
+    real_run = TfliteConvert.run
+
+    def run(self: TfliteConvert, inp: object, ctx: object) -> object:
+        out = real_run(self, inp, ctx)  # type: ignore[arg-type]
+        if self.params.precision == "int8":
+            bad.xnnpack_refuses_builtin_aborts(out.path)
+        return out
+
+    monkeypatch.setattr(TfliteConvert, "run", run)
+    out = tmp_path / "o"
+    rc = _convert(out)
+    assert rc == EXIT_PARTIAL, capsys.readouterr().err
+    by_path = {a["path"]: a for a in json.loads((out / "manifest.json").read_text())["artifacts"]}
+    failed = by_path["mnist_cnn.int8.tflite"]
+    assert failed["status"] == "failed" and failed["failure"]["step"] == "validate"
+    assert "SIGABRT" in failed["failure"]["message"] and failed["failure"]["error"] == "RuntimeFailure"
+    assert [a["status"] for n, a in sorted(by_path.items()) if n != "mnist_cnn.int8.tflite"] == ["ok"] * 3
+    assert not (out / "mnist_cnn.int8.tflite").exists() and (out / "mnist_cnn.fp32.tflite").is_file()

@@ -3,11 +3,16 @@
 Static int8 follows onnxruntime's recipe: `quant_pre_process` (shape inference + graph fusion),
 then `quantize_static` in QDQ format, per-channel int8 weights, calibrated with MinMax on the
 user's representative data.
+
+Shape inference: `quant_pre_process` runs onnxruntime's symbolic shape inference first, which at
+opset >= 18 loses the output shape of Reduce ops other than Sum/Mean/Prod and then crashes on the op
+that reads it (ConvNeXt-V2: "object of type 'NoneType' has no len()"); see `_pre_process`.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -42,6 +47,30 @@ def _single_file(src: Path, dst: Path) -> None:
     onnx.save(model, str(dst))
 
 
+def _pre_process(src: Path, dst: Path, log: Callable[[str], None]) -> None:
+    """onnxruntime's quant_pre_process, without its symbolic shape inference where that crashes.
+
+    Why: at opset >= 18 the axes of Reduce* ops are an input. onnxruntime's SymbolicShapeInference has
+    handlers for ReduceSum/Mean/Prod only and hands ONNX's single-node inference the axes initializer
+    only for Unsqueeze, so ReduceL2/L1/Max/Min/LogSum/LogSumExp/SumSquare outputs get no shape, and
+    the next op that reads one fails: ConvNeXt-V2's global response norm (ReduceL2 then ReduceMean) gives
+    "TypeError: object of type 'NoneType' has no len()" in _infer_ReduceSum. Upstream:
+    microsoft/onnxruntime#32376 (open: "Fix reduction operator shape inference at opset 18 and later"),
+    earlier microsoft/onnxruntime#22722 (closed unmerged), microsoft/onnxruntime#23868 (the same crash
+    through negative axes). ONNX's own shape inference, which quant_pre_process also runs, reads the axes
+    initializer and gives the quantizer every shape it needs; symbolic inference stays first where it
+    works (it names more dims in models with symbolic shapes).
+    """
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    try:
+        quant_pre_process(str(src), str(dst), skip_symbolic_shape=False)
+    except Exception as exc:  # any crash of the symbolic pass (TypeError, AssertionError ...): retry without it
+        log(f"onnxruntime's symbolic shape inference failed ({type(exc).__name__}: {exc}); "
+            "using ONNX shape inference only (microsoft/onnxruntime#32376)")
+        quant_pre_process(str(src), str(dst), skip_symbolic_shape=True)
+
+
 class OnnxQuantize(Step):
     name: ClassVar[str] = "onnx_quantize"
     consumes: ClassVar[str] = "onnx"
@@ -68,7 +97,7 @@ class OnnxQuantize(Step):
             elif precision == "fp16":
                 self._fp16(inp.path, out)
             elif precision == "dynamic":
-                self._dynamic(inp.path, out, ctx.work / f"{ctx.stem}.dynamic-pre.onnx")
+                self._dynamic(inp.path, out, ctx.work / f"{ctx.stem}.dynamic-pre.onnx", ctx.log)
             elif precision == "int8":
                 self._int8(inp, out, ctx)
             else:  # the planner rejects others before anything runs
@@ -86,12 +115,11 @@ class OnnxQuantize(Step):
         onnx.save(half, str(dst))
 
     @staticmethod
-    def _dynamic(src: Path, dst: Path, pre: Path) -> None:
+    def _dynamic(src: Path, dst: Path, pre: Path, log: Callable[[str], None]) -> None:
         from onnxruntime.quantization import QuantType, quantize_dynamic
-        from onnxruntime.quantization.shape_inference import quant_pre_process
 
         # Without pre-processing, the exporter's value_info makes onnx shape inference fail inside quantize_dynamic.
-        quant_pre_process(str(src), str(pre))
+        _pre_process(src, pre, log)
 
         # Conv is left in float: onnxruntime's CPU provider has no ConvInteger kernel for int8 weights, and
         # dynamic quantization of convolutions rarely pays. MatMul/Gemm (the classifier) get int8 weights.
@@ -103,11 +131,10 @@ class OnnxQuantize(Step):
     def _int8(inp: Intermediate, dst: Path, ctx: StepContext) -> None:
         onnx = require("onnx")
         from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
-        from onnxruntime.quantization.shape_inference import quant_pre_process
 
         assert inp.path is not None
         pre = ctx.work / f"{ctx.stem}.int8-pre.onnx"
-        quant_pre_process(str(inp.path), str(pre), skip_symbolic_shape=False)
+        _pre_process(inp.path, pre, ctx.log)
         model = onnx.load(str(pre), load_external_data=False)
         inits = {i.name for i in model.graph.initializer}
         name = next(i.name for i in model.graph.input if i.name not in inits)

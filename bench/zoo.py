@@ -70,12 +70,12 @@ def _t(name: str, family: str, note: str = "", **kwargs: Any) -> ZooModel:
     return ZooModel(f"hf_{name}", "transformers", family, kwargs, note)
 
 
-# Ordered small and cheap first, so that a run cut short has covered the most families.
+# Ordered small and cheap first, so that a run cut short has covered the most families. Every keras.applications
+# family under 30 M parameters (RegNet is not in Keras 3's applications; VGG and InceptionResNetV2 are over 30 M).
 ZOO: tuple[ZooModel, ...] = (
     ZooModel("mnist_cnn", "edgekit", "models/mnist_cnn.pt2", note="bundled, trained"),
     _k("MobileNetV3Small"),
     _t("mobilenet_v2", "MobileNetV2", "1.0, 224 config"),
-    _k("RegNetX002"),
     _t("resnet18", "ResNet", "ResNet-18", layer_type="basic", depths=[2, 2, 2, 2],
        hidden_sizes=[64, 128, 256, 512]),
     _t("convnextv2_atto", "ConvNextV2", "atto", depths=[2, 2, 6, 2], hidden_sizes=[40, 80, 160, 320]),
@@ -88,7 +88,6 @@ ZOO: tuple[ZooModel, ...] = (
        groups_width=8, layer_type="y"),
     _k("MobileNet"),
     _k("MobileNetV3Large"),
-    _k("RegNetY002"),
     _t("mobilevit_s", "MobileViT", "small", image_size=SIZE),
     _k("EfficientNetV2B0"),
     _t("levit_128s", "Levit", "128S", image_size=SIZE),
@@ -348,6 +347,14 @@ def _save(rec: dict[str, Any]) -> dict[str, Any]:
     return rec
 
 
+def _head() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
 def machine() -> str:
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").is_file() else ""
@@ -458,6 +465,8 @@ def report() -> Path:
         "",
         f"- Date: {min((r['date'] for r in done), default='-')} to {max((r['date'] for r in done), default='-')}",
         f"- Machine: {done[0]['machine'] if done else machine()} (shared with other work while measuring)",
+        f"- edgekit: the working tree at commit {_head()} when this page was written; edgekit/ was being changed "
+        "by others while the zoo ran, so each row reflects the code at its own date (rerun with `--only NAME`)",
         "- Tools: " + ", ".join(f"{k} {v}" for k, v in sorted(tools.items())),
         f"- Command per model: `{next((r['command'] for r in done if r.get('command')), '')}`",
         "- Zoo: `python bench/zoo.py run [--only NAME,...] [--skip-done] [--timeout 600]`, then "

@@ -23,6 +23,7 @@ Needs `pip install -e '.[convert,dev,zoo]'` (transformers); it is a benchmark, n
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -264,26 +265,50 @@ def build(name: str) -> None:
 # ----------------------------------------------------------------------------- running (parent)
 
 
-def _child(cmd: list[str], log: Path, timeout: float) -> dict[str, Any]:
-    """Run CMD with stdout+stderr to LOG under a wall-clock TIMEOUT; its exit code, seconds and peak RSS."""
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of process PID and all its descendants now (0 once it is gone)."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            total += p.memory_info().rss
+    return total
+
+
+def _child(cmd: list[str], log: Path, timeout: float, max_rss: float) -> dict[str, Any]:
+    """Run CMD with stdout+stderr to LOG under a wall-clock TIMEOUT and a cap on its process tree's RSS.
+
+    The machine is shared: a conversion that balloons (13 GB was seen) is killed at MAX_RSS bytes and
+    recorded as such, rather than pushing the other work on the machine out of memory.
+    """
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                PYTHONPATH=str(ROOT))
     t0 = time.perf_counter()
     with log.open("wb") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT, env=env, start_new_session=True)
-    timed_out, status, usage = False, None, None
+    timed_out, over_rss, status, usage, tree_peak = False, False, None, None, 0
     while status is None:
         pid, st, ru = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             status, usage = st, ru
-        elif time.perf_counter() - t0 > timeout and not timed_out:
-            timed_out = True
+            continue
+        tree = _tree_rss(proc.pid)
+        tree_peak = max(tree_peak, tree)
+        if not (timed_out or over_rss) and (time.perf_counter() - t0 > timeout or tree > max_rss):
+            timed_out, over_rss = tree <= max_rss, tree > max_rss
             os.killpg(proc.pid, signal.SIGKILL)  # the child's own process group: it and its helpers
-        else:
-            time.sleep(0.5)
+        time.sleep(0.5)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return {"exit_code": proc.returncode, "timed_out": timed_out, "seconds": round(time.perf_counter() - t0, 1),
-            "peak_rss_bytes": usage.ru_maxrss * 1024}  # Linux: KiB; the child and its waited-for children
+    return {"exit_code": proc.returncode, "timed_out": timed_out, "killed_over_rss": over_rss,
+            "seconds": round(time.perf_counter() - t0, 1),
+            "peak_rss_bytes": usage.ru_maxrss * 1024,  # Linux: KiB; the child and its waited-for children
+            "peak_tree_rss_bytes": tree_peak}  # sampled every 0.5 s: the child and its live children together
 
 
 def _tail(path: Path, n: int = 1500) -> str:
@@ -298,7 +323,7 @@ def convert_command(src: str, calib: str, out: Path, pixels: str = "0-1") -> lis
             *PIXELS[pixels], "--force", "--json"]
 
 
-def run_one(m: ZooModel, timeout: float) -> dict[str, Any]:
+def run_one(m: ZooModel, timeout: float, max_rss: float) -> dict[str, Any]:
     """Build (a child) then convert (a child) model M; the result record, written to RESULTS/<name>.json."""
     logs = RESULTS / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -310,11 +335,12 @@ def run_one(m: ZooModel, timeout: float) -> dict[str, Any]:
         rec["source"] = {"file": m.cls, "params": 0, "layout": "NCHW", "input": "1x28x28"}
     else:
         b = _child([sys.executable, str(Path(__file__).resolve()), "build", m.name], logs / f"{m.name}.build.log",
-                   timeout)
+                   timeout, max_rss)
         rec["build"] = b
         info = RESULTS / "src" / f"{m.name}.build.json"
         if b["exit_code"] != 0 or not info.is_file():
-            rec["status"] = "build timed out" if b["timed_out"] else "build failed"
+            rec["status"] = ("build timed out" if b["timed_out"] else "build over the RSS cap"
+                             if b["killed_over_rss"] else "build failed")
             rec["build"]["log_tail"] = _tail(logs / f"{m.name}.build.log")
             return _save(rec)
         rec["source"] = json.loads(info.read_text())
@@ -323,13 +349,15 @@ def run_one(m: ZooModel, timeout: float) -> dict[str, Any]:
     out = RESULTS / "out" / m.name
     cmd = convert_command(src, calib, out, (rec.get("source") or {}).get("pixels", "0-1"))
     rec["command"] = " ".join(["python", *cmd[1:]]).replace(str(ROOT) + os.sep, "")
-    c = _child(cmd, logs / f"{m.name}.convert.log", timeout)
+    c = _child(cmd, logs / f"{m.name}.convert.log", timeout, max_rss)
     rec["convert"] = c
     manifest = out / "manifest.json"
     fresh = manifest.is_file() and manifest.stat().st_mtime >= time.time() - c["seconds"] - 5
-    rec["manifest"] = json.loads(manifest.read_text()) if fresh and not c["timed_out"] else None
+    rec["manifest"] = json.loads(manifest.read_text()) if fresh and c["exit_code"] in OK_CODES else None
     if c["timed_out"]:
         rec["status"] = f"timed out after {timeout:.0f} s"
+    elif c["killed_over_rss"]:
+        rec["status"] = f"killed at the {max_rss / 2**30:.0f} GiB RSS cap"
     elif c["exit_code"] in OK_CODES and rec["manifest"]:
         rec["status"] = OK_CODES[c["exit_code"]]
     else:
@@ -399,10 +427,16 @@ def over_time(rec: dict[str, Any]) -> bool:
     return float((rec.get("convert") or {}).get("seconds") or 0) > MAX_SECONDS
 
 
-def over_rss(rec: dict[str, Any]) -> bool:
+def peak_rss(rec: dict[str, Any]) -> int:
+    """The largest RSS seen for the convert child: its own (wait4), the sampled tree, the manifest's `run`."""
     run = (rec.get("manifest") or {}).get("run") or {}
-    return max((rec.get("convert") or {}).get("peak_rss_bytes") or 0, run.get("peak_rss_bytes") or 0,
-               run.get("peak_rss_children_bytes") or 0) > MAX_RSS
+    conv = rec.get("convert") or {}
+    return max(conv.get("peak_rss_bytes") or 0, conv.get("peak_tree_rss_bytes") or 0, run.get("peak_rss_bytes") or 0,
+               run.get("peak_rss_children_bytes") or 0)
+
+
+def over_rss(rec: dict[str, Any]) -> bool:
+    return peak_rss(rec) > MAX_RSS
 
 
 def _bound(text: str, over: bool) -> str:
@@ -422,8 +456,7 @@ def _row(rec: dict[str, Any]) -> tuple[str, list[tuple[str, str, dict[str, Any]]
         tpu_s = (f"{tpu['ops_on_tpu']}/{tpu['ops_total']} ops, {_size(tpu.get('macs_on_tpu'), '')}MAC "
                  f"({_pct(tpu.get('macs_on_tpu_fraction'))})" + (f", stops at `{first.get('op')}`" if first else ""))
     conv = rec.get("convert") or {}
-    run = man.get("run") or {}
-    rss = max(conv.get("peak_rss_bytes") or 0, run.get("peak_rss_bytes") or 0, run.get("peak_rss_children_bytes") or 0)
+    rss = peak_rss(rec)
     status = rec.get("status", "?")
     cells = [_cell(arts.get(c)) if man else f"**{status}**" for c in COLUMNS]
     origin = f"{rec['package']} `{rec['class']}`" + (f" ({rec['note']})" if rec.get("note") else "")
@@ -469,14 +502,16 @@ def report() -> Path:
         "by others while the zoo ran, so each row reflects the code at its own date (rerun with `--only NAME`)",
         "- Tools: " + ", ".join(f"{k} {v}" for k, v in sorted(tools.items())),
         f"- Command per model: `{next((r['command'] for r in done if r.get('command')), '')}`",
-        "- Zoo: `python bench/zoo.py run [--only NAME,...] [--skip-done] [--timeout 600]`, then "
+        "- Zoo: `python bench/zoo.py run [--only NAME,...] [--skip-done] [--timeout 600] [--max-rss-gb 8]`, then "
         "`python bench/zoo.py report`",
         "",
         "Cells: `agree` = top-1 agreement with the source on the held-out digits, `acc` = accuracy against the",
         "labels (`src acc` is the source model's own). `fidelity miss` = made and validated, below edgekit's",
         "thresholds (random weights quantize worse than trained ones). Edge TPU: ops and MACs the pre-flight",
         "predicts on the TPU (no `edgetpu_compiler` here). Time: wall seconds of the convert child; peak RSS: the",
-        "largest of the child's own (wait4) and the manifest's `run` figures; **(over)** marks issue 8's bounds.",
+        "largest of the child's own (wait4), its process tree's (sampled) and the manifest's `run` figures;",
+        "**(over)** marks issue 8's bounds. A child is killed past `--timeout` (600 s) or `--max-rss-gb` (8 GiB:",
+        "the machine is shared); both are shown as such.",
         "",
         "| model | source | params | input | src acc | " + " | ".join(COLUMNS) + " | Edge TPU (predicted) | time | "
         "peak RSS |",
@@ -510,6 +545,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--only", default="", help="comma-separated model names (see `list`)")
     r.add_argument("--skip-done", action="store_true", help="skip models that already have a result JSON")
     r.add_argument("--timeout", type=float, default=600.0, help="wall-clock seconds per build and per convert")
+    r.add_argument("--max-rss-gb", type=float, default=8.0,
+                   help="kill a build or convert whose process tree holds more than this (GiB; the machine is shared)")
     b = sub.add_parser("build", help="(internal) build one model in this process")
     b.add_argument("name", choices=sorted(BY_NAME))
     sub.add_parser("report", help="write docs/zoo.md from the results so far")
@@ -529,7 +566,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in names:
             if args.skip_done and (RESULTS / f"{n}.json").is_file():
                 continue
-            rec = run_one(BY_NAME[n], args.timeout)
+            rec = run_one(BY_NAME[n], args.timeout, args.max_rss_gb * 2**30)
             print(f"{n}: {rec['status']} ({(rec.get('convert') or rec.get('build') or {}).get('seconds')} s)",
                   flush=True)
             report()

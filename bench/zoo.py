@@ -266,7 +266,8 @@ def build(name: str) -> None:
 
 
 def _tree_rss(pid: int) -> int:
-    """Resident bytes of process PID and all its descendants now (0 once it is gone)."""
+    """Memory of process PID and all its descendants now: the sum of their PSS (proportional set size), so
+    pages a forked child shares with its parent count once; RSS where PSS cannot be read. 0 once it is gone."""
     import psutil
 
     try:
@@ -277,7 +278,10 @@ def _tree_rss(pid: int) -> int:
     total = 0
     for p in procs:
         with contextlib.suppress(psutil.Error):
-            total += p.memory_info().rss
+            try:
+                total += p.memory_full_info().pss
+            except (AttributeError, psutil.AccessDenied):
+                total += p.memory_info().rss
     return total
 
 
@@ -308,7 +312,7 @@ def _child(cmd: list[str], log: Path, timeout: float, max_rss: float) -> dict[st
     return {"exit_code": proc.returncode, "timed_out": timed_out, "killed_over_rss": over_rss,
             "seconds": round(time.perf_counter() - t0, 1),
             "peak_rss_bytes": usage.ru_maxrss * 1024,  # Linux: KiB; the child and its waited-for children
-            "peak_tree_rss_bytes": tree_peak}  # sampled every 0.5 s: the child and its live children together
+            "peak_tree_rss_bytes": tree_peak}  # sampled every 0.5 s: PSS of the child and its live children
 
 
 def _tail(path: Path, n: int = 1500) -> str:
@@ -509,7 +513,7 @@ def report() -> Path:
         "labels (`src acc` is the source model's own). `fidelity miss` = made and validated, below edgekit's",
         "thresholds (random weights quantize worse than trained ones). Edge TPU: ops and MACs the pre-flight",
         "predicts on the TPU (no `edgetpu_compiler` here). Time: wall seconds of the convert child; peak RSS: the",
-        "largest of the child's own (wait4), its process tree's (sampled) and the manifest's `run` figures;",
+        "largest of the child's own (wait4), its process tree's (PSS, sampled) and the manifest's `run` figures;",
         "**(over)** marks issue 8's bounds. A child is killed past `--timeout` (600 s) or `--max-rss-gb` (8 GiB:",
         "the machine is shared); both are shown as such.",
         "",

@@ -28,6 +28,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -466,11 +467,20 @@ def _row(rec: dict[str, Any]) -> tuple[str, list[tuple[str, str, dict[str, Any]]
     origin = f"{rec['package']} `{rec['class']}`" + (f" ({rec['note']})" if rec.get("note") else "")
     row = [f"`{rec['name']}`", origin, _size(src.get("params"), ""), str(src.get("input", "-")), _pct(ref), *cells,
            tpu_s, _bound(f"{conv.get('seconds', '-')} s", over_time(rec)), _bound(_size(rss), over_rss(rec))]
-    fails = [(c, "artifact", a["failure"]) for c, a in arts.items() if a.get("status") == "failed"]
+    fails = [(c, a["failure"]) for c, a in arts.items() if a.get("status") == "failed"]
     if not man and status != "?":
-        tail = (conv or rec.get("build") or {}).get("log_tail", "").strip().splitlines()
-        fails.append(("run", status, {"message": tail[-1] if tail else "", "step": None, "op": None, "hint": None}))
+        child = conv or rec.get("build") or {}
+        tail = [ln for ln in child.get("log_tail", "").strip().splitlines() if ln.strip()]
+        fails.append((f"{'convert' if conv else 'build'}: {status} after {child.get('seconds')} s",
+                      {"message": f"last line of its log: {tail[-1] if tail else '(none)'}"}))
     return "| " + " | ".join(row) + " |", fails
+
+
+def _clean(text: Any, limit: int) -> str:
+    """One line of at most LIMIT characters, without terminal colours or this checkout's absolute path."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(text or "")).replace(str(ROOT) + os.sep, "")
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def report() -> Path:
@@ -525,11 +535,11 @@ def report() -> Path:
     for r in done:
         row, fails = _row(r)
         lines.append(row)
-        for col, _kind, f in fails:
-            msg = " ".join(str(f.get("message") or "").split())[:400]
-            where = f"at {f.get('step')}" + (f" (`{f['op']}`)" if f.get("op") else "") if f.get("step") else ""
-            hint = " ".join(str(f.get("hint") or "").split())[:300]
-            failures.append(f"- `{r['name']}` {col} {where}: {msg}" + (f" Hint: {hint}" if hint else ""))
+        for col, f in fails:
+            where = (f" at {f['step']}" + (f" (`{f['op']}`)" if f.get("op") else "")) if f.get("step") else ""
+            hint = _clean(f.get("hint"), 300)
+            failures.append(f"- `{r['name']}` {col}{where}: {_clean(f.get('message'), 400)}"
+                            + (f" Hint: {hint}" if hint else ""))
     lines += ["", "## Failures", ""] + (failures or ["None among the models run."])
     lines += ["", "## Planned, not run yet", ""]
     lines += [f"- `{m.name}`: {m.package} `{m.cls}`" + (f" ({m.note})" if m.note else "") for m in todo] or [

@@ -524,8 +524,8 @@ def report() -> Path:
         "thresholds (random weights quantize worse than trained ones). Edge TPU: ops and MACs the pre-flight",
         "predicts on the TPU (no `edgetpu_compiler` here). Time: wall seconds of the convert child; peak RSS: the",
         "largest of the child's own (wait4), its process tree's (PSS, sampled) and the manifest's `run` figures;",
-        "**(over)** marks issue 8's bounds. A child is killed past `--timeout` (600 s) or `--max-rss-gb` (8 GiB:",
-        "the machine is shared); both are shown as such.",
+        "**(over)** marks issue 8's bounds. A child is killed past `--timeout` (600 s) or past `--max-rss-gb`",
+        "(default 8 GiB: the machine is shared); the status names the cap that applied.",
         "",
         "| model | source | params | input | src acc | " + " | ".join(COLUMNS) + " | Edge TPU (predicted) | time | "
         "peak RSS |",

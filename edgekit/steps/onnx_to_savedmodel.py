@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,11 +48,37 @@ def _env_for_onnx2tf(samples_nhwc: np.ndarray) -> Iterator[None]:
         o2t.download_test_image_data = old_dl
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_OP_NAME = re.compile(r"onnx_op_name:\s*(\S+)")
+_OP_TYPE = re.compile(r"onnx_op_type:\s*(\S+)")
+
+
+def failed_op(log: str) -> str | None:
+    """The ONNX node onnx2tf was converting when it failed: the last `onnx_op_name:` its log names."""
+    names = _OP_NAME.findall(_ANSI.sub("", log))
+    return names[-1] if names else None
+
+
 def _unsupported_op(log: str, exc: BaseException) -> str:
-    for line in reversed(log.splitlines()):
-        if "onnx_op_type:" in line or "ERROR" in line and "op" in line:
-            return line.strip()[:300]
-    return vendor_message(exc, 300)
+    """What failed: the node onnx2tf names and the error it re-raised (not its generic closing advice).
+
+    onnx2tf prints the traceback, `onnx_op_name: <node>` and four lines of general advice, then
+    re-raises the exception (or exits); its last line ("... try the -onwdt option") says nothing
+    about this model.
+    """
+    text = _ANSI.sub("", log)
+    op = failed_op(text)
+    types = _OP_TYPE.findall(text)
+    if isinstance(exc, SystemExit):
+        advice = ("option", "Read this", "trace log", "input_onnx_file_path", "onnx_op_name")
+        lines = [ln.strip() for ln in text.splitlines() if "ERROR" in ln and not any(a in ln for a in advice)]
+        cause = lines[-1][:300] if lines else "onnx2tf stopped"
+    else:
+        cause = vendor_message(exc, 300)
+    if op:
+        kind = f" ({types[-1]})" if types else ""
+        return f"at ONNX node {op}{kind}: {cause}"
+    return cause
 
 
 def _hint(exc: BaseException) -> str:
@@ -88,16 +115,20 @@ class OnnxToSavedModel(Step):
         log = io.StringIO()
         onnx2tf_errors = vendor_errors("onnx2tf", step=self.name, what="ONNX -> TensorFlow conversion failed",
                                        describe=lambda exc: _unsupported_op(log.getvalue(), exc), hint=_hint)
-        with onnx2tf_errors, _env_for_onnx2tf(samples[:20]), contextlib.redirect_stdout(log):
-            onnx2tf.convert(
-                input_onnx_file_path=str(private),
-                output_folder_path=str(out),
-                batch_size=batch,
-                output_signaturedefs=True,
-                copy_onnx_input_output_names_to_tflite=True,
-                disable_strict_mode=True,  # see the module docstring: O(ops x graph) time and memory
-                non_verbose=True,
-            )
+        try:
+            with onnx2tf_errors, _env_for_onnx2tf(samples[:20]), contextlib.redirect_stdout(log):
+                onnx2tf.convert(
+                    input_onnx_file_path=str(private),
+                    output_folder_path=str(out),
+                    batch_size=batch,
+                    output_signaturedefs=True,
+                    copy_onnx_input_output_names_to_tflite=True,
+                    disable_strict_mode=True,  # see the module docstring: O(ops x graph) time and memory
+                    non_verbose=True,
+                )
+        except ConversionError as exc:  # the per-artifact failure names the node onnx2tf stopped at
+            exc.op = exc.op or failed_op(log.getvalue())
+            raise
         if not (out / "saved_model.pb").is_file():
             raise ConversionError("onnx2tf finished without writing a SavedModel (step onnx_to_savedmodel).",
                                   hint=log.getvalue()[-400:])

@@ -544,6 +544,11 @@ def report() -> Path:
     lines += ["", "## Planned, not run yet", ""]
     lines += [f"- `{m.name}`: {m.package} `{m.cls}`" + (f" ({m.note})" if m.note else "") for m in todo] or [
         "None: every zoo model has a result."]
+    if aborted:
+        names = ",".join(r["name"] for r in aborted)
+        lines += ["", "Aborted here, to run again where there is room (no result is known for them): "
+                  + ", ".join(f"`{r['name']}` ({r.get('status')})" for r in aborted)
+                  + f". For instance `python bench/zoo.py run --only {names} --max-rss-gb 16 --timeout 1800`."]
     DOC.parent.mkdir(parents=True, exist_ok=True)
     DOC.write_text("\n".join(lines) + "\n")
     return DOC

@@ -15,7 +15,7 @@ from typing import Any
 from edgekit.errors import UsageError
 from edgekit.execute import ConvertResult, execute
 from edgekit.options import ConvertOptions
-from edgekit.plan import Chain, Plan, check_modules, check_outputs, check_request, make_plan, route, stem_of
+from edgekit.plan import check_modules, check_outputs, check_request, make_plan, stem_of
 from edgekit.sources.base import Source
 
 
@@ -122,4 +122,4 @@ def run(src: Source, options: ConvertOptions, say: Callable[[str], None], starte
     return execute(plan, calib_x, ref, say, started)
 
 
-__all__ = ["API_NAMES", "Chain", "ConvertResult", "Plan", "check_outputs", "convert", "make_plan", "route", "run"]
+__all__ = ["API_NAMES", "ConvertResult", "convert", "run"]

@@ -22,7 +22,8 @@ from edgekit._version import __version__
 from edgekit.artifact import Artifact, ArtifactFailure, Manifest, RunFacts
 from edgekit.errors import EdgekitError, InternalError, UsageError
 from edgekit.formats import FORMATS
-from edgekit.fsutil import publish, sha256_file, staging_dir
+from edgekit.fsutil import publish, sha256_file
+from edgekit.outdir import output_lock, staging_dir
 from edgekit.plan import Plan, check_outputs, shown_path, stem_of
 from edgekit.steps import Intermediate, Step, StepContext
 
@@ -138,8 +139,15 @@ def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[
     Each artifact succeeds or fails on its own: a failed step or validation is recorded as that
     artifact's failure (with the step, the op where known, the message and the hint) and the
     others are published. Only when no artifact could be made does the run raise, with the first
-    failure's error; --strict stops at the first failure.
+    failure's error; --strict stops at the first failure. The output folder's lock is held from the
+    check of earlier outputs to the manifest: a second run into it is refused (OutputBusy).
     """
+    with output_lock(plan.options.out_dir):
+        return _execute(plan, calib, ref, progress, started)
+
+
+def _execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[str], None],
+             started: float | None) -> ConvertResult:
     started = time.perf_counter() if started is None else started
     options, source = plan.options, plan.source
     out_dir = Path(options.out_dir)

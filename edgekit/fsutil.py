@@ -1,4 +1,4 @@
-"""Atomic file writes and output staging.
+"""Atomic file writes and publishing (the output lock and staging folder: edgekit.outdir).
 
 Every artifact and manifest is written to a temporary name in the destination folder, fsynced,
 then moved into place with os.replace: a reader never sees half a file, and an interrupted run
@@ -11,13 +11,10 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
-
-STAGING_PREFIX = ".edgekit-staging-"
 
 
 def cache_dir() -> Path:
@@ -111,24 +108,6 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
 
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
-
-
-@contextlib.contextmanager
-def staging_dir(out_dir: Path) -> Iterator[Path]:
-    """A scratch folder beside OUT_DIR (same filesystem, so os.replace is atomic), always removed.
-
-    Stale staging folders from killed runs are removed first: they are edgekit's own, hidden,
-    and never hold a user file.
-    """
-    parent = out_dir.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    for stale in parent.glob(f"{STAGING_PREFIX}{out_dir.name}-*"):
-        shutil.rmtree(stale, ignore_errors=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{out_dir.name}-", dir=parent))
-    try:
-        yield tmp
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def publish(staged: Path, final: Path) -> Path:

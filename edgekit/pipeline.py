@@ -76,6 +76,10 @@ def convert(
         family = FAMILY[kind]
         say(f"loading {path} ({kind}) ...")
     check_modules([target for target, _ in wanted], family)  # known from the family alone: before the load
+    if options_.out_dir:  # an --out another run is writing into is refused before the model is loaded
+        from edgekit.outdir import refuse_if_busy
+
+        refuse_if_busy(options_.out_dir)
     load_opts = LoadOptions(factory=model, trust_model=options_.trust_model, input_shape=input_shape,
                             signature=options_.signature)
     src: Source = load_source(path, kind, load_opts)  # a file is probed in a child first: a crash stays there
@@ -100,7 +104,18 @@ def _split(value: str | list[str]) -> list[str]:
 
 def run(src: Source, options: ConvertOptions, say: Callable[[str], None], started: float | None = None
         ) -> ConvertResult:
-    """Plan the conversion of a loaded source, pick its calibration and validation data, execute."""
+    """Plan the conversion of a loaded source, pick its calibration and validation data, execute.
+
+    The output folder's lock is taken first, so a second run into the same --out is refused before
+    it spends time on calibration data and reference outputs (edgekit.outdir).
+    """
+    from edgekit.outdir import output_lock
+
+    with output_lock(options.out_dir):
+        return _run(src, options, say, started)
+
+
+def _run(src: Source, options: ConvertOptions, say: Callable[[str], None], started: float | None) -> ConvertResult:
     from edgekit.calibration import random_samples, split_for_conversion
     from edgekit.validate import Reference
 

@@ -5,14 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from edgekit.fsutil import (
-    STAGING_PREFIX,
-    atomic_write_bytes,
-    atomic_write_json,
-    publish,
-    sha256_file,
-    staging_dir,
-)
+from edgekit.fsutil import atomic_write_bytes, atomic_write_json, publish, sha256_file
 
 
 def test_atomic_write_replaces_whole_file(tmp_path: Path) -> None:
@@ -35,17 +28,6 @@ def test_failed_write_keeps_previous_file(tmp_path: Path, monkeypatch: pytest.Mo
         atomic_write_json(p, {"v": 2})
     assert p.read_text().strip().endswith("}") and '"v": 1' in p.read_text()
     assert sorted(f.name for f in tmp_path.iterdir()) == ["m.json"]
-
-
-def test_staging_dir_is_removed_on_error_and_stale_ones_cleaned(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    stale = tmp_path / f"{STAGING_PREFIX}out-dead"
-    stale.mkdir()
-    with pytest.raises(RuntimeError), staging_dir(out) as work:
-        assert not stale.exists()
-        (work / "half.onnx").write_bytes(b"partial")
-        raise RuntimeError("interrupted")
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_publish_moves_file(tmp_path: Path) -> None:

@@ -243,6 +243,46 @@ class RunFacts(Record):
 
 
 @dataclass
+class Preprocessing(Record):
+    """How a picture becomes the model's input, as edgekit's calibration and validation made it.
+
+    manifest.json `preprocessing`: what `edgekit serve` repeats on an uploaded image so that a client
+    never needs to know about layouts, normalisation or int8 scales: decode, convert to COLOR
+    ("L" grey or "RGB"), resize to SIZE [H, W] with RESIZE, multiply by SCALE, then (x - mean) / std
+    per channel; the artifact's own input spec says the layout (NCHW / NHWC) and the quantization.
+    `known` is False where the calibration data were float arrays edgekit did not preprocess.
+    """
+
+    color: str = "RGB"
+    size: list[int] = field(default_factory=list)
+    scale: float = 1 / 255
+    mean: list[float] | None = None
+    std: list[float] | None = None
+    resize: str = "bilinear"
+    known: bool = True
+
+    @classmethod
+    def of_conversion(cls, options: dict[str, Any], source: SourceInfo) -> Preprocessing | None:
+        """From a run's options and source (also for manifests written before this record existed)."""
+        shape = source.input.shape if source.input is not None else []
+        if len(shape) not in (3, 4):
+            return None
+        if len(shape) == 3:
+            c, h, w = 1, shape[1], shape[2]
+        elif (source.layout or "NCHW").upper() == "NHWC":
+            h, w, c = shape[1], shape[2], shape[3]
+        else:
+            c, h, w = shape[1], shape[2], shape[3]
+        if c not in (1, 3):
+            return None
+        calib = str(options.get("calib") or "")
+        floats = calib.lower().endswith((".npy", ".npz"))  # may hold preprocessed floats: not known for sure
+        mean, std = ([float(x) for x in v] if isinstance(v, (list, tuple)) else None
+                     for v in (options.get("mean"), options.get("std")))
+        return cls(color="L" if c == 1 else "RGB", size=[int(h), int(w)], mean=mean, std=std, known=not floats)
+
+
+@dataclass
 class Manifest:
     """What one conversion run produced, from what, with which tools and options."""
 
@@ -255,6 +295,7 @@ class Manifest:
     created: str = ""
     warnings: list[str] = field(default_factory=list)
     run: RunFacts | None = None
+    preprocessing: Preprocessing | None = None  # how images become inputs (edgekit serve's /classify)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -267,6 +308,7 @@ class Manifest:
             "artifacts": [a.to_dict() for a in self.artifacts],
             "warnings": self.warnings,
             "run": self.run.to_dict() if self.run is not None else None,
+            "preprocessing": self.preprocessing.to_dict() if self.preprocessing is not None else None,
         }
 
     @classmethod
@@ -281,6 +323,8 @@ class Manifest:
             created=d.get("created", ""),
             warnings=list(d.get("warnings", [])),
             run=RunFacts.from_dict(d["run"]) if isinstance(d.get("run"), dict) else None,
+            preprocessing=(Preprocessing.from_dict(d["preprocessing"]) if isinstance(d.get("preprocessing"), dict)
+                           else None),
         )
 
     def write(self, path: str | Path) -> Path:

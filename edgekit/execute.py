@@ -19,7 +19,7 @@ import numpy as np
 
 from edgekit._deps import version_of
 from edgekit._version import __version__
-from edgekit.artifact import Artifact, ArtifactFailure, Manifest, RunFacts
+from edgekit.artifact import Artifact, ArtifactFailure, Manifest, Preprocessing, RunFacts
 from edgekit.errors import EdgekitError, InternalError, UsageError
 from edgekit.formats import FORMATS
 from edgekit.fsutil import publish, sha256_file
@@ -231,6 +231,7 @@ def _execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[
         warnings=warnings,
         run=_run_facts(started),
     )
+    manifest.preprocessing = Preprocessing.of_conversion(manifest.options, manifest.source)
     manifest_path = manifest.write(out_dir / "manifest.json")
     return ConvertResult(manifest, manifest_path, bool(unfinished), unfinished[0] if unfinished else None, warnings)
 

@@ -31,6 +31,12 @@ def describe_artifact(path: Path, fmt: str) -> tuple[ArtifactInfo, list[str]]:
 
 def manifest_entry(path: Path) -> Any:
     """The Artifact record for PATH in a manifest.json beside it (or one folder up), if any."""
+    found = manifest_for(path)
+    return found[1] if found is not None else None
+
+
+def manifest_for(path: Path) -> tuple[Any, Any] | None:
+    """(Manifest, the Artifact record for PATH) from a manifest.json beside PATH (or one folder up), if any."""
     from edgekit.artifact import Manifest
 
     for folder in (path.parent, path.parent.parent):
@@ -42,7 +48,7 @@ def manifest_entry(path: Path) -> Any:
                 continue
             for a in m.artifacts:
                 if m.resolve(a, mf) == path.resolve():
-                    return a
+                    return m, a
     return None
 
 

@@ -1,0 +1,254 @@
+"""The ASGI application: KServe v2 REST endpoints, /classify, /metrics, and the guard in front of them.
+
+The guard (a plain ASGI middleware, cheap on every request) enforces, in order: the bearer token
+(compared in constant time; /v2/health/* stays open for probes), the body limit from Content-Length
+(413 before a byte of the body is read; bodies without a length are counted as they stream), and
+the drain (after SIGTERM/SIGINT new requests get 503 while those in flight finish).
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from edgekit._version import __version__
+from edgekit.runtimes.base import quantize
+from edgekit.serve.config import ServeConfig
+from edgekit.serve.errors import RequestError, bad_request
+from edgekit.serve.image import image_input, top_k
+from edgekit.serve.metrics import Metrics
+from edgekit.serve.protocol import HEADER_LENGTH, encode_infer, parse_infer
+from edgekit.serve.served import VERSION, ServedModel
+
+EXTENSIONS = ["binary_tensor_data", "edgekit_classify"]
+OPEN_PREFIX = "/v2/health/"
+
+
+@dataclass
+class ServerState:
+    """What the guard and the endpoints share: the models by every name, draining, requests in flight."""
+
+    config: ServeConfig
+    models: dict[str, ServedModel]
+    metrics: Metrics
+    draining: bool = False
+    in_flight: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def ready(self) -> bool:
+        return not self.draining and all(m.ready for m in self.models.values())
+
+    def model(self, name: str) -> ServedModel:
+        m = self.models.get(name)
+        if m is None:
+            raise RequestError(404, f"no model named '{name}'; this server has {sorted(self.unique())}.", "model")
+        return m
+
+    def unique(self) -> list[str]:
+        return sorted({m.name for m in self.models.values()})
+
+
+def _error(exc: RequestError) -> Response:
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+class Guard:
+    """Token, body limit, drain and in-flight count, before any routing."""
+
+    def __init__(self, app: Any, state: ServerState) -> None:
+        self.app = app
+        self.state = state
+        token = state.config.token
+        self.token = f"Bearer {token}".encode() if token else None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        path: str = scope.get("path", "")
+        headers = dict(scope.get("headers") or [])
+        refusal = self._refuse(path, headers)
+        if refusal is not None:
+            return await refusal(scope, receive, send)
+        counted = not path.startswith(OPEN_PREFIX) and path != "/metrics"
+        if counted:
+            self.state.in_flight += 1
+            self.state.metrics.in_flight.inc()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            if counted:
+                self.state.in_flight -= 1
+                self.state.metrics.in_flight.dec()
+
+    def _refuse(self, path: str, headers: dict[bytes, bytes]) -> Response | None:
+        if self.token is not None and not path.startswith(OPEN_PREFIX):
+            given = headers.get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.token):
+                return JSONResponse({"error": "a valid bearer token is needed (Authorization: Bearer <token>)."},
+                                    status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        length = headers.get(b"content-length")
+        limit = self.state.config.max_body_bytes
+        if length is not None:
+            if not length.isdigit():
+                return _error(bad_request("Content-Length is not a number.", "Content-Length"))
+            if int(length) > limit:
+                return _error(RequestError(413, f"the body is {int(length)} bytes; at most {limit} are accepted "
+                                           f"(--max-body-mb {self.state.config.max_body_mb:g}).", "body"))
+        encoding = headers.get(b"content-encoding", b"identity").strip().lower()
+        if encoding not in (b"identity", b""):
+            return _error(RequestError(415, f"Content-Encoding {encoding.decode(errors='replace')} is not "
+                                       "accepted: send the body uncompressed.", "Content-Encoding"))
+        if self.state.draining and not path.startswith(OPEN_PREFIX) and path != "/metrics":
+            return _error(RequestError(503, "the server is shutting down.", headers={"Retry-After": "5"}))
+        return None
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, or 413 as soon as it passes LIMIT (for bodies sent without Content-Length)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestError(413, f"the body passes {limit} bytes (--max-body-mb).", "body")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+Endpoint = Callable[[Request, ServerState], Awaitable[Response]]
+
+
+def _route(path: str, endpoint: Endpoint, state: ServerState, label: str, methods: list[str]) -> Route:
+    """A route whose RequestErrors become JSON answers, with requests counted and timed per model."""
+
+    async def handle(request: Request) -> Response:
+        t0 = time.perf_counter()
+        try:
+            response = await endpoint(request, state)
+        except RequestError as exc:
+            response = _error(exc)
+        except Exception as exc:  # noqa: BLE001 - a bug here is a 500 for this request, never a dead server
+            response = _error(RequestError(500, f"internal error: {type(exc).__name__}: {exc}"))
+        model = request.path_params.get("name", "")
+        if model:
+            model = state.models[model].name if model in state.models else "unknown"
+            state.metrics.request_seconds.labels(model, label).observe(time.perf_counter() - t0)
+        state.metrics.requests.labels(model, label, str(response.status_code)).inc()
+        return response
+
+    return Route(path, handle, methods=methods)
+
+
+# ---------------------------------------------------------------------------------------------- endpoints
+async def live(request: Request, state: ServerState) -> Response:
+    return JSONResponse({"live": True})
+
+
+async def ready(request: Request, state: ServerState) -> Response:
+    return JSONResponse({"ready": state.ready}, status_code=200 if state.ready else 503)
+
+
+async def server_metadata(request: Request, state: ServerState) -> Response:
+    return JSONResponse({"name": "edgekit", "version": __version__, "extensions": EXTENSIONS,
+                         "models": state.unique()})
+
+
+async def model_metadata(request: Request, state: ServerState) -> Response:
+    _check_version(request)
+    return JSONResponse(state.model(request.path_params["name"]).metadata())
+
+
+async def model_ready(request: Request, state: ServerState) -> Response:
+    _check_version(request)
+    m = state.model(request.path_params["name"])
+    ok = m.ready and not state.draining
+    return JSONResponse({"name": m.name, "ready": ok}, status_code=200 if ok else 503)
+
+
+def _check_version(request: Request) -> None:
+    version = request.path_params.get("version")
+    if version is not None and version != VERSION:
+        raise RequestError(404, f"version {version!r} does not exist; this model has version {VERSION}.", "version")
+
+
+async def infer(request: Request, state: ServerState) -> Response:
+    _check_version(request)
+    m = state.model(request.path_params["name"])
+    body = await read_body(request, state.config.max_body_bytes)
+    req = parse_infer(body, request.headers.get(HEADER_LENGTH), m.inputs, m.outputs)
+    results = await m.run(req.inputs)
+    content, header_length = encode_infer(m.name, VERSION, req, results)
+    if header_length is None:
+        return Response(content, media_type="application/json")
+    return Response(content, media_type="application/octet-stream",
+                    headers={"Inference-Header-Content-Length": str(header_length)})
+
+
+async def _image_bytes(request: Request, limit: int) -> bytes:
+    body = await read_body(request, limit)
+    if not request.headers.get("content-type", "").lower().startswith("multipart/form-data"):
+        return body
+    request._body = body  # the form parser reads the body already read (and limited), not the socket again
+    async with request.form(max_files=1, max_fields=8) as form:
+        for value in form.values():
+            if hasattr(value, "read"):
+                return await value.read()
+    raise bad_request("the multipart form holds no file: send the picture as a file field (e.g. 'image').",
+                      "image")
+
+
+async def classify(request: Request, state: ServerState) -> Response:
+    m = state.model(request.path_params["name"])
+    if len(m.inputs) != 1 or not m.outputs:
+        raise bad_request(f"model '{m.name}' takes {len(m.inputs)} inputs: /classify serves one-image models; "
+                          "use /infer.", "model")
+    raw_k = request.query_params.get("top_k", str(state.config.top_k))
+    if not raw_k.isdigit() or not 1 <= int(raw_k) <= 1000:
+        raise bad_request(f"top_k must be an integer 1..1000, got {raw_k!r}.", "top_k")
+    data = await _image_bytes(request, state.config.max_body_bytes)
+    wire = m.inputs[0]
+    x = image_input(data, wire.spec, m.choice.preprocessing, state.config.max_pixels)
+    if wire.shape[0] > 1:
+        raise bad_request(f"model '{m.name}' has a static batch of {wire.shape[0]}: one image cannot fill it.",
+                          "model")
+    results = await m.run({wire.name: quantize(x, wire.spec)})
+    answer = top_k(results[m.outputs[0].name], int(raw_k), m.labels)
+    return JSONResponse({"model_name": m.name, "model_version": VERSION, **answer})
+
+
+async def metrics(request: Request, state: ServerState) -> Response:
+    state.metrics.refresh({m.name: m.pool.depth for m in state.models.values() if m.pool is not None})
+    body, content_type = state.metrics.exposition()
+    return Response(body, media_type=content_type)
+
+
+def build_app(state: ServerState) -> Any:
+    """The ASGI app for STATE's models (loaded), wrapped in the guard."""
+    routes = [
+        _route("/v2/health/live", live, state, "live", ["GET"]),
+        _route("/v2/health/ready", ready, state, "ready", ["GET"]),
+        _route("/v2", server_metadata, state, "server_metadata", ["GET"]),
+        _route("/metrics", metrics, state, "metrics", ["GET"]),
+    ]
+    for base in ("/v2/models/{name}", "/v2/models/{name}/versions/{version}"):
+        routes += [
+            _route(base, model_metadata, state, "model_metadata", ["GET"]),
+            _route(base + "/ready", model_ready, state, "model_ready", ["GET"]),
+            _route(base + "/infer", infer, state, "infer", ["POST"]),
+        ]
+    routes.append(_route("/v2/models/{name}/classify", classify, state, "classify", ["POST"]))
+    app = Starlette(routes=routes)
+    app.state.edgekit = state
+    return Guard(app, state)
+
+
+__all__ = ["Guard", "ServerState", "build_app"]

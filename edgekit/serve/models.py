@@ -1,0 +1,199 @@
+"""What is served: each PATH (an artifact, or a conversion folder / manifest) to one model with a name.
+
+A conversion folder's manifest lists many artifacts; the one served is the best for the device:
+an Edge TPU artifact on the Edge TPU, ONNX on a GPU, and on a CPU the smallest that passed
+validation (int8 TFLite first, as on a Raspberry Pi), or the one `--precision` names. Each model
+answers to `<stem>` (while that is unique) and to `<stem>-<precision>`. Nothing is loaded here: the
+result is plain data, so the choice can be tested and printed before any runtime starts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from edgekit.artifact import Artifact, Manifest, Preprocessing
+from edgekit.errors import UsageError
+
+# (format, precision) in order of preference for a device kind
+PREFERENCE: dict[str, list[tuple[str, str]]] = {
+    "edgetpu": [("edgetpu", "int8")],
+    "gpu": [("onnx", "fp16"), ("onnx", "fp32"), ("onnx", "int8"), ("onnx", "dynamic")],
+    "cpu": [("tflite", "int8"), ("onnx", "int8"), ("tflite", "dynamic"), ("onnx", "dynamic"),
+            ("tflite", "fp16"), ("tflite", "fp32"), ("onnx", "fp32"), ("onnx", "fp16")],
+}
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """One model to serve: where it is, how it is run, what the manifest says about it."""
+
+    name: str
+    aliases: tuple[str, ...]
+    path: Path
+    format: str
+    precision: str | None
+    runtime: str  # a RUNTIMES key
+    device: str  # the runtime device
+    artifact: Artifact | None  # its manifest record, where there is a manifest
+    preprocessing: Preprocessing | None
+
+
+def _stem(path: Path) -> str:
+    stem = path.name.split(".")[0]
+    return stem[: -len("_edgetpu")] if stem.endswith("_edgetpu") else stem
+
+
+def _device_kind(device: str) -> tuple[str, str]:
+    """(device kind for the preference table, device to resolve per runtime): a profile name or .toml too."""
+    from edgekit.runtimes import DEVICE_ALIASES, DEVICES, normalize_device
+
+    key = normalize_device(device)
+    if key in DEVICES or key in DEVICE_ALIASES.values():
+        return key, key
+    from edgekit.devices import load_profile
+
+    kind = load_profile(device).kind
+    return kind, kind
+
+
+def _auto_kind(arts: list[Artifact]) -> str:
+    """For --device auto over a manifest: the Edge TPU, or a GPU, where an artifact for it exists and runs here."""
+    from edgekit.runtimes import pick_runtime
+
+    formats = {a.format for a in arts}
+    if "edgetpu" in formats and pick_runtime("edgetpu").available("edgetpu")[0]:
+        return "edgetpu"
+    if "onnx" in formats and pick_runtime("onnx").available("gpu")[0]:
+        return "gpu"
+    return "cpu"
+
+
+def choose_artifact(manifest: Manifest, device: str, precision: str | None, runtime: str | None) -> Artifact:
+    """The artifact of MANIFEST to serve on DEVICE (auto, cpu, gpu, edgetpu, a profile): see the module doc."""
+    from edgekit.precisions import get_precision
+
+    ok = [a for a in manifest.artifacts if a.ok and (a.fidelity is None or a.fidelity.passed)]
+    if not ok:
+        raise UsageError("The manifest lists no artifact that was made and passed validation.",
+                         hint="Convert again, or serve one artifact file directly.")
+    kind = _auto_kind(ok) if device == "auto" else _device_kind(device)[0]
+    wanted = get_precision(precision).name if precision else None
+    order = PREFERENCE.get(kind, PREFERENCE["cpu"])
+    rank = {fp: i for i, fp in enumerate(order)}
+    candidates = [a for a in ok if (a.format, a.precision) in rank and (wanted is None or a.precision == wanted)
+                  and (runtime is None or _runtime_loads(runtime, a.format))]
+    if not candidates:
+        have = ", ".join(sorted({f"{a.format} {a.precision}" for a in ok}))
+        raise UsageError(f"No artifact in the manifest fits --device {device}"
+                         + (f" --precision {precision}" if precision else "") + f" (it has: {have}).",
+                         hint="Choose another --precision or --device, or serve an artifact file directly.")
+    # the int8 TFLite with int8 I/O before the uint8-I/O one: the same model, the common case first
+    return min(candidates, key=lambda a: (rank[(a.format, a.precision)], a.extra.get("io_dtype") == "uint8"))
+
+
+def _runtime_loads(runtime: str, fmt: str) -> bool:
+    from edgekit.runtimes import get_runtime
+
+    return fmt in get_runtime(runtime).formats
+
+
+def _preprocessing(manifest: Manifest | None) -> Preprocessing | None:
+    if manifest is None:
+        return None
+    return manifest.preprocessing or Preprocessing.of_conversion(manifest.options, manifest.source)
+
+
+def resolve_one(path: Path, device: str, precision: str | None, runtime: str | None) -> ModelChoice:
+    """PATH (artifact, folder or manifest.json) to the model served from it (not loaded)."""
+    from edgekit.runtimes import detect_format, pick_runtime, resolve_device
+
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"No such file or folder: {p}.",
+                         hint="Pass an artifact or an `edgekit convert` output folder.")
+    manifest: Manifest | None = None
+    art: Artifact | None = None
+    if p.is_dir() and (p / "manifest.json").is_file() or p.name == "manifest.json":
+        manifest = Manifest.read(p)
+        mf = p if p.name == "manifest.json" else p / "manifest.json"
+        art = choose_artifact(manifest, device, precision, runtime)
+        file = manifest.resolve(art, mf)
+        stem = _stem(Path(manifest.source.path)) if manifest.source.path else _stem(file)
+    else:
+        file = p
+        from edgekit.measure.artifact import manifest_for
+
+        found = manifest_for(p)
+        if found is not None:
+            manifest, art = found
+        stem = _stem(p)
+    fmt = detect_format(file)
+    cls = pick_runtime(fmt, runtime)
+    dev = resolve_device(cls, fmt, _device_kind(device)[1] if device != "auto" else "auto")
+    if art is not None:
+        prec = art.precision
+    else:
+        from edgekit.measure.artifact import guess_precision
+
+        prec = guess_precision(file, None)[0]
+    return ModelChoice(name=stem, aliases=(), path=file, format=fmt, precision=prec, runtime=cls.name, device=dev,
+                       artifact=art, preprocessing=_preprocessing(manifest))
+
+
+def name_models(choices: list[ModelChoice]) -> list[ModelChoice]:
+    """Unique names: `<stem>` where only one model has that stem, else `<stem>-<precision>` (and the format)."""
+    from collections import Counter
+    from dataclasses import replace
+
+    def long(c: ModelChoice) -> str:
+        return f"{c.name}-{c.precision}" if c.precision else c.name
+
+    stems = Counter(c.name for c in choices)
+    longs = Counter(long(c) for c in choices)
+    out = []
+    for c in choices:
+        full = long(c)
+        if longs[full] > 1:
+            full = f"{full}-{c.format}"
+        name = c.name if stems[c.name] == 1 else full
+        aliases = () if full == name else (full,)
+        if not NAME_RE.match(name):
+            raise UsageError(f"'{name}' cannot be a model name in a URL.",
+                             hint="Rename the file to letters, digits, '_', '-' and '.'.")
+        out.append(replace(c, name=name, aliases=aliases))
+    names = [n for c in out for n in (c.name, *c.aliases)]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise UsageError(f"Several PATHs would be served as {', '.join(dup)}.",
+                         hint="Serve each file once, or rename one of them.")
+    return out
+
+
+def resolve_models(paths: list[Path], device: str = "auto", precision: str | None = None,
+                   runtime: str | None = None) -> list[ModelChoice]:
+    if not paths:
+        raise UsageError("Name at least one artifact or conversion folder to serve.")
+    return name_models([resolve_one(p, device, precision, runtime) for p in paths])
+
+
+def read_labels(path: Path | None) -> list[str] | None:
+    """Class names, one a line (blank lines kept as empty names so indices stay right; a trailing one dropped)."""
+    if path is None:
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"Cannot read the labels file {path}: {exc}.",
+                         hint="One class name a line, in the order of the model's outputs.") from exc
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise UsageError(f"The labels file {path} is empty.")
+    return [ln.strip() for ln in lines]
+
+
+__all__ = ["PREFERENCE", "ModelChoice", "choose_artifact", "name_models", "read_labels", "resolve_models"]

@@ -1,0 +1,209 @@
+"""KServe v2 inference requests and responses: JSON tensors and the binary tensor data extension.
+
+Request: a JSON object `{"id"?, "parameters"?, "inputs": [{"name", "shape", "datatype", "data" |
+"parameters": {"binary_data_size": n}}], "outputs"?: [{"name", "parameters"?: {"binary_data": bool}}]}`.
+With the binary extension the HTTP header `Inference-Header-Content-Length: N` says the first N
+bytes are that JSON and the rest is the raw little-endian tensors, in input order. Responses use
+binary for an output when the request asked (`binary_data` per output, or `binary_data_output` for
+all), as tritonclient does by default. Every fault is a 400 naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from edgekit.serve.errors import bad_request
+from edgekit.serve.tensors import DATATYPES, KNOWN_DATATYPES, WireTensor, datatype_of
+
+HEADER_LENGTH = "inference-header-content-length"
+MAX_DIMS = 16  # no CNN input has more; bounds the nesting of JSON data as well
+
+
+@dataclass
+class Requested:
+    """One output the client asked for, and whether it wants it as binary."""
+
+    name: str
+    binary: bool
+
+
+@dataclass
+class InferRequest:
+    id: str | None
+    inputs: dict[str, np.ndarray]  # in the model's dtypes, shapes checked
+    outputs: list[Requested]
+
+
+def load_json(data: bytes, what: str = "body") -> Any:
+    """JSON from DATA, or a 400: malformed, not UTF-8, or nested too deep for the parser."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise bad_request("the JSON is nested too deeply.", what) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise bad_request(f"the request is not valid JSON: {exc}.", what) from None
+
+
+def _split(body: bytes, header_length: str | None) -> tuple[Any, memoryview]:
+    if header_length is None:
+        return load_json(body), memoryview(b"")
+    try:
+        n = int(header_length)
+    except ValueError:
+        n = -1
+    if n < 0 or n > len(body):
+        raise bad_request(f"Inference-Header-Content-Length is {header_length!r}, but the body has {len(body)} "
+                          "bytes.", "Inference-Header-Content-Length")
+    return load_json(body[:n]), memoryview(body)[n:]
+
+
+def _shape(item: dict[str, Any], where: str) -> list[int]:
+    shape = item.get("shape")
+    if (not isinstance(shape, list) or len(shape) > MAX_DIMS
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
+        raise bad_request(f"'shape' must be a list of at most {MAX_DIMS} non-negative integers, got {shape!r}.",
+                          f"{where}.shape")
+    return shape
+
+
+def _datatype(item: dict[str, Any], where: str) -> str:
+    dt = item.get("datatype")
+    if not isinstance(dt, str) or dt not in KNOWN_DATATYPES:
+        raise bad_request(f"unknown datatype {dt!r}; v2 datatypes are {', '.join(KNOWN_DATATYPES)}.",
+                          f"{where}.datatype")
+    if dt not in DATATYPES:
+        raise bad_request(f"datatype {dt} is not served: numeric tensors only.", f"{where}.datatype")
+    return dt
+
+
+def _json_data(data: Any, dtype: np.dtype, count: int, where: str) -> np.ndarray:
+    if not isinstance(data, list):
+        raise bad_request("'data' must be a list of numbers (flat, or nested as the shape).", f"{where}.data")
+    try:
+        arr = np.asarray(data, dtype=dtype if dtype.kind != "b" else None)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise bad_request(f"'data' must hold {dtype.name} numbers in a regular nesting: {exc}.",
+                          f"{where}.data") from None
+    if arr.dtype == object or arr.ndim > MAX_DIMS or (dtype.kind == "b" and arr.size and arr.dtype.kind != "b"):
+        raise bad_request(f"'data' must hold {dtype.name} values in a regular nesting.", f"{where}.data")
+    if arr.size != count:
+        raise bad_request(f"'data' holds {arr.size} values but the shape asks for {count}.", f"{where}.data")
+    return arr.astype(dtype, copy=False)
+
+
+def parse_infer(body: bytes, header_length: str | None, inputs: list[WireTensor],
+                outputs: list[WireTensor]) -> InferRequest:
+    """A v2 request for a model with INPUTS and OUTPUTS, checked field by field."""
+    doc, rest = _split(body, header_length)
+    if not isinstance(doc, dict):
+        raise bad_request("the request must be a JSON object with an 'inputs' list.", "body")
+    items = doc.get("inputs")
+    if not isinstance(items, list) or not items:
+        raise bad_request("'inputs' must be a non-empty list of tensors.", "inputs")
+    by_name = {t.name: t for t in inputs}
+    arrays: dict[str, np.ndarray] = {}
+    offset = 0
+    for i, item in enumerate(items):
+        where = f"inputs[{i}]"
+        if not isinstance(item, dict):
+            raise bad_request("each input must be an object with name, shape, datatype and data.", where)
+        name = item.get("name")
+        if name not in by_name:
+            raise bad_request(f"the model has no input {name!r}; its inputs are {list(by_name)}.", f"{where}.name")
+        if name in arrays:
+            raise bad_request(f"input {name!r} is given twice.", f"{where}.name")
+        wire = by_name[name]
+        shape, dt = _shape(item, where), _datatype(item, where)
+        wire.check_shape(shape, where)
+        if dt not in wire.accepted:
+            raise bad_request(f"input '{name}' takes datatype {' or '.join(wire.accepted)}, got {dt}.",
+                              f"{where}.datatype")
+        dtype = np.dtype(DATATYPES[dt]).newbyteorder("<")
+        count = math.prod(shape)
+        params = item.get("parameters") if isinstance(item.get("parameters"), dict) else {}
+        size = params.get("binary_data_size")
+        if size is not None:
+            if not isinstance(size, int) or size != count * dtype.itemsize or offset + size > len(rest):
+                raise bad_request(f"binary_data_size {size!r} does not fit shape {shape} of {dt} "
+                                  f"({count * dtype.itemsize} bytes) or the {len(rest) - offset} bytes left.",
+                                  f"{where}.parameters.binary_data_size")
+            arr = np.frombuffer(rest[offset:offset + size], dtype=dtype)
+            offset += size
+        else:
+            arr = _json_data(item.get("data"), dtype, count, where)
+        arrays[name] = wire.to_model(arr.reshape(shape).astype(dtype.newbyteorder("="), copy=False), dt, where)
+    if offset != len(rest):
+        raise bad_request(f"{len(rest) - offset} bytes of binary data after the last tensor.", "body")
+    missing = [n for n in by_name if n not in arrays]
+    if missing:
+        raise bad_request(f"missing input(s) {missing}.", "inputs")
+    return InferRequest(id=_id(doc), inputs=arrays, outputs=_requested(doc, outputs))
+
+
+def _id(doc: dict[str, Any]) -> str | None:
+    rid = doc.get("id")
+    if rid is not None and not isinstance(rid, str):
+        raise bad_request("'id' must be a string.", "id")
+    return rid
+
+
+def _requested(doc: dict[str, Any], outputs: list[WireTensor]) -> list[Requested]:
+    params = doc.get("parameters") if isinstance(doc.get("parameters"), dict) else {}
+    binary_all = bool(params.get("binary_data_output", False))
+    items = doc.get("outputs")
+    if items is None:
+        return [Requested(t.name, binary_all) for t in outputs]
+    if not isinstance(items, list):
+        raise bad_request("'outputs' must be a list.", "outputs")
+    names = {t.name for t in outputs}
+    out = []
+    for i, item in enumerate(items):
+        name = item.get("name") if isinstance(item, dict) else None
+        if name not in names:
+            raise bad_request(f"the model has no output {name!r}; its outputs are {sorted(names)}.",
+                              f"outputs[{i}].name")
+        p = item.get("parameters") if isinstance(item.get("parameters"), dict) else {}
+        if p.get("classification"):
+            raise bad_request("the classification extension is not served on /infer; use /classify.",
+                              f"outputs[{i}].parameters.classification")
+        out.append(Requested(name, bool(p.get("binary_data", binary_all))))
+    return out
+
+
+def _json_safe(arr: np.ndarray) -> list[Any]:
+    flat = arr.ravel()
+    if flat.dtype.kind == "f" and not np.isfinite(flat).all():
+        return [v if math.isfinite(v) else str(v) for v in flat.tolist()]  # JSON has no NaN/inf
+    return flat.tolist()
+
+
+def encode_infer(model: str, version: str, request: InferRequest, results: dict[str, np.ndarray]
+                 ) -> tuple[bytes, int | None]:
+    """The response body, and the JSON header's length when binary tensors follow it."""
+    outs: list[dict[str, Any]] = []
+    blobs: list[bytes] = []
+    for req in request.outputs:
+        arr = np.ascontiguousarray(results[req.name])
+        entry: dict[str, Any] = {"name": req.name, "datatype": datatype_of(arr.dtype.name), "shape": list(arr.shape)}
+        if req.binary:
+            raw = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+            entry["parameters"] = {"binary_data_size": len(raw)}
+            blobs.append(raw)
+        else:
+            entry["data"] = _json_safe(arr)
+        outs.append(entry)
+    doc: dict[str, Any] = {"model_name": model, "model_version": version, "outputs": outs}
+    if request.id is not None:
+        doc["id"] = request.id
+    head = json.dumps(doc, separators=(",", ":")).encode()
+    if not blobs:
+        return head, None
+    return b"".join([head, *blobs]), len(head)
+
+
+__all__ = ["HEADER_LENGTH", "InferRequest", "Requested", "encode_infer", "load_json", "parse_infer"]

@@ -1,0 +1,121 @@
+"""One model being served: its runtime pool, its tensors as advertised, and inference as a coroutine.
+
+The HTTP layer hands it arrays already checked against `inputs`; it queues them on the pool (503
+with Retry-After when the queue is full, at once), waits at most `timeout_s` (504), and turns what
+a runtime raised into a 500 with the runtime's message: a failed inference never takes the server
+down, and the next request runs as usual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from edgekit.errors import EdgekitError, UsageError
+from edgekit.runtimes.base import Runtime
+from edgekit.serve.config import ServeConfig
+from edgekit.serve.errors import RequestError
+from edgekit.serve.metrics import Metrics
+from edgekit.serve.models import ModelChoice
+from edgekit.serve.pool import QueueFull, RuntimePool
+from edgekit.serve.tensors import WireTensor, wire_tensors
+
+PLATFORMS = {"onnx": "onnxruntime_onnx", "tflite": "tensorflow_lite", "edgetpu": "tensorflow_lite_edgetpu"}
+VERSION = "1"
+
+
+class ServedModel:
+    def __init__(self, choice: ModelChoice, config: ServeConfig, metrics: Metrics,
+                 labels: list[str] | None = None) -> None:
+        self.choice = choice
+        self.name = choice.name
+        self.config = config
+        self.metrics = metrics
+        self.labels = labels
+        self.pool: RuntimePool | None = None
+        self.inputs: list[WireTensor] = []
+        self.outputs: list[WireTensor] = []
+        self.max_batch = 1
+        self.info: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ loading
+    def _open(self) -> Runtime:
+        from edgekit.runtimes import get_runtime
+
+        rt = get_runtime(self.choice.runtime)()
+        rt.load(self.choice.path, device=self.choice.device, threads=self.config.threads, **self.config.options)
+        return rt
+
+    def load(self) -> None:
+        """Load `workers` runtimes, each warmed up with one inference; check labels against the output."""
+        pool = RuntimePool(self._open, workers=self.config.workers, max_queue=self.config.max_queue,
+                           batch_timeout_s=self.config.batch_timeout_ms / 1e3, name=self.name)
+        pool.start(warmup=lambda rt: rt.run(rt.random_inputs()))
+        rt = pool.runtimes[0]
+        recorded = {s.name: s for s in (self.choice.artifact.inputs if self.choice.artifact else [])}
+        specs = [replace(s, layout=s.layout or (recorded[s.name].layout if s.name in recorded else None))
+                 for s in rt.inputs]  # the manifest knows the layout where the runtime cannot tell
+        self.inputs, self.outputs = wire_tensors(specs), wire_tensors(rt.outputs)
+        self.info = {"runtime": self.choice.runtime, "runtime_version": type(rt).version(),
+                     "device": self.choice.device, **rt.info()}
+        # dynamic batching only where every input's batch is dynamic; otherwise one request at a time
+        dynamic = bool(rt.inputs) and all(s.shape and s.shape[0] <= 0 for s in rt.inputs)
+        self.max_batch = pool.max_batch = self.config.max_batch if dynamic else 1
+        self.pool = pool
+        self.metrics.load_seconds.labels(self.name).set(pool.load_seconds)
+        if self.labels is not None and (not self.outputs or self.outputs[0].shape[-1] != len(self.labels)):
+            self.labels = None  # --labels names another model's classes (load_models checks that one model fits)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+    # ------------------------------------------------------------------ serving
+    @property
+    def ready(self) -> bool:
+        return self.pool is not None
+
+    async def run(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Model-dtype ARRAYS in; the outputs as sent (dequantized where quantized)."""
+        if self.pool is None:
+            raise RequestError(503, f"model '{self.name}' is not loaded.", headers={"Retry-After": "1"})
+        try:
+            job = self.pool.submit(arrays)
+        except QueueFull:
+            raise RequestError(503, f"model '{self.name}' has {self.config.max_queue} requests waiting "
+                               "(--max-queue); try again shortly.", headers={"Retry-After": "1"}) from None
+        try:
+            out = await asyncio.wait_for(asyncio.wrap_future(job.future), self.config.timeout_s)
+        except asyncio.TimeoutError:
+            job.future.cancel()
+            raise RequestError(504, f"no result within {self.config.timeout_s:g} s (--timeout-s).") from None
+        except UsageError as exc:
+            raise RequestError(400, exc.message, "inputs") from None
+        except EdgekitError as exc:
+            raise RequestError(500, f"inference failed: {exc.message}") from None
+        except Exception as exc:  # noqa: BLE001 - whatever a runtime raised: a 500, the server stays up
+            raise RequestError(500, f"inference failed: {type(exc).__name__}: {exc}") from None
+        self.metrics.queue_seconds.labels(self.name).observe(max(0.0, job.started - job.enqueued))
+        self.metrics.inference_seconds.labels(self.name).observe(max(0.0, job.finished - job.started))
+        self.metrics.batch_size.labels(self.name).observe(job.batch)
+        by_name = {w.name: w for w in self.outputs}
+        return {k: by_name[k].from_model(v) if k in by_name else v for k, v in out.items()}
+
+    def metadata(self) -> dict[str, Any]:
+        c = self.choice
+        params: dict[str, Any] = {"path": c.path.name, "format": c.format, "precision": c.precision,
+                                  "max_batch": self.max_batch, "aliases": list(c.aliases), **self.info,
+                                  "layouts": {w.name: w.spec.layout for w in self.inputs},
+                                  "quantized_inputs_take_fp32": [w.name for w in self.inputs if w.quantized]}
+        if c.preprocessing is not None:
+            params["preprocessing"] = c.preprocessing.to_dict()
+        return {"name": self.name, "versions": [VERSION], "platform": PLATFORMS.get(c.format, c.format),
+                "inputs": [w.metadata() for w in self.inputs], "outputs": [w.metadata() for w in self.outputs],
+                "parameters": params}
+
+
+__all__ = ["PLATFORMS", "VERSION", "ServedModel"]

@@ -1,0 +1,155 @@
+"""Run the app: load the models, bind (loopback unless allowed), serve, and drain on SIGTERM/SIGINT.
+
+Shutdown as model servers do it behind a load balancer: the first SIGTERM or SIGINT turns
+readiness false and answers new requests 503 at once, lets the requests in flight finish (up to
+--drain-s), then stops uvicorn and exits 0. A second signal stops at once. uvicorn's own handler
+re-raises the signal after its shutdown (the process would then die by it, exit 143), so the
+signals are taken here.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from types import FrameType
+
+from edgekit._deps import require
+from edgekit.errors import MissingDependency, UsageError
+from edgekit.serve.config import ServeConfig
+
+
+def _require_stack() -> None:
+    for module, dist in (("starlette", "starlette"), ("uvicorn", "uvicorn"), ("prometheus_client", "prometheus-client"),
+                         ("multipart", "python-multipart")):
+        try:
+            require(module, extra="serve", purpose="serve models over HTTP")
+        except MissingDependency as exc:
+            exc.hint = f"pip install 'edgekit[serve]'  (or just: pip install '{dist}')"
+            raise
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on HOST:PORT (port 0: a free one); UsageError when it is taken or not ours."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}.",
+                         hint="Choose another --port (0 picks a free one), or stop what uses it.") from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+def load_models(config: ServeConfig, say: Callable[[str], None]) -> tuple[list, object]:
+    """Resolve and load every PATH; (served models, metrics)."""
+    from edgekit.serve.metrics import Metrics
+    from edgekit.serve.models import read_labels, resolve_models
+    from edgekit.serve.served import ServedModel
+
+    metrics = Metrics()
+    labels = read_labels(config.labels)
+    served = []
+    try:
+        for choice in resolve_models(list(config.paths), config.device, config.precision, config.runtime):
+            m = ServedModel(choice, config, metrics, labels)
+            m.load()
+            served.append(m)
+            names = " or ".join((choice.name, *choice.aliases))
+            say(f"model {names}: {choice.path.name} ({choice.format} {choice.precision or ''}) on {choice.runtime} "
+                f"{choice.device}, {config.workers} worker(s), max batch {m.max_batch}, "
+                f"loaded in {m.pool.load_seconds:.2f} s" + (", with --labels" if m.labels else ""))
+        if labels is not None and not any(m.labels for m in served):
+            classes = sorted({m.outputs[0].shape[-1] for m in served if m.outputs})
+            raise UsageError(f"--labels has {len(labels)} names but the models have {classes} classes.",
+                             hint="One class name a line, in the order of the model's outputs.")
+    except BaseException:
+        for m in served:
+            m.close()
+        raise
+    sensor = metrics.watch_power(served[0].choice.device if served else "cpu")
+    if sensor:
+        say(f"power: {sensor} counted at /metrics (edgekit_energy_joules)")
+    return served, metrics
+
+
+def serve(config: ServeConfig, say: Callable[[str], None] | None = None) -> int:
+    """Serve until SIGTERM/SIGINT; 0 after a clean drain."""
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    config.check()
+    _require_stack()
+    import uvicorn
+
+    from edgekit.serve.app import ServerState, build_app
+
+    t0 = time.perf_counter()
+    sock = bind(config.host, config.port)
+    try:
+        served, metrics = load_models(config, say)
+    except BaseException:
+        sock.close()
+        raise
+    models = {n: m for m in served for n in (m.name, *m.choice.aliases)}
+    state = ServerState(config=config, models=models, metrics=metrics)  # type: ignore[arg-type]
+
+    class DrainingServer(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if state.draining:  # a second signal: stop now
+                self.should_exit = True
+                self.force_exit = sig == signal.SIGINT
+                return
+            state.draining = True
+            self.drain_deadline = time.monotonic() + config.drain_s
+            say(f"{signal.Signals(sig).name}: not ready any more; draining {state.in_flight} request(s) "
+                f"(at most {config.drain_s:g} s)")
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                host, port = sock.getsockname()[:2]
+                shown = f"[{host}]" if ":" in host else host
+                say(f"serving {', '.join(state.unique())} on http://{shown}:{port} (KServe v2; ready in "
+                    f"{time.perf_counter() - t0:.2f} s){' with a bearer token' if config.token else ''}")
+
+        async def on_tick(self, counter: int) -> bool:
+            if state.draining and (state.in_flight == 0 or time.monotonic() >= self.drain_deadline):
+                self.should_exit = True
+            return await super().on_tick(counter)
+
+        def capture_signals(self):  # type: ignore[override]
+            import contextlib
+
+            @contextlib.contextmanager
+            def handlers():
+                saved = {s: signal.signal(s, self.handle_exit) for s in (signal.SIGINT, signal.SIGTERM)}
+                try:
+                    yield
+                finally:
+                    for s, h in saved.items():
+                        signal.signal(s, h)
+
+            return handlers()
+
+    uv = uvicorn.Config(build_app(state), log_level="warning", access_log=False, server_header=False,
+                        timeout_graceful_shutdown=max(1, int(config.drain_s)), lifespan="off")
+    server = DrainingServer(uv)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for m in served:
+            m.close()
+        metrics.close()  # type: ignore[attr-defined]
+        sock.close()
+    if not server.started:
+        raise UsageError(f"The server could not start on {config.host}:{config.port}.")
+    say("stopped: every request in flight was answered" if state.in_flight == 0 else
+        f"stopped with {state.in_flight} request(s) unanswered after --drain-s {config.drain_s:g}")
+    return 0
+
+
+__all__ = ["bind", "load_models", "serve"]

@@ -1,0 +1,124 @@
+"""The v2 request parser and the bind/token rules, without a server: every fault is a 400 naming its field."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from edgekit.artifact import QuantParams, TensorSpec
+from edgekit.errors import UsageError
+from edgekit.serve.config import ServeConfig, is_loopback, read_token
+from edgekit.serve.errors import RequestError
+from edgekit.serve.protocol import encode_infer, parse_infer
+from edgekit.serve.tensors import wire_tensors
+
+FLOAT_IN = wire_tensors([TensorSpec("x", [-1, 1, 2, 2], "float32", "NCHW")])
+INT8_IN = wire_tensors([TensorSpec("x", [1, 2, 2, 1], "int8", "NHWC", QuantParams(scale=0.5, zero_point=-3))])
+OUTS = wire_tensors([TensorSpec("y", [-1, 3], "float32")])
+
+
+def _req(**item) -> bytes:
+    base = {"name": "x", "shape": [1, 1, 2, 2], "datatype": "FP32", "data": [0.0, 0.25, 0.5, 1.0]}
+    base.update(item)
+    return json.dumps({"inputs": [base]}).encode()
+
+
+def _fault(body: bytes, inputs=FLOAT_IN, header: str | None = None) -> RequestError:
+    with pytest.raises(RequestError) as info:
+        parse_infer(body, header, inputs, OUTS)
+    assert info.value.status == 400
+    return info.value
+
+
+def test_json_tensor_nested_or_flat_is_read_in_the_models_dtype() -> None:
+    flat = parse_infer(_req(), None, FLOAT_IN, OUTS).inputs["x"]
+    nested = parse_infer(_req(data=[[[[0.0, 0.25], [0.5, 1.0]]]]), None, FLOAT_IN, OUTS).inputs["x"]
+    assert flat.dtype == np.float32 and flat.shape == (1, 1, 2, 2)
+    np.testing.assert_array_equal(flat, nested)
+
+
+def test_fp32_for_a_quantized_input_is_quantized_with_its_scale_and_raw_int8_passes_as_given() -> None:
+    got = parse_infer(_req(shape=[1, 2, 2, 1]), None, INT8_IN, OUTS).inputs["x"]
+    assert got.dtype == np.int8 and got.ravel().tolist() == [-3, -2, -2, -1]  # round(x / 0.5) - 3
+    raw = parse_infer(_req(shape=[1, 2, 2, 1], datatype="INT8", data=[1, 2, 3, 4]), None, INT8_IN, OUTS).inputs["x"]
+    assert raw.ravel().tolist() == [1, 2, 3, 4]
+    assert INT8_IN[0].metadata() == {"name": "x", "datatype": "FP32", "shape": [1, 2, 2, 1]}
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    (_req(name="nope"), "inputs[0].name"),
+    (_req(shape=[1, 3, 2, 2]), "inputs[0].shape"),
+    (_req(shape=[1, 1, 2]), "inputs[0].shape"),
+    (_req(shape="1,1,2,2"), "inputs[0].shape"),
+    (_req(datatype="INT32", data=[1, 2, 3, 4]), "inputs[0].datatype"),
+    (_req(datatype="FLOAT"), "inputs[0].datatype"),
+    (_req(datatype="BYTES"), "inputs[0].datatype"),
+    (_req(data=[1.0, 2.0]), "inputs[0].data"),
+    (_req(data=[1.0, "a", 2.0, 3.0]), "inputs[0].data"),
+    (_req(data=[[1.0, 2.0], [3.0]]), "inputs[0].data"),
+    (_req(data={"a": 1}), "inputs[0].data"),
+    (b'{"inputs": [', "body"),
+    (b"\xff\xfe", "body"),
+    (b"[" * 100_000 + b"]" * 100_000, "body"),
+    (b"[1, 2]", "body"),
+    (b'{"inputs": []}', "inputs"),
+    (json.dumps({"inputs": [{"name": "x", "shape": [1, 1, 2, 2], "datatype": "FP32", "data": [0] * 4}],
+                 "outputs": [{"name": "z"}]}).encode(), "outputs[0].name"),
+])
+def test_each_fault_is_a_400_naming_the_field(body: bytes, field: str) -> None:
+    assert _fault(body).field == field
+
+
+def test_nan_or_inf_for_a_quantized_input_is_refused_json_and_binary() -> None:
+    body = _req(shape=[1, 2, 2, 1], data=[0.0, 1.0, float("nan"), 2.0]).replace(b"NaN", b"NaN")
+    assert _fault(body, INT8_IN).field == "inputs[0].data"
+    head = json.dumps({"inputs": [{"name": "x", "shape": [1, 2, 2, 1], "datatype": "FP32",
+                                   "parameters": {"binary_data_size": 16}}]}).encode()
+    blob = np.array([0, np.inf, 1, 2], np.float32).tobytes()
+    assert _fault(head + blob, INT8_IN, str(len(head))).field == "inputs[0].data"
+
+
+def test_binary_tensors_and_wrong_sizes() -> None:
+    head = json.dumps({"inputs": [{"name": "x", "shape": [2, 1, 2, 2], "datatype": "FP32",
+                                   "parameters": {"binary_data_size": 32}}],
+                       "outputs": [{"name": "y", "parameters": {"binary_data": True}}]}).encode()
+    x = np.arange(8, dtype=np.float32)
+    req = parse_infer(head + x.tobytes(), str(len(head)), FLOAT_IN, OUTS)
+    np.testing.assert_array_equal(req.inputs["x"].ravel(), x)
+    assert _fault(head + x.tobytes()[:-4], header=str(len(head))).field == "inputs[0].parameters.binary_data_size"
+    assert _fault(head + x.tobytes() + b"xx", header=str(len(head))).field == "body"
+    assert _fault(head + x.tobytes(), header="999999").field == "Inference-Header-Content-Length"
+    body, n = encode_infer("m", "1", req, {"y": np.ones((2, 3), np.float32)})
+    assert n is not None and json.loads(body[:n])["outputs"][0]["parameters"]["binary_data_size"] == 24
+    np.testing.assert_array_equal(np.frombuffer(body[n:], np.float32), np.ones(6))
+
+
+def test_json_output_and_the_request_id_round_trip() -> None:
+    req = parse_infer(json.dumps({"id": "r1", "inputs": json.loads(_req())["inputs"]}).encode(), None, FLOAT_IN,
+                      OUTS)
+    body, n = encode_infer("m", "1", req, {"y": np.array([[1.5, float("nan"), 2]], np.float32)})
+    doc = json.loads(body)
+    assert n is None and doc["id"] == "r1" and doc["outputs"][0]["data"] == [1.5, "nan", 2.0]
+
+
+@pytest.mark.parametrize(("host", "loop"), [("127.0.0.1", True), ("127.0.0.5", True), ("::1", True),
+                                             ("localhost", True), ("0.0.0.0", False), ("::", False),
+                                             ("192.168.1.20", False), ("pi.local", False)])
+def test_only_loopback_is_loopback(host: str, loop: bool) -> None:
+    assert is_loopback(host) is loop
+
+
+def test_remote_bind_needs_allow_remote_and_a_token(tmp_path) -> None:
+    with pytest.raises(UsageError, match="--allow-remote"):
+        ServeConfig(host="0.0.0.0").check()
+    with pytest.raises(UsageError, match="needs a token"):
+        ServeConfig(host="0.0.0.0", allow_remote=True).check()
+    ServeConfig(host="0.0.0.0", allow_remote=True, token="x" * 32).check()
+    f = tmp_path / "token"
+    f.write_text("  " + "a" * 20 + "\n")
+    assert read_token(f, "ignored-when-a-file-is-given") == "a" * 20
+    assert read_token(None, "b" * 16) == "b" * 16 and read_token(None, None) is None
+    with pytest.raises(UsageError, match="shorter"):
+        read_token(None, "short")

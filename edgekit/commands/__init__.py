@@ -15,6 +15,7 @@ COMMAND_MODULES: list[str] = [
     "profile",
     "bench",
     "serve",
+    "export",
 ]
 
 

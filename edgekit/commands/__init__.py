@@ -14,6 +14,7 @@ COMMAND_MODULES: list[str] = [
     "inspect",
     "profile",
     "bench",
+    "check",
     "serve",
     "export",
 ]

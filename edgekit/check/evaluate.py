@@ -1,0 +1,289 @@
+"""Current facts + baseline facts + budgets -> one CheckResult per budget check, worst first.
+
+Each family of checks (presence, size, fidelity, Edge TPU, compute, latency) is one function over
+one artifact; `evaluate` runs them over every artifact of either side. A budget whose figure is not
+known on a side (no labels, no baseline, no bench report) is not checked and a note says so, rather
+than passing in silence.
+
+Latency on shared CI machines is noisy, so by default it is compared as the artifact's p50/p90
+relative to the reference row of the same bench run (the source model, measured on the same machine
+minutes apart), not as milliseconds; the report says which was compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from edgekit.check.budgets import Budgets, Value
+from edgekit.check.records import RANK, CheckReport, CheckResult, Unit, Verdict
+from edgekit.check.snapshot import Facts, Latency, Side
+from edgekit.errors import EXIT_CHECK
+
+
+@dataclass
+class Ctx:
+    """One artifact's both sides, its budget, and where a check's annotation points."""
+
+    key: str
+    now: Facts | None
+    base: Facts | None
+    budget: dict[str, Value]
+    model_file: str | None  # the source model: what a pull request changed
+    notes: list[str]
+    compared: set[str]
+
+    def result(self, key: str, metric: str, unit: Unit, base: Any, now: Any, change: float | None, bound: str,
+               ok: bool, message: str, level: str = "error", compared: str | None = None) -> CheckResult:
+        v = self.budget[key]
+        verdict: Verdict = "pass" if ok else ("fail" if level == "error" else "warn")
+        file, line = (v.origin.file, v.origin.line) if not v.is_default else (self.model_file, None)
+        return CheckResult(artifact=self.key, metric=metric, budget_key=key, unit=unit, baseline=base, now=now,
+                           change=change, budget=bound, verdict=verdict, message=f"{self.key}: {message}",
+                           budget_from=str(v.origin), file=file, line=line, compared=compared)
+
+    def value(self, key: str) -> Any:
+        return self.budget[key].value
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.1%}"
+
+
+def _kb(n: float | None) -> str:
+    from edgekit.console import human_bytes
+
+    return human_bytes(n)
+
+
+def _presence(c: Ctx) -> Iterator[CheckResult]:
+    level = c.value("missing")
+    if level == "off":
+        return
+    now, base = c.now, c.base
+    if now is None:
+        yield c.result("missing", "present", "text", "present", "gone", None, "present", False,
+                       "in the baseline but not made by this run", level)
+    elif now.status != "ok":
+        what = "failed to convert" if now.status == "failed" else "missing"
+        yield c.result("missing", "present", "text", "present" if base else None, what, None, "present", False,
+                       f"{what}: {now.failure}", level)
+    else:
+        yield c.result("missing", "present", "text", "present" if base else None, "present", None, "present", True,
+                       "present")
+
+
+def _size(c: Ctx, now: Facts) -> Iterator[CheckResult]:
+    base = c.base
+    size = now.size_bytes
+    if size is None:
+        return
+    limit = c.value("max_bytes")
+    if limit is not None:
+        yield c.result("max_bytes", "size", "bytes", base.size_bytes if base else None, size, None,
+                       f"<= {_kb(limit)}", size <= limit, f"{_kb(size)} ({size:,} bytes), budget {_kb(limit)}")
+    growth = c.value("max_growth")
+    if growth is not None and base is not None and base.size_bytes:
+        change = size / base.size_bytes - 1
+        yield c.result("max_growth", "size growth", "bytes", base.size_bytes, size, change, f"<= {_pct(growth)}",
+                       change <= growth + 1e-12,
+                       f"size {_kb(base.size_bytes)} -> {_kb(size)} ({_pct(change)}; {base.size_bytes:,} -> "
+                       f"{size:,} bytes), budget {_pct(growth)}")
+
+
+def _fidelity(c: Ctx, now: Facts) -> Iterator[CheckResult]:
+    base = c.base
+    if c.value("fidelity_must_pass") and now.fidelity_passed is not None:
+        was = None if base is None or base.fidelity_passed is None else ("pass" if base.fidelity_passed else "fail")
+        failures = "; ".join(now.fidelity_failures[:3]) or "see the manifest"
+        yield c.result("fidelity_must_pass", "fidelity", "text", was, "pass" if now.fidelity_passed else "fail", None,
+                       "pass", now.fidelity_passed, "passes its fidelity thresholds" if now.fidelity_passed
+                       else f"misses its fidelity thresholds ({failures})")
+    for key, metric, value, was in (("min_top1_agreement", "top-1 agreement", now.top1_agreement,
+                                     base.top1_agreement if base else None),
+                                    ("min_accuracy", "accuracy", now.accuracy, base.accuracy if base else None)):
+        bound = c.value(key)
+        if bound is None:
+            continue
+        if value is None:
+            c.notes.append(f"{c.key}: {key} not checked: the manifest has no {metric} (labels are needed for "
+                           "accuracy)")
+            continue
+        yield c.result(key, metric, "fraction", was, value, None if was is None else value - was, f">= {bound:.2%}",
+                       value >= bound - 1e-12, f"{metric} {value:.2%}, budget {bound:.2%}")
+    drop = c.value("max_accuracy_drop")
+    if drop is None:
+        return
+    if now.accuracy is None:
+        c.notes.append(f"{c.key}: max_accuracy_drop not checked: no accuracy (the validation data has no labels)")
+        return
+    pairs = [("vs source", now.reference_accuracy), ("vs baseline", base.accuracy if base else None)]
+    for against, ref in pairs:
+        if ref is None:
+            continue
+        lost = ref - now.accuracy
+        yield c.result("max_accuracy_drop", f"accuracy drop {against}", "fraction", ref, now.accuracy,
+                       now.accuracy - ref, f"drop <= {drop * 100:.2f} pt", lost <= drop + 1e-9,
+                       f"accuracy {ref:.2%} -> {now.accuracy:.2%} {against} ({-lost * 100:+.2f} points), "
+                       f"budget: a drop of at most {drop * 100:.2f} points")
+
+
+def _edgetpu(c: Ctx, now: Facts) -> Iterator[CheckResult]:
+    base = c.base
+    tpu, was = now.edgetpu, base.edgetpu if base else None
+    if tpu is None:
+        if was is not None:
+            c.notes.append(f"{c.key}: the baseline has Edge TPU coverage, this run none (was --target edgetpu left "
+                           "out?)")
+        return
+    for key, metric, value, old in (
+            ("min_ops_on_tpu_fraction", "ops on Edge TPU", tpu.ops_on_tpu_fraction,
+             was.ops_on_tpu_fraction if was else None),
+            ("min_macs_on_tpu_fraction", "MACs on Edge TPU", tpu.macs_on_tpu_fraction,
+             was.macs_on_tpu_fraction if was else None)):
+        bound = c.value(key)
+        if bound is not None and value is not None:
+            yield c.result(key, metric, "fraction", old, value, None if old is None else value - old,
+                           f">= {bound:.1%}", value >= bound - 1e-12,
+                           f"{metric} {value:.1%}{_partition(tpu)}, budget {bound:.1%}")
+        drop = c.value("max_tpu_coverage_drop")
+        if drop is not None and value is not None and old is not None:
+            yield c.result("max_tpu_coverage_drop", f"{metric} vs baseline", "fraction", old, value, value - old,
+                           f"drop <= {drop:.1%}", old - value <= drop + 1e-9,
+                           f"{metric} {old:.1%} -> {value:.1%}{_partition(tpu)}, budget: a drop of at most {drop:.1%}")
+    level = c.value("new_partition_point")
+    if was is not None and level != "off":
+        new = tpu.partition_index is not None and (was.partition_index is None or tpu.partition_index <
+                                                   was.partition_index)
+        yield c.result("new_partition_point", "partition point", "text", _where(was), _where(tpu), None,
+                       "none new", not new, f"partition point {_where(was)} -> {_where(tpu)}", level)
+
+
+def _where(tpu: Any) -> str:
+    return "none" if tpu.partition_index is None else f"op {tpu.partition_index} ({tpu.partition_op})"
+
+
+def _partition(tpu: Any) -> str:
+    return "" if tpu.partition_index is None else f"; partitioned at {_where(tpu)}, the rest runs on the CPU"
+
+
+def _compute(c: Ctx, now: Facts) -> Iterator[CheckResult]:
+    base = c.base
+    for key, metric, value, old in (("max_macs", "MACs", now.macs, base.macs if base else None),
+                                    ("max_params", "parameters", now.params, base.params if base else None)):
+        bound = c.value(key)
+        if bound is None:
+            continue
+        if value is None:
+            c.notes.append(f"{c.key}: {key} not checked: the file could not be inspected")
+            continue
+        yield c.result(key, metric, "count", old, value, None if not old else value / old - 1, f"<= {bound:,}",
+                       value <= bound, f"{metric} {value:,}, budget {bound:,}")
+    level = c.value("new_ops")
+    if level != "off" and now.ops is not None and base is not None and base.ops is not None:
+        new = sorted(set(now.ops) - set(base.ops))
+        yield c.result("new_ops", "new operators", "text", len(base.ops), ", ".join(new) or "none", None, "none",
+                       not new, f"operators not in the baseline: {', '.join(new)}" if new else "no new operators",
+                       level)
+
+
+def _latency(c: Ctx, now: Facts, relative: bool) -> Iterator[CheckResult]:
+    base = c.base
+    if base is None or not now.latency:
+        return
+    was_by = {lat.where: lat for lat in base.latency}
+    for lat in now.latency:
+        old = was_by.get(lat.where)
+        if old is None:
+            continue
+        for key, stat in (("max_p50_growth", "p50"), ("max_p90_growth", "p90")):
+            bound = c.value(key)
+            if bound is None:
+                continue
+            pair = _latency_pair(lat, old, stat, relative)
+            if pair is None:
+                continue
+            a, b, what = pair
+            c.compared.add(what)
+            change = a / b - 1
+            level = c.value("latency") if c.budget[key].is_default else "error"
+            unit: Unit = "ratio" if relative else "ms"
+            yield c.result(key, f"{stat} latency {lat.where}", unit, b, a, change, f"<= {_pct(bound)}",
+                           change <= bound, f"{stat} latency on {lat.where} {_pct(change)} ({what}), budget "
+                           f"{_pct(bound)}", level, compared=what)
+
+
+def _latency_pair(now: Latency, old: Latency, stat: str, relative: bool) -> tuple[float, float, str] | None:
+    if relative:
+        a, b = getattr(now, f"{stat}_vs_ref"), getattr(old, f"{stat}_vs_ref")
+        if a and b:
+            return a, b, f"{stat} relative to the source model measured in the same bench run"
+        return None
+    a, b = getattr(now, f"{stat}_ms"), getattr(old, f"{stat}_ms")
+    return (a, b, f"absolute {stat} in ms (the two bench runs have no common reference row)") if a and b else None
+
+
+CHECKS: tuple[Callable[[Ctx, Facts], Iterator[CheckResult]], ...] = (_size, _fidelity, _edgetpu, _compute)
+
+
+def evaluate(current: Side, baseline: Side | None, budgets: Budgets) -> CheckReport:
+    """Every budget check of every artifact of CURRENT (and of BASELINE, for the ones that are gone)."""
+    cur = current.snapshot.by_key()
+    base = baseline.snapshot.by_key() if baseline else {}
+    notes = list(current.notes) + [f"baseline: {n}" for n in (baseline.notes if baseline else [])]
+    compared: set[str] = set()
+    relative = bool(baseline) and _same_reference(current, baseline, notes)
+    model_file = _model_file(current)
+    results: list[CheckResult] = []
+    for key in [*cur, *(k for k in base if k not in cur)]:
+        facts = cur.get(key) or base[key]
+        ctx = Ctx(key=key, now=cur.get(key), base=base.get(key), model_file=model_file, notes=notes,
+                  compared=compared, budget=budgets.for_artifact(facts.format, facts.precision, facts.variant))
+        results.extend(_presence(ctx))
+        now = ctx.now
+        if now is None or now.status != "ok":
+            continue
+        for check in CHECKS:
+            results.extend(check(ctx, now))
+        results.extend(_latency(ctx, now, relative))
+    for section in budgets.unmatched([(f.format, f.precision, f.variant) for f in current.snapshot.artifacts]):
+        notes.append(f"budget table '{section.pattern}' ({budgets.where}) matches no artifact of this run")
+    if baseline is None:
+        notes.append("no baseline: only absolute budgets were checked (growth, drops and new operators need "
+                     "--baseline)")
+    results.sort(key=lambda r: RANK[r.verdict])
+    counts = {v: sum(1 for r in results if r.verdict == v) for v in ("fail", "warn", "pass")}
+    verdict: Verdict = "fail" if counts["fail"] else ("warn" if counts["warn"] else "pass")
+    return CheckReport(verdict=verdict, exit_code=EXIT_CHECK if counts["fail"] else 0, current=current.where,
+                       baseline=baseline.where if baseline else None, budgets=budgets.where,
+                       latency_compared=sorted(compared), counts=counts, checks=results, notes=notes)
+
+
+def _same_reference(current: Side, baseline: Side, notes: list[str]) -> bool:
+    """Whether latency can be compared relative to the source model: both bench runs measured it."""
+    a, b = current.snapshot.latency_reference_kind, baseline.snapshot.latency_reference_kind
+    if a == b == "source model":
+        return True
+    if current.snapshot.latency_reference and baseline.snapshot.latency_reference:
+        notes.append("latency compared in absolute ms: the source model was not measured in both bench runs "
+                     f"(now: {a}, baseline: {b}); absolute figures on shared machines are noisy")
+    return False
+
+
+def _model_file(current: Side) -> str | None:
+    """The source model as a path from here, for annotations: what a pull request changed."""
+    src = current.snapshot.source_path
+    if not src:
+        return None
+    for cand in (Path(src), *([current.folder / src] if current.folder else [])):
+        if cand.exists():
+            try:
+                return str(cand.resolve().relative_to(Path.cwd().resolve()))
+            except ValueError:
+                return str(cand)
+    return src
+
+
+__all__ = ["CHECKS", "evaluate"]

@@ -1,0 +1,70 @@
+"""`edgekit check CURRENT`: the CI gate: a conversion against a baseline and budgets, pass / warn / fail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+HELP = """Check a conversion's output folder (manifest.json, bench/bench.json) against a baseline and budgets:
+size, fidelity, Edge TPU coverage, compute, new operators and latency (relative to the source model
+measured in the same bench run). Prints a table, worst first.
+
+\b
+Baseline (--baseline): a baseline JSON written by --update-baseline, another output folder, or
+git:REV:PATH (read with `git show`, e.g. git:origin/main:models/edgekit-baseline.json).
+Budgets (--budget): a TOML file, or a pyproject.toml's [tool.edgekit.check]; without --budget, the
+[tool.edgekit.check] of ./pyproject.toml where there is one, else the defaults.
+
+\b
+Exit codes: 0 every budget holds (warnings allowed); 7 a budget is broken; 2 bad input (missing or
+malformed file, unknown budget key)."""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("check", help=HELP)
+    def check_cmd(
+        current: Path = typer.Argument(..., help="Output folder of `edgekit convert`, or its manifest.json."),
+        baseline: str | None = typer.Option(None, "--baseline", "-b", help="Baseline JSON, output folder, or "
+                                            "git:REV:PATH."),
+        budget: Path | None = typer.Option(None, "--budget", help="Budget TOML file, or a pyproject.toml."),
+        fmt: str = typer.Option("text", "--format", "-f", help="text, json, github, junit or markdown."),
+        output: Path | None = typer.Option(None, "--output", "-o", help="Write the report (in --format) to this "
+                                           "file instead of stdout; the verdict line goes to stderr."),
+        update: bool = typer.Option(False, "--update-baseline", help="Write CURRENT's facts to the --baseline "
+                                    "file (to commit) instead of checking."),
+    ) -> int:
+        from edgekit.check import FORMATS, format_report, run_check, update_baseline
+        from edgekit.console import err, out
+        from edgekit.errors import UsageError
+        from edgekit.registry import check_choice
+
+        fmt = check_choice(fmt, FORMATS, "--format")
+        if update:
+            if not baseline:
+                raise UsageError("--update-baseline needs --baseline FILE: the baseline file to write.",
+                                 hint="e.g. edgekit check OUT --baseline models/edgekit-baseline.json "
+                                      "--update-baseline")
+            path, n = update_baseline(current, baseline)
+            err.print(f"wrote baseline {path} ({n} artifacts): commit it so pull requests are checked against it",
+                      highlight=False)
+            return 0
+        report = run_check(current, baseline, budget)
+        if output is None and fmt == "text":
+            from edgekit.check.render import text as print_table
+
+            print_table(report, out)
+            return report.exit_code
+        text = format_report(report, fmt)
+        if output is not None:
+            from edgekit.check.render import summary_line
+            from edgekit.fsutil import atomic_write_text
+
+            atomic_write_text(output, text)
+            err.print(f"{summary_line(report)}; report: {output}", highlight=False)
+        else:
+            import sys
+
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        return report.exit_code

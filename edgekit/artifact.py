@@ -119,11 +119,49 @@ class Fidelity:
     thresholds: dict[str, float] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     inputs: str = "held-out"  # where the inputs came from: "mnist-test", "held-out", "random"
+    # Per-output judgement (issue 15): the figures above are the worst output's, named by `output`;
+    # `kind` says how it was judged (edgekit.fidelity.kinds). `outputs` holds every output's own record.
+    output: str | None = None
+    kind: str | None = None  # classes | dense | sequence | regression
+    relative_error: float | None = None  # ||y - y_ref|| / ||y_ref||, mean over samples
+    pixel_agreement: float | None = None  # dense maps: per-pixel argmax agreement
+    step_agreement: float | None = None  # sequences: per-step argmax agreement
+    miou: float | None = None  # dense maps with label masks: the artifact's mean IoU
+    reference_miou: float | None = None  # ... and the source's
+    outputs: list[OutputFidelity] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Fidelity:
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        values = {k: v for k, v in d.items() if k in names}
+        values["outputs"] = [OutputFidelity.from_dict(o) for o in values.get("outputs") or [] if isinstance(o, dict)]
+        return cls(**values)
+
+
+@dataclass
+class OutputFidelity:
+    """One source output, the artifact output matched to it, and how that output fared.
+
+    NAME is the source's output name; ARTIFACT_NAME the tensor the artifact's runtime returns for it
+    (a converter may rename and reorder: "PartitionedCall:1" in a .tflite), MATCHED_BY how the pair
+    was found: "name", "signature" (the .tflite signature key), "shape" (the only output of that
+    shape) or "values" (several outputs share the shape: the closest one). Never by position.
+    """
+
+    name: str
+    shape: list[int]
+    dtype: str
+    kind: str
+    artifact_name: str | None = None
+    matched_by: str | None = None
+    fidelity: Fidelity | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> OutputFidelity:
+        fid = d.get("fidelity")
+        return cls(name=str(d.get("name", "")), shape=[int(x) for x in d.get("shape") or []],
+                   dtype=str(d.get("dtype", "")), kind=str(d.get("kind", "")), artifact_name=d.get("artifact_name"),
+                   matched_by=d.get("matched_by"), fidelity=Fidelity.from_dict(fid) if isinstance(fid, dict) else None)
 
 
 @dataclass
@@ -217,13 +255,18 @@ class SourceInfo(Record):
     kind: str = ""  # torch-exported, torchscript, torch-state-dict, torch-pickle, onnx, keras, h5, savedmodel ...
     layout: str | None = None  # NCHW | NHWC: the layout of its 4-D image input
     input: SourceInput | None = None
+    inputs: list[SourceInput] = field(default_factory=list)  # every input, where there are several (issue 15)
+    outputs: list[str] = field(default_factory=list)  # its output names, the names validation matches by
+    # what edgekit changed in its own copy of the source before any step: dims pinned, opset raised (issue 15)
+    changes: list[str] = field(default_factory=list)
 
     @classmethod
     def read(cls, d: Any) -> SourceInfo:
         """From a manifest's `source` value, which a hostile or foreign file may have made anything."""
         if not isinstance(d, dict):
             return cls()
-        info = cls.from_dict({k: v for k, v in d.items() if k != "input"})
+        info = cls.from_dict({k: v for k, v in d.items() if k not in ("input", "inputs")})
+        info.inputs = [SourceInput.from_dict(i) for i in d.get("inputs") or [] if isinstance(i, dict)]
         inp = d.get("input")
         if isinstance(inp, dict):
             shape = inp.get("shape")

@@ -394,16 +394,21 @@ def split_for_conversion(spec: str, input_shape: Sequence[int], layout: str, cal
                 f"{src.name} holds {n} sample(s); calibration and held-out validation need at least 2.",
                 hint="Add more samples (a few hundred calibrate well).",
             )
-        n_val = min(val_size, max(1, round(n / 4)))
-        n_cal = min(calib_size, n - n_val)
-        order = np.random.default_rng(SPLIT_SEED).permutation(n)
-        cal_idx, val_idx = np.sort(order[:n_cal]), np.sort(order[n - n_val:])
-        names = (f"{src.name} [calibration: {n_cal} of {n}]", f"{src.name} [held-out: {n_val} of {n}]")
+        cal_idx, val_idx = split_indices(n, calib_size, val_size)
+        names = (f"{src.name} [calibration: {len(cal_idx)} of {n}]", f"{src.name} [held-out: {len(val_idx)} of {n}]")
     sets = []
     for idx, name in zip((cal_idx, val_idx), names, strict=True):
         x, how = src.take(idx)
         sets.append(Dataset(x=x, y=None if src.y is None else src.y[idx], name=name, preprocessing=how))
     return sets[0], sets[1]
+
+
+def split_indices(n: int, calib_size: int, val_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(calibration, held-out) indices of N samples that are not "mnist", by the rule of split_for_conversion."""
+    n_val = min(val_size, max(1, round(n / 4)))
+    n_cal = min(calib_size, n - n_val)
+    order = np.random.default_rng(SPLIT_SEED).permutation(n)
+    return np.sort(order[:n_cal]), np.sort(order[n - n_val:])
 
 
 def random_samples(input_shape: Sequence[int], n: int, seed: int = 0) -> Dataset:

@@ -48,6 +48,11 @@ class ConvertOptions:
     edgetpu_compiler: str | None = _opt(None, "Path of edgetpu_compiler (default: found on PATH).")
     edgetpu_min_runtime: str | None = _opt(None, "edgetpu_compiler --min_runtime_version (an integer, e.g. 14).")
     edgetpu_timeout: float = _opt(180.0, "Seconds before the Edge TPU compiler is stopped.")
+    input_shapes: dict[str, list[int]] | None = _opt(None, "Shapes of a multi-input model's inputs by name "
+                                                     "(--input-shape name:1,3,320,320, once per input).")
+    output_kinds: dict[str, str] | None = _opt(None, "How an output is judged, by output name: classes, dense, "
+                                               "sequence or regression (--output-kind name=kind); default from its "
+                                               "shape.")
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -81,6 +86,10 @@ class ConvertOptions:
             raise UsageError("--calib-size and --val-size must be at least 1.")
         if self.edgetpu_timeout <= 0:
             raise UsageError(f"--edgetpu-timeout must be above 0 seconds, got {self.edgetpu_timeout:g}.")
+        if self.output_kinds:
+            from edgekit.fidelity.kinds import check_kind
+
+            self.output_kinds = {str(k): check_kind(str(v)) for k, v in self.output_kinds.items()}
 
 
 FIELDS: dict[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fields(ConvertOptions)}

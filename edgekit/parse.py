@@ -34,9 +34,35 @@ def parse_floats(value: str | None, what: str, example: str = "0.485,0.456,0.406
         raise UsageError(f"{what} '{value}' is not a list of numbers.", hint=f"For example: {what} {example}") from exc
 
 
+def parse_input_shapes(values: list[str] | str | None) -> tuple[list[int] | None, dict[str, list[int]] | None]:
+    """--input-shape values: plain dims ("1,3,224,224") for a single-input model, or "name:dims" once per input.
+
+    Returns (the plain shape or None, the shapes by input name or None).
+    """
+    if not values:
+        return None, None
+    items = [values] if isinstance(values, str) else list(values)
+    plain: list[int] | None = None
+    named: dict[str, list[int]] = {}
+    for item in items:
+        name, sep, dims = item.rpartition(":")
+        if sep and name.strip():
+            named[name.strip()] = parse_ints(dims, f"--input-shape {name.strip()}:", "1,3,224,224") or []
+        elif plain is None:
+            plain = parse_ints(item, "--input-shape")
+        else:
+            raise UsageError(f"--input-shape is given twice without input names ({', '.join(items)}).",
+                             hint="For a model with several inputs name each: --input-shape image:1,3,224,224 "
+                             "--input-shape mask:1,1,224,224")
+    if plain is not None and named:
+        raise UsageError("--input-shape mixes a plain shape with named ones.",
+                         hint="Name every input (--input-shape name:dims), or give one plain shape.")
+    return plain, named or None
+
+
 def parse_names(value: str | None) -> list[str] | None:
     """"a, b,,c" -> ["a", "b", "c"]; None or "" -> None (meaning: not given)."""
     return _items(value) if value else None
 
 
-__all__ = ["parse_floats", "parse_ints", "parse_names"]
+__all__ = ["parse_floats", "parse_input_shapes", "parse_ints", "parse_names"]

@@ -80,8 +80,11 @@ def convert(
         from edgekit.outdir import refuse_if_busy
 
         refuse_if_busy(options_.out_dir)
+    # per-channel int8 QDQ (the onnx target's int8) needs opset 13: an older ONNX source is raised first
+    qdq = any(target == "onnx" and "int8" in made for target, made in wanted)
     load_opts = LoadOptions(factory=model, trust_model=options_.trust_model, input_shape=input_shape,
-                            signature=options_.signature)
+                            signature=options_.signature, input_shapes=options_.input_shapes,
+                            min_opset=13 if qdq else None)
     src: Source = load_source(path, kind, load_opts)  # a file is probed in a child first: a crash stays there
     options_.out_dir = Path(options_.out_dir) if options_.out_dir else Path("edgekit-out") / stem_of(src)
     result = run(src, options_, say, started)
@@ -117,7 +120,6 @@ def run(src: Source, options: ConvertOptions, say: Callable[[str], None], starte
 
 def _run(src: Source, options: ConvertOptions, say: Callable[[str], None], started: float | None) -> ConvertResult:
     from edgekit.calibration import random_samples, split_for_conversion
-    from edgekit.validate import Reference
 
     plan = make_plan(src, options)
     check_outputs(plan, options.out_dir)
@@ -125,16 +127,44 @@ def _run(src: Source, options: ConvertOptions, say: Callable[[str], None], start
         say(f"plan: {line}")
     shape = [options.batch if d <= 0 else d for d in src.input_shape]
     calib_x = None
-    if options.calib:
+    if src.inputs:  # several inputs: a .npz with one array per input name (edgekit.feeds)
+        from edgekit.feeds import split_named
+
+        named = split_named(options.calib, src.inputs, src.layout, calib_size=options.calib_size,
+                            val_size=options.val_size, batch=options.batch, mean=options.mean, std=options.std)
+        feeds, labels, inputs_name = named.held_out, named.labels, named.name
+        calib_x = next(iter(named.calibration.values())) if named.calibration else None
+        say(f"validation: {len(next(iter(feeds.values())))} samples of {inputs_name}, every input fed by name")
+    elif options.calib:
         cal, val = split_for_conversion(options.calib, shape, src.layout, calib_size=options.calib_size,
                                         val_size=options.val_size, mean=options.mean, std=options.std)
         calib_x = cal.x
+        feeds, labels, inputs_name = {src.input_name: val.x}, val.y, val.name
         say(f"calibration: {len(cal.x)} samples of {cal.name}; validation: {len(val.x)} held-out samples")
     else:
         val = random_samples(shape, min(options.val_size, 100))
+        feeds, labels, inputs_name = {src.input_name: val.x}, val.y, val.name
         say(f"validation: {len(val.x)} random samples (pass --calib for real data and accuracy)")
-    ref = Reference(x=val.x, y_ref=src.predict(val.x), labels=val.y, layout=src.layout, inputs_name=val.name)
+    ref = reference(src, feeds, labels, inputs_name, options)
     return execute(plan, calib_x, ref, say, started)
+
+
+def reference(src: Source, feeds: dict[str, Any], labels: Any, inputs_name: str, options: ConvertOptions) -> Any:
+    """The source's every output on the held-out FEEDS, with the kinds asked for and any label masks."""
+    from edgekit.feeds import held_out_masks
+    from edgekit.validate import Reference
+
+    outputs = src.run_outputs(feeds)
+    kinds = dict(options.output_kinds or {})
+    unknown = [k for k in kinds if k not in outputs]
+    if unknown:
+        raise UsageError(f"--output-kind names {unknown}, which the model does not output; its outputs are "
+                         f"{list(outputs)}.", hint="Name an output as the manifest's source.outputs lists it.")
+    masks = held_out_masks(options.calib, options.calib_size, options.val_size)
+    first = next(iter(feeds.values()))
+    return Reference(x=first, y_ref=next(iter(outputs.values())), labels=labels, layout=src.layout,
+                     inputs_name=inputs_name, outputs=outputs, feeds=feeds if len(feeds) > 1 else None,
+                     masks=masks, kinds=kinds)
 
 
 __all__ = ["API_NAMES", "ConvertResult", "convert", "run"]

@@ -6,35 +6,59 @@ artifact, not edgekit; where a runtime has several CPU kernel paths (LiteRT: XNN
 builtin kernels) the next is tried when one fails, and the record says which one validated it.
 
 Every artifact, quantized ones included (unlike Optimum, which skips quantized exports), is run
-through its real runtime on held-out samples and compared with the source model: top-1 agreement,
-cosine similarity, max absolute error, and accuracy where labels exist. NaN or inf outputs always
-fail (some converter paths produce them silently).
+through its real runtime on held-out samples and compared with the source model, EVERY output:
+each artifact output is matched to the source's by name (edgekit.fidelity.matching: names, signature
+keys, and only where names are lost shape and values; never position) and judged by the measures of
+its kind (edgekit.fidelity.kinds: top-1 agreement for class scores, per-pixel argmax agreement for
+dense maps, per-step agreement for sequences, cosine and relative error for the rest), with accuracy
+and mIoU where labels exist. NaN or inf outputs always fail (some converter paths produce them
+silently). The artifact's record is its worst output's, with every output's own beside it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from edgekit.artifact import Fidelity, TensorSpec
+from edgekit.artifact import Fidelity, OutputFidelity, TensorSpec
+from edgekit.border import vendor_errors
 from edgekit.errors import RuntimeFailure
-from edgekit.precisions import thresholds as default_thresholds
+from edgekit.fidelity.kinds import kind_of
+from edgekit.fidelity.kinds import thresholds as kind_thresholds
+from edgekit.fidelity.matching import match_outputs, normalized
+from edgekit.fidelity.metrics import judge, worst
 from edgekit.runtimes import Runtime, runtime_for_format
 from edgekit.steps.base import to_layout
 
 
 @dataclass
 class Reference:
-    """Held-out inputs (in the source's layout), the source model's outputs on them, and labels."""
+    """Held-out inputs (in the source's layout), the source model's outputs on them, and labels.
+
+    X and Y_REF are the first input and output; FEEDS and OUTPUTS hold every input and output by the
+    source's names (None: a single input / output, X and Y_REF). KINDS overrides the kind an output is
+    judged as (edgekit.fidelity.kinds), MASKS are (N, H, W) label masks for dense outputs.
+    """
 
     x: np.ndarray
     y_ref: np.ndarray
     labels: np.ndarray | None
     layout: str
     inputs_name: str  # where the inputs came from: "mnist-test", "random", ...
+    outputs: dict[str, np.ndarray] | None = None
+    feeds: dict[str, np.ndarray] | None = None
+    masks: np.ndarray | None = None
+    kinds: dict[str, str] = field(default_factory=dict)
+
+    def input_arrays(self, name: str = "input") -> dict[str, np.ndarray]:
+        return dict(self.feeds) if self.feeds else {name: self.x}
+
+    def output_arrays(self) -> dict[str, np.ndarray]:
+        return dict(self.outputs) if self.outputs else {"output": self.y_ref}
 
 
 def run_artifact(path: Path, fmt: str, x: np.ndarray, layout_from: str, layout_to: str) -> np.ndarray:
@@ -42,73 +66,103 @@ def run_artifact(path: Path, fmt: str, x: np.ndarray, layout_from: str, layout_t
     runtime = runtime_for_format(fmt)()
     runtime.load(path)
     try:
-        return _outputs(runtime, x, layout_from, layout_to)
+        outs = _outputs(runtime, {runtime.inputs[0].name: x}, layout_from, layout_to)
+        return outs[runtime.outputs[0].name]
     finally:
         runtime.close()
 
 
-def _outputs(runtime: Runtime, x: np.ndarray, layout_from: str, layout_to: str) -> np.ndarray:
-    """First output of a loaded RUNTIME on every sample of X, in X's layout where it is image-shaped."""
-    spec = runtime.inputs[0]
-    xs = to_layout(x, layout_from, layout_to).astype(np.float32)
-    batch = spec.shape[0] if spec.shape and spec.shape[0] > 0 else 64
-    outs = []
-    for i in range(0, len(xs), batch):
-        chunk = xs[i:i + batch]
-        n = len(chunk)
-        if n < batch and spec.shape and spec.shape[0] > 0:  # static batch: pad the last chunk
-            chunk = np.concatenate([chunk, np.repeat(chunk[-1:], batch - n, axis=0)])
-        y = runtime.run_float({spec.name: chunk})[runtime.outputs[0].name]
-        outs.append(np.asarray(y, dtype=np.float32)[:n])
-    y_all = np.concatenate(outs)
-    if y_all.ndim == 4 and layout_from != layout_to:  # image-shaped outputs come back in the artifact's layout
-        y_all = to_layout(y_all, layout_to, layout_from)
-    return y_all
+def _feed_for(spec_name: str, feeds: dict[str, np.ndarray], n_specs: int) -> np.ndarray:
+    """The source input that feeds the artifact input SPEC_NAME: the same name (normalised), or the only one."""
+    if spec_name in feeds:
+        return feeds[spec_name]
+    same = [k for k in feeds if normalized(k) == normalized(spec_name)]
+    if len(same) == 1:
+        return feeds[same[0]]
+    if len(feeds) == 1 and n_specs == 1:
+        return next(iter(feeds.values()))
+    raise RuntimeFailure(f"The artifact's input '{spec_name}' matches none of the source's inputs {list(feeds)}.")
 
 
-def compare(ref: Reference, y: np.ndarray, precision: str, thresholds: dict[str, float] | None = None) -> Fidelity:
-    """Fidelity of outputs Y against the reference, judged by the precision's thresholds."""
-    th = default_thresholds(precision)
-    th.update(thresholds or {})
-    failures: list[str] = []
-    n = len(ref.x)
-    if y.shape != ref.y_ref.shape:
-        failures.append(f"output shape {list(y.shape)} differs from the source's {list(ref.y_ref.shape)}")
-        return Fidelity(samples=n, top1_agreement=None, cosine=float("nan"), max_abs_error=float("nan"),
-                        passed=False, thresholds=th, failures=failures, inputs=ref.inputs_name)
-    finite = bool(np.isfinite(y).all())
-    a = ref.y_ref.reshape(n, -1).astype(np.float64)
-    b = np.nan_to_num(y.reshape(n, -1).astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0)
-    denom = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-    cos = np.where(denom > 0, (a * b).sum(axis=1) / np.where(denom > 0, denom, 1), 1.0)
-    cosine = float(cos.mean())
-    max_abs = float(np.abs(a - b).max()) if finite else float("inf")
-    top1 = acc = ref_acc = None
-    classifier = ref.y_ref.ndim == 2 and ref.y_ref.shape[1] > 1
-    if classifier:
-        p_ref, p = ref.y_ref.argmax(1), b.argmax(1)
-        top1 = float((p_ref == p).mean())
-        if ref.labels is not None:
-            acc = float((p == ref.labels).mean())
-            ref_acc = float((p_ref == ref.labels).mean())
-    if not finite:
-        failures.append("outputs contain NaN or inf")
-    if top1 is not None and top1 < th["top1_agreement"]:
-        failures.append(f"top-1 agreement {top1:.2%} < {th['top1_agreement']:.2%}")
-    if cosine < th["cosine"]:
-        failures.append(f"cosine similarity {cosine:.5f} < {th['cosine']}")
-    if acc is not None and ref_acc is not None and "accuracy_drop" in th and ref_acc - acc > th["accuracy_drop"]:
-        failures.append(f"accuracy {acc:.2%} is {100 * (ref_acc - acc):.2f} points below the source's {ref_acc:.2%}")
-    return Fidelity(samples=n, top1_agreement=top1, cosine=cosine, max_abs_error=max_abs, accuracy=acc,
-                    reference_accuracy=ref_acc, passed=not failures, thresholds=th, failures=failures,
-                    inputs=ref.inputs_name)
+def _outputs(runtime: Runtime, feeds: dict[str, np.ndarray], layout_from: str, layout_to: str
+             ) -> dict[str, np.ndarray]:
+    """Every output of a loaded RUNTIME (by its own names) on every sample of FEEDS (source input name -> batch).
+
+    Image-shaped inputs go in, and outputs come back, in FEEDS' layout.
+    """
+    specs = runtime.inputs
+    xs = {s.name: to_layout(_feed_for(s.name, feeds, len(specs)), layout_from, layout_to).astype(np.float32)
+          for s in specs}
+    first = specs[0]
+    batch = first.shape[0] if first.shape and first.shape[0] > 0 else 64
+    total = len(next(iter(xs.values())))
+    outs: dict[str, list[np.ndarray]] = {o.name: [] for o in runtime.outputs}
+    for i in range(0, total, batch):
+        chunk = {k: v[i:i + batch] for k, v in xs.items()}
+        n = len(next(iter(chunk.values())))
+        if n < batch and first.shape and first.shape[0] > 0:  # static batch: pad the last chunk
+            chunk = {k: np.concatenate([v, np.repeat(v[-1:], batch - n, axis=0)]) for k, v in chunk.items()}
+        got = runtime.run_float(chunk)
+        for name in outs:
+            outs[name].append(np.asarray(got[name], dtype=np.float32)[:n])
+    result = {}
+    for name, parts in outs.items():
+        y_all = np.concatenate(parts)
+        if y_all.ndim == 4 and layout_from != layout_to:  # image-shaped outputs come back in the artifact's layout
+            y_all = to_layout(y_all, layout_to, layout_from)
+        result[name] = y_all
+    return result
+
+
+def compare(ref: Reference, y: np.ndarray | dict[str, np.ndarray], precision: str,
+            thresholds: dict[str, float] | None = None, signature: dict[str, str] | None = None,
+            specs: dict[str, TensorSpec] | None = None) -> Fidelity:
+    """Fidelity of the artifact's outputs Y against the reference, each output judged as its kind.
+
+    Y: the artifact's outputs by its own names (matched to the source's by edgekit.fidelity.matching,
+    SIGNATURE: tensor name -> signature key), or one array for a single-output source. The record
+    returned is the worst output's, with every output's own in `outputs`.
+    """
+    source = ref.output_arrays()
+    got = y if isinstance(y, dict) else {next(iter(source)): y}
+    matches = match_outputs(source, got, signature, list(source))
+    several = len(source) > 1
+    per: list[OutputFidelity] = []
+    first_classes = next((n for n, a in source.items() if _kind(ref, n, a) == "classes"), None)
+    for m in matches:
+        a = source[m.source]
+        kind = _kind(ref, m.source, a)
+        if m.artifact is None:
+            fid = Fidelity(samples=len(a), top1_agreement=None, cosine=float("nan"), max_abs_error=float("nan"),
+                           passed=False, thresholds=kind_thresholds(kind, precision), inputs=ref.inputs_name,
+                           failures=[f"the artifact has no output matching the source's '{m.source}' "
+                                     f"(shape {list(a.shape)}); it returns {sorted(got)}"], output=m.source, kind=kind)
+        else:
+            fid = judge(a, got[m.artifact], kind=kind, precision=precision, channel_axis=-1 if ref.layout == "NHWC"
+                        else 1, labels=ref.labels if m.source == first_classes else None,
+                        masks=ref.masks if kind == "dense" else None, thresholds=thresholds, inputs=ref.inputs_name,
+                        name=m.source)
+        if several:
+            fid.failures = [f"output '{m.source}': {f}" for f in fid.failures]
+        spec = (specs or {}).get(m.artifact or "")
+        per.append(OutputFidelity(name=m.source, shape=list(a.shape[1:]) if spec is None else list(spec.shape),
+                                  dtype=spec.dtype if spec is not None else "float32", kind=kind,
+                                  artifact_name=m.artifact, matched_by=m.by, fidelity=fid))
+    top = dataclasses.replace(worst([p.fidelity for p in per if p.fidelity is not None]))
+    top.failures = [f for p in per if p.fidelity is not None for f in p.fidelity.failures]
+    top.passed = not top.failures
+    top.outputs = per
+    return top
+
+
+def _kind(ref: Reference, name: str, y: np.ndarray) -> str:
+    return ref.kinds.get(name) or kind_of(y.shape, ref.layout)
 
 
 def validate(path: Path, fmt: str, layout: str, precision: str, ref: Reference,
              thresholds: dict[str, float] | None = None) -> Fidelity:
     """Run the artifact on the reference inputs and judge it."""
-    y = run_artifact(path, fmt, ref.x, ref.layout, layout)
-    return compare(ref, y, precision, thresholds)
+    return check_artifact(path, fmt, layout, precision, ref, isolate=False, thresholds=thresholds).fidelity
 
 
 @dataclass
@@ -138,18 +192,21 @@ def check_artifact(path: Path, fmt: str, layout: str, precision: str, ref: Refer
     paths: tuple[str | None, ...] = getattr(cls, "kernel_paths", None) or (None,)
     isolate = isolate and isolation_enabled()
     # the child finds the runtime by "module:Class" (one registered at run time is not in its own tables)
+    feeds = ref.input_arrays()
     request = {"path": str(path), "runtime": f"{cls.__module__}:{cls.__qualname__}", "layout_from": ref.layout,
-               "layout_to": layout}
+               "layout_to": layout, "inputs": list(feeds), "format": fmt}
+    sent = {f"x{i}": x for i, x in enumerate(feeds.values())}  # file names from indices: tensor names hold ':' '/'
+
     notes: list[str] = []
     for i, kernels in enumerate(paths):
         req = {**request, "options": {"kernels": kernels} if kernels else {}}
         on = f" with {_kernel_words(kernels)}" if kernels else ""
         try:
             if isolate:
-                answer, arrays = run_isolated("edgekit.validate:_check_in_child", req, {"x": ref.x}, who=cls.label(),
+                answer, arrays = run_isolated("edgekit.validate:_check_in_child", req, sent, who=cls.label(),
                                               doing=f"validating {path.name}{on}", hint=cls.load_hint)
             else:
-                answer, arrays = _check_in_child(req, {"x": ref.x})
+                answer, arrays = _check_in_child(req, sent)
         except RuntimeFailure as exc:
             if i + 1 == len(paths):
                 if notes:
@@ -159,10 +216,11 @@ def check_artifact(path: Path, fmt: str, layout: str, precision: str, ref: Refer
             continue
         if notes:
             notes.append(f"validated with {_kernel_words(kernels)}")
-        return ArtifactCheck(inputs=[TensorSpec.from_dict(d) for d in answer["inputs"]],
-                             outputs=[TensorSpec.from_dict(d) for d in answer["outputs"]],
-                             fidelity=compare(ref, arrays["y"], precision, thresholds),
-                             kernels=answer.get("kernels"), notes=notes)
+        outputs = [TensorSpec.from_dict(d) for d in answer["outputs"]]
+        got = {o.name: arrays[f"y{i}"] for i, o in enumerate(outputs)}
+        fidelity = compare(ref, got, precision, thresholds, answer.get("signature"), {o.name: o for o in outputs})
+        return ArtifactCheck(inputs=[TensorSpec.from_dict(d) for d in answer["inputs"]], outputs=outputs,
+                             fidelity=fidelity, kernels=answer.get("kernels"), notes=notes)
     raise AssertionError("unreachable: the last kernel path returns or raises")  # pragma: no cover
 
 
@@ -179,9 +237,16 @@ def _check_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> t
     runtime = cls()
     runtime.load(Path(request["path"]), **request["options"])
     try:
-        y = _outputs(runtime, arrays["x"], request["layout_from"], request["layout_to"])
+        names = request.get("inputs") or ["input"]  # a request without names holds one array, "x"
+        feeds = {name: arrays[f"x{i}"] if f"x{i}" in arrays else arrays["x"] for i, name in enumerate(names)}
+        ys = _outputs(runtime, feeds, request["layout_from"], request["layout_to"])
         answer = {"inputs": [s.to_dict() for s in runtime.inputs], "outputs": [s.to_dict() for s in runtime.outputs],
                   "kernels": runtime.info().get("kernels")}
     finally:
         runtime.close()
-    return answer, {"y": y}
+    if request.get("format") in ("tflite", "edgetpu") and len(ys) > 1:  # which tensor is which signature output
+        from edgekit.fidelity.matching import signature_outputs
+
+        with vendor_errors("litert", error=RuntimeFailure, what=f"Reading the signature of {request['path']} failed"):
+            answer["signature"] = signature_outputs(request["path"])
+    return answer, {f"y{i}": ys[o["name"]] for i, o in enumerate(answer["outputs"])}

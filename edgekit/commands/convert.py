@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from edgekit.errors import EXIT_NOT_COMPILED, EXIT_PARTIAL
-from edgekit.parse import parse_floats, parse_ints
+from edgekit.parse import parse_floats
 
 HELP = """Convert a model to the targets and precisions listed below, validate every artifact against the
 source, and write them with a manifest.json.
@@ -45,7 +45,8 @@ def register(app: typer.Typer) -> None:
         calib: str | None = typer.Option(O.default("calib"), help=O.help("calib")),
         calib_size: int = typer.Option(O.default("calib_size"), help=O.help("calib_size")),
         val_size: int = typer.Option(O.default("val_size"), help=O.help("val_size")),
-        input_shape: str | None = typer.Option(None, help=O.help("input_shape")),
+        input_shape: list[str] | None = typer.Option(None, help=O.help("input_shape") + " For a model with several "
+                                                      "inputs, once per input: --input-shape name:1,3,320,320."),
         batch: int = typer.Option(O.default("batch"), help=O.help("batch")),
         io_dtype: str | None = typer.Option(O.default("io_dtype"), help=O.help("io_dtype")),
         mean: str | None = typer.Option(None, help=O.help("mean")),
@@ -62,16 +63,21 @@ def register(app: typer.Typer) -> None:
         edgetpu_min_runtime: str | None = typer.Option(O.default("edgetpu_min_runtime"),
                                                        help=O.help("edgetpu_min_runtime")),
         edgetpu_timeout: float = typer.Option(O.default("edgetpu_timeout"), help=O.help("edgetpu_timeout")),
+        output_kind: list[str] | None = typer.Option(None, help=O.help("output_kinds") + " Repeat per output."),
     ) -> int:
         from edgekit.console import err, progress, quiet_stdout
         from edgekit.errors import FidelityError
+        from edgekit.fidelity.kinds import parse_output_kinds
+        from edgekit.parse import parse_input_shapes
         from edgekit.pipeline import convert
 
+        shape, shapes = parse_input_shapes(input_shape)
         try:
             with quiet_stdout():
                 result = convert(
                     source, target, quantize, out_dir=out, calib=calib, calib_size=calib_size, val_size=val_size,
-                    input_shape=parse_ints(input_shape, "--input-shape"), batch=batch, io_dtype=io_dtype,
+                    input_shape=shape, input_shapes=shapes, output_kinds=parse_output_kinds(output_kind),
+                    batch=batch, io_dtype=io_dtype,
                     mean=parse_floats(mean, "--mean"), std=parse_floats(std, "--std"), factory=model,
                     trust_model=trust_model, signature=signature, opset=opset, force=force, strict=strict,
                     edgetpu_compiler=edgetpu_compiler, edgetpu_min_runtime=edgetpu_min_runtime,

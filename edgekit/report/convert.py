@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from edgekit.artifact import Manifest
+from edgekit.artifact import Fidelity, Manifest
 from edgekit.formats import FORMATS
 from edgekit.report.text import human_bytes, pct
 
@@ -20,11 +20,24 @@ def run_line(manifest: Manifest) -> str | None:
     return f"run: {r.seconds:.1f} s{rss}{child}"
 
 
+def agreement(f: Fidelity | None) -> str:
+    """The argmax agreement an output's kind is judged by: "99.20%" (top-1), "97.10% px", "95.00% step"; "-"."""
+    if f is None:
+        return "-"
+    for value, unit in ((f.top1_agreement, ""), (f.pixel_agreement, " px"), (f.step_agreement, " step")):
+        if value is not None:
+            return pct(value) + unit
+    return "-" if f.relative_error is None else f"rel.err {f.relative_error:.3g}"
+
+
 def convert_table(manifest: Manifest) -> Table:
-    """artifact, size, ratio to the fp32 artifact of its format, top-1 agreement, accuracy, time, verdict."""
+    """artifact, size, ratio to the fp32 artifact of its format, agreement, accuracy, time, verdict.
+
+    An artifact with several outputs shows its worst output's figures, and names it; --json has them all.
+    """
     fp32 = {a.format: a.size_bytes for a in manifest.artifacts if a.precision == "fp32" and a.ok}
     table = Table(title=f"edgekit convert: {manifest.source.path}", title_justify="left")
-    for col, right in (("artifact", False), ("size", True), ("vs fp32", True), ("top-1 agree", True),
+    for col, right in (("artifact", False), ("size", True), ("vs fp32", True), ("agreement", True),
                        ("accuracy", True), ("cosine", True), ("time", True), ("fidelity", False)):
         table.add_column(col, justify="right" if right else "left", no_wrap=True)
     for a in manifest.artifacts:
@@ -44,13 +57,19 @@ def convert_table(manifest: Manifest) -> Table:
             verdict = "[green]pass[/green]"
         else:
             verdict = "[bold red]MISS[/bold red]"
+        if f is not None and len(f.outputs) > 1 and f.output:  # several outputs: the figures are the worst one's
+            verdict += f" ({escape(f.output)}, worst of {len(f.outputs)})"
+        if isinstance(a.extra.get("int8_recipe"), dict):  # how int8 was made and what it cost (issue 9)
+            from edgekit.quantize.records import RecipeChoice
+
+            verdict += f", recipe {escape(RecipeChoice.from_dict(a.extra['int8_recipe']).cost_words())}"
         acc = "-"
         if f is not None and f.accuracy is not None:
             acc = f"{100 * f.accuracy:.2f}%"
             if f.reference_accuracy is not None:
                 acc += f" ({100 * (f.accuracy - f.reference_accuracy):+.2f})"
         table.add_row(
-            a.path, human_bytes(a.size_bytes), ratio, pct(f.top1_agreement if f else None), acc,
+            a.path, human_bytes(a.size_bytes), ratio, agreement(f), acc,
             f"{f.cosine:.5f}" if f else "-", f"{a.seconds:.1f}s", verdict,
         )
     return table

@@ -23,6 +23,8 @@ class LoadOptions:
     trust_model: bool = False  # allow formats whose loading runs arbitrary code (pickle, Lambda layers)
     input_shape: list[int] | None = None  # in the SOURCE's layout, batch first
     signature: str = "serving_default"  # SavedModel signature
+    input_shapes: dict[str, list[int]] | None = None  # per input name (multi-input ONNX: --input-shape name:dims)
+    min_opset: int | None = None  # an ONNX source below it is raised to it first (int8 per-channel QDQ needs 13)
 
 
 @dataclass
@@ -51,13 +53,29 @@ class Source:
     # The file the user named, where PATH is a copy its loader made to read (a decompressed archive in a
     # folder the loader owns): the manifest records this one, and SHA256 is its digest.
     origin: Path | None = None
+    # Every output by name on a batch (source input name -> array), for validating every output (issue 15);
+    # None where the loader gives `predict` alone: one output, named output_names[0] (or "output").
+    predict_outputs: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]] | None = None
+    # Every input as (name, shape, dtype) where there are several; the first is input_name/input_shape
+    inputs: list[tuple[str, list[int], str]] = field(default_factory=list)
+    # What the loader changed in its own copy of the file before any step (dims pinned, opset raised)
+    changes: list[str] = field(default_factory=list)
+
+    def run_outputs(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Every output of the source by name on FEEDS (input name -> batch in the source's layout)."""
+        if self.predict_outputs is not None:
+            return self.predict_outputs(feeds)
+        x = feeds[self.input_name] if self.input_name in feeds else next(iter(feeds.values()))
+        return {(self.output_names or ["output"])[0]: self.predict(x)}
 
     def describe(self) -> SourceInfo:
         """The manifest's record of this source."""
         from edgekit.artifact import SourceInfo, SourceInput
 
         return SourceInfo(path=str(self.origin or self.path), sha256=self.sha256, kind=self.kind, layout=self.layout,
-                          input=SourceInput(name=self.input_name, shape=list(self.input_shape), dtype=self.input_dtype))
+                          input=SourceInput(name=self.input_name, shape=list(self.input_shape), dtype=self.input_dtype),
+                          inputs=[SourceInput(name=n, shape=list(s), dtype=d) for n, s, d in self.inputs],
+                          outputs=list(self.output_names), changes=list(self.changes))
 
 
 # (path, its first bytes) -> the kind of source file it is, or None: "not mine". HEAD is the file's first

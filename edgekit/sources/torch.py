@@ -109,20 +109,40 @@ def _torch_zip(path: Path, opts: LoadOptions) -> tuple[Any, str]:
     return model.eval(), "torch-state-dict"
 
 
-def _make_predict(module: Any, max_batch: int) -> Any:
+def named_outputs(y: Any) -> dict[str, Any]:
+    """A module's output by name: "output" for one tensor, a dict's keys, "output_<i>" for a tuple or list.
+
+    The ONNX export is given the same names (torch_to_onnx), so every artifact's outputs are matched
+    to these by name.
+    """
+    if isinstance(y, dict):
+        return {str(k): v for k, v in y.items()}
+    if isinstance(y, (tuple, list)):
+        return {f"output_{i}": v for i, v in enumerate(y)} if len(y) > 1 else {"output": y[0]}
+    return {"output": y}
+
+
+def _make_predict_outputs(module: Any, max_batch: int) -> Any:
     torch = require("torch")
 
-    def predict(x: np.ndarray) -> np.ndarray:
-        outs = []
+    def predict_outputs(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        x = next(iter(feeds.values()))
+        outs: dict[str, list[np.ndarray]] = {}
         with torch.no_grad():
             for i in range(0, len(x), max_batch):
                 y = module(torch.from_numpy(np.ascontiguousarray(x[i:i + max_batch], dtype=np.float32)))
-                if isinstance(y, (tuple, list)):
-                    y = y[0]
-                elif isinstance(y, dict):
-                    y = next(iter(y.values()))
-                outs.append(y.detach().cpu().numpy().astype(np.float32))
-        return np.concatenate(outs)
+                for name, t in named_outputs(y).items():
+                    outs.setdefault(name, []).append(t.detach().cpu().numpy().astype(np.float32))
+        return {name: np.concatenate(parts) for name, parts in outs.items()}
+
+    return predict_outputs
+
+
+def _make_predict(module: Any, max_batch: int) -> Any:
+    run = _make_predict_outputs(module, max_batch)
+
+    def predict(x: np.ndarray) -> np.ndarray:
+        return next(iter(run({"input": x}).values()))
 
     return predict
 
@@ -163,7 +183,7 @@ def load(path: Path | None, opts: LoadOptions, kind: str) -> Source:
     with vendor_errors("torch", error=UsageError, describe=lambda exc: vendor_message(exc, 300, last=True),
                        what=f"The model does not accept an input of shape {_fmt(probe.shape)}",
                        hint="Pass the shape the model was trained on with --input-shape N,C,H,W."):
-        predict(probe)
+        names = list(_make_predict_outputs(module, static_batch or 256)({"input": probe}))
     if static_batch == 0 and kind != "torch-exported":
         shape = [-1, *shape[1:]]  # eager modules accept any batch
     return Source(
@@ -178,6 +198,8 @@ def load(path: Path | None, opts: LoadOptions, kind: str) -> Source:
         model=obj,
         sha256=sha256_file(path) if path else "",
         extra={"module": module},
+        output_names=names,
+        predict_outputs=_make_predict_outputs(module, static_batch or 256),
     )
 
 

@@ -109,7 +109,8 @@ def ensure_static_batch(path: Path, signature: str, batch: int, out: Path,
     filled = [d if d is not None else known[i] for i, d in enumerate(dims[1:])]
     if any(d is None or d <= 0 for d in filled):
         raise UsageError(f"SavedModel signature '{signature}' takes {dims}; TFLite needs every dimension known.",
-                         hint="Pass --input-shape N,H,W,C.")
+                         hint="Pass --input-shape with every dimension, batch first, in the source model's own "
+                         "layout (N,C,H,W for PyTorch and most ONNX, N,H,W,C for Keras and TensorFlow).")
     fixed = static_shape([batch, *filled], batch)
     fixed_spec = tf.TensorSpec(fixed, dtype=spec.dtype, name=tf_name(key))
 

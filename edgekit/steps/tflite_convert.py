@@ -16,7 +16,7 @@ import numpy as np
 
 from edgekit._deps import require
 from edgekit.border import vendor_errors, vendor_message
-from edgekit.steps.base import Intermediate, Step, StepContext
+from edgekit.steps.base import Intermediate, Step, StepContext, to_layout
 
 # Ops that only appear when a dimension stayed dynamic; an edge artifact must not contain them.
 DYNAMIC_SHAPE_OPS = ("SHAPE", "STRIDED_SLICE", "PACK")
@@ -59,6 +59,10 @@ class TfliteConvert(Step):
         # a SavedModel source may have a dynamic batch: trace it at a fixed one, or TFLite keeps SHAPE/PACK ops
         batch = inp.batch if isinstance(inp.batch, int) else int(ctx.options.batch or 1)
         inner = list(ctx.source.input_shape[1:]) if inp.layout == ctx.source.layout else None
+        if inner is None and len(ctx.source.input_shape) == 4 and min(ctx.source.input_shape[1:]) > 0:
+            # the source's shape, in the SavedModel's layout (an NCHW ONNX's 1,3,64,64 is 64,64,3 here)
+            inner = list(to_layout(np.zeros([1, *ctx.source.input_shape[1:]], np.uint8), ctx.source.layout,
+                                   inp.layout).shape[1:])
         saved = ensure_static_batch(inp.path, signature, batch, ctx.work / f"{ctx.stem}_static_savedmodel", inner)
         log = io.StringIO()
         tflite_errors = vendor_errors(

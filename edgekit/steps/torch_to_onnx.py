@@ -52,6 +52,8 @@ class TorchToOnnx(Step):
         example = torch.rand(*[2 if dynamic else shape[0], *shape[1:]])
         opset = ctx.options.opset
         model: Any = inp.obj
+        # the source's output names ("output", "output_<i>", a dict's keys): artifacts are validated by name
+        outputs = list(ctx.source.output_names or ["output"])
         log = io.StringIO()
         with vendor_errors(
             "torch.onnx", step=self.name, what="PyTorch -> ONNX export failed", describe=explain, op=unsupported_op,
@@ -62,15 +64,15 @@ class TorchToOnnx(Step):
                 # torch.export cannot trace a ScriptModule; the TorchScript-based exporter is the tool for it.
                 torch.onnx.export(
                     model, (example,), str(out), dynamo=False, opset_version=opset,
-                    input_names=["input"], output_names=["output"],
-                    dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}} if dynamic else None,
+                    input_names=["input"], output_names=outputs,
+                    dynamic_axes={n: {0: "batch"} for n in ["input", *outputs]} if dynamic else None,
                 )
             else:
                 kwargs: dict[str, Any] = {}
                 if dynamic and not isinstance(model, torch.export.ExportedProgram):
                     kwargs["dynamic_shapes"] = ({0: torch.export.Dim("batch", min=1, max=4096)},)
                 torch.onnx.export(model, (example,), str(out), dynamo=True, external_data=False,
-                                  opset_version=opset, **kwargs)
+                                  opset_version=opset, output_names=outputs, **kwargs)
         with vendor_errors("onnx", step=self.name, what="The exported ONNX model does not pass onnx.checker"):
             onnx.checker.check_model(str(out))
         return inp.derive(kind="onnx", path=out, precision="fp32", opset=opset,

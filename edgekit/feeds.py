@@ -1,0 +1,94 @@
+"""Named inputs and what a .npz carries besides samples: the data side of multi-input and dense models.
+
+- A multi-input model is calibrated and validated from a .npz with one array per input NAME
+  (np.savez("data.npz", image=..., prompt=...)), split into calibration and held-out samples by the
+  one rule of edgekit.calibration (`split_indices`), the same indices for every input.
+- Without --calib, random inputs per input (validation of non-int8 artifacts only, as for one input).
+- A .npz may carry "masks": (N, H, W) integer class maps, the labels of a dense (segmentation) output;
+  the held-out ones are taken with the same indices as the samples (mIoU in the fidelity record).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from edgekit.border import vendor_errors
+from edgekit.calibration import _fit, _to_float, random_samples, split_indices
+from edgekit.errors import UsageError
+
+MASKS_KEY = "masks"
+
+
+@dataclass
+class Feeds:
+    """Calibration and held-out samples per input name (the source's names, in its input order)."""
+
+    calibration: dict[str, np.ndarray] | None
+    held_out: dict[str, np.ndarray]
+    labels: np.ndarray | None
+    name: str  # where they came from, for the manifest ("npz:data.npz [held-out: 25 of 100]", "random")
+
+
+def _open_npz(spec: str) -> dict[str, np.ndarray]:
+    path = Path(spec).expanduser()
+    if not (path.is_file() and path.suffix.lower() == ".npz"):
+        raise UsageError(f"A model with several inputs is calibrated from a .npz with one array per input; "
+                         f"'{spec}' is not one.", hint="np.savez('data.npz', <input name>=samples, ...)")
+    with vendor_errors("numpy", error=UsageError, what=f"Cannot read {spec}",
+                       hint="Save it with np.savez(path, name=array, ...) (no pickled objects)."), \
+            np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def split_named(spec: str | None, inputs: Sequence[tuple[str, list[int], str]], layout: str, *, calib_size: int,
+                val_size: int, batch: int, mean: Sequence[float] | None = None,
+                std: Sequence[float] | None = None) -> Feeds:
+    """Calibration and held-out feeds for INPUTS ((name, shape, dtype), batch first) from a .npz SPEC, or random."""
+    shapes = {n: [batch if d <= 0 else d for d in s] for n, s, _ in inputs}
+    if not spec:
+        per = {n: random_samples(s, min(val_size, 100), seed=i).x for i, (n, s) in enumerate(shapes.items())}
+        return Feeds(None, per, None, "random")
+    arrays = _open_npz(spec)
+    missing = [n for n in shapes if n not in arrays]
+    if missing:
+        raise UsageError(f"{spec} has no array for input(s) {missing}; it holds {sorted(arrays)}.",
+                         hint="Save one array per input name: np.savez('data.npz', " +
+                              ", ".join(f"{n}=..." for n in shapes) + ")")
+    fitted = {n: _fit(arrays[n], shapes[n], layout, f"npz:{spec}[{n}]") for n in shapes}
+    counts = {n: len(a) for n, a in fitted.items()}
+    if len(set(counts.values())) != 1:
+        raise UsageError(f"The inputs in {spec} hold different numbers of samples: {counts}.",
+                         hint="Give every input the same number of samples, sample i of each belonging together.")
+    n = next(iter(counts.values()))
+    if n < 2:
+        raise UsageError(f"{spec} holds {n} sample(s); calibration and held-out validation need at least 2.")
+    cal_idx, val_idx = split_indices(n, calib_size, val_size)
+    labels = arrays.get("y")
+    labels = labels[val_idx].astype(np.int64) if labels is not None and labels.ndim == 1 and len(labels) == n else None
+
+    def part(idx: np.ndarray) -> dict[str, np.ndarray]:
+        return {k: _to_float(a[idx], shapes[k], layout, mean, std, f"npz:{spec}[{k}]")[0] for k, a in fitted.items()}
+
+    return Feeds(part(cal_idx), part(val_idx), labels, f"npz:{spec} [held-out: {len(val_idx)} of {n}]")
+
+
+def held_out_masks(spec: str | None, calib_size: int, val_size: int) -> np.ndarray | None:
+    """The held-out label masks of a .npz SPEC that carries MASKS_KEY (same split as its samples), else None."""
+    if not spec or str(spec).strip().lower() == "mnist" or not str(spec).lower().endswith(".npz"):
+        return None
+    arrays = _open_npz(spec)
+    masks = arrays.get(MASKS_KEY)
+    if masks is None:
+        return None
+    if masks.ndim != 3 or not np.issubdtype(masks.dtype, np.integer):
+        raise UsageError(f"{spec}: '{MASKS_KEY}' must be (N, H, W) integer class indices, got {masks.dtype} "
+                         f"{list(masks.shape)}.", hint="Save label masks as integers, one class index per pixel.")
+    _, val_idx = split_indices(len(masks), calib_size, val_size)
+    return masks[val_idx]
+
+
+__all__ = ["MASKS_KEY", "Feeds", "held_out_masks", "split_named"]

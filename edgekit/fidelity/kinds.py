@@ -1,0 +1,107 @@
+"""What kind of output a tensor is, and the thresholds each kind is judged by: one table.
+
+A classifier's logits, a segmenter's per-pixel class scores, a recognizer's per-step scores and a
+detector's box regressions fail in different ways, and a user recognises different measures for
+them. The kind is read from the output's shape (`kind_of`), and can be set per output (`--output-kind
+name=kind`, `edgekit.convert(output_kinds={...})`). Why each measure and each threshold is what it
+is: README "Fidelity thresholds".
+
+- classes    (N, C), C > 1: top-1 agreement with the source (+ accuracy with labels), cosine.
+- dense      (N, C, H, W) or (N, H, W, C), C > 1: per-pixel argmax agreement (+ mIoU with label masks).
+- sequence   (N, T, C), C > 1: per-step argmax agreement: what a CTC or greedy decoder reads.
+- regression everything else (single-channel maps, boxes, landmarks, embeddings, scalars): cosine
+             and relative error ||y - y_ref|| / ||y_ref||, which also catches a wrong scale.
+
+The "classes" row is the precisions table (edgekit.precisions): a classifier is judged as it always was.
+Plain data: importing this module imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from edgekit.errors import UsageError
+from edgekit.precisions import thresholds as precision_thresholds
+from edgekit.registry import suggest
+
+KINDS: tuple[str, ...] = ("classes", "dense", "sequence", "regression")
+
+# kind -> precision -> thresholds. Keys: top1_agreement / pixel_agreement / step_agreement (fractions, at
+# least), cosine (at least), relative_error (at most), accuracy_drop / miou_drop (fraction points below the
+# source's, at most). A metric not listed for a kind is measured and recorded, not judged.
+THRESHOLDS: dict[str, dict[str, dict[str, float]]] = {
+    "dense": {
+        "fp32": {"pixel_agreement": 0.99, "cosine": 0.9999},
+        "fp16": {"pixel_agreement": 0.99, "cosine": 0.999},
+        "dynamic": {"pixel_agreement": 0.97, "cosine": 0.99},
+        "int8": {"pixel_agreement": 0.95, "miou_drop": 0.02},
+    },
+    "sequence": {
+        "fp32": {"step_agreement": 0.99, "cosine": 0.9999},
+        "fp16": {"step_agreement": 0.99, "cosine": 0.999},
+        "dynamic": {"step_agreement": 0.97, "cosine": 0.99},
+        "int8": {"step_agreement": 0.95},
+    },
+    "regression": {
+        "fp32": {"cosine": 0.9999, "relative_error": 0.001},
+        "fp16": {"cosine": 0.999, "relative_error": 0.01},
+        "dynamic": {"cosine": 0.99, "relative_error": 0.1},
+        "int8": {"cosine": 0.98, "relative_error": 0.2},
+    },
+}
+
+
+def thresholds(kind: str, precision: str) -> dict[str, float]:
+    """A fresh copy of the thresholds of an output of KIND at PRECISION (fp32's for an unknown precision)."""
+    if kind == "classes" or kind not in THRESHOLDS:
+        return precision_thresholds(precision)
+    table = THRESHOLDS[kind]
+    return dict(table.get(precision) or table["fp32"])
+
+
+def kind_of(shape: Sequence[int], layout: str | None = None) -> str:
+    """The kind an output of SHAPE (batch first) is judged as, when nobody said otherwise.
+
+    (N, C>1) classes; (N, T, C>1) sequence; 4-D with more than one channel (on axis 1, or on the last
+    axis for a channels-last LAYOUT) dense; anything else regression.
+    """
+    dims = list(shape)
+    if len(dims) == 2 and dims[1] > 1:
+        return "classes"
+    if len(dims) == 3 and dims[2] > 1 and dims[1] > 0:
+        return "sequence"
+    if len(dims) == 4:
+        channels = dims[3] if (layout or "NCHW").upper() == "NHWC" else dims[1]
+        if channels > 1:
+            return "dense"
+    return "regression"
+
+
+def parse_output_kinds(items: Sequence[str] | str | None) -> dict[str, str] | None:
+    """["boxes=regression", "seg=dense"] (or "boxes=regression,seg=dense") -> {"boxes": "regression", ...}."""
+    if not items:
+        return None
+    if isinstance(items, str):
+        items = [items]
+    out: dict[str, str] = {}
+    for item in (part.strip() for chunk in items for part in str(chunk).split(",")):
+        if not item:
+            continue
+        name, sep, kind = item.rpartition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--output-kind '{item}' is not of the form name=kind.",
+                             hint=f"For example: --output-kind boxes=regression (kinds: {', '.join(KINDS)}).")
+        out[name.strip()] = check_kind(kind.strip())
+    return out or None
+
+
+def check_kind(kind: str) -> str:
+    """KIND if it is one of KINDS, else UsageError with a did-you-mean."""
+    if kind in KINDS:
+        return kind
+    guess = suggest(kind, KINDS)
+    raise UsageError(f"Unknown output kind '{kind}'.",
+                     hint=(f"did you mean '{guess}'? " if guess else "") + f"Kinds: {', '.join(KINDS)}.")
+
+
+__all__ = ["KINDS", "THRESHOLDS", "check_kind", "kind_of", "parse_output_kinds", "thresholds"]

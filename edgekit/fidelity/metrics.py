@@ -1,0 +1,131 @@
+"""One output of an artifact against the same output of its source: the measures of its kind, judged.
+
+`judge` is the one place a verdict is formed: NaN or inf always fail (some converter paths write
+them silently), a shape that differs fails, then the kind's measures (edgekit.fidelity.kinds) are
+compared with its thresholds. Every measure that applies is recorded, judged or not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgekit.artifact import Fidelity
+from edgekit.fidelity.kinds import thresholds as kind_thresholds
+
+
+def _flat(a: np.ndarray, n: int) -> np.ndarray:
+    return a.reshape(n, -1).astype(np.float64)
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean over samples of the cosine similarity of the flattened outputs (1 where both are zero)."""
+    n = len(a)
+    fa, fb = _flat(a, n), _flat(b, n)
+    na, nb = np.linalg.norm(fa, axis=1), np.linalg.norm(fb, axis=1)
+    denom = na * nb
+    both_zero = (na == 0) & (nb == 0)
+    cos = np.where(denom > 0, (fa * fb).sum(axis=1) / np.where(denom > 0, denom, 1), np.where(both_zero, 1.0, 0.0))
+    return float(cos.mean())
+
+
+def relative_error(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean over samples of ||b - a|| / ||a||: 0 for the same output, 1 for an all-zero one, large for a wrong scale."""
+    n = len(a)
+    fa, fb = _flat(a, n), _flat(b, n)
+    na = np.linalg.norm(fa, axis=1)
+    diff = np.linalg.norm(fb - fa, axis=1)
+    rel = np.where(na > 0, diff / np.where(na > 0, na, 1), np.where(diff > 0, 1.0, 0.0))
+    return float(rel.mean())
+
+
+def argmax_agreement(a: np.ndarray, b: np.ndarray, axis: int) -> float:
+    """Fraction of positions (samples x pixels / steps) where the argmax along AXIS is the same."""
+    return float((a.argmax(axis=axis) == b.argmax(axis=axis)).mean())
+
+
+def mean_iou(pred: np.ndarray, truth: np.ndarray, classes: int) -> float:
+    """Mean over the classes present in TRUTH or PRED of |pred & truth| / |pred | truth| (labels < 0 ignored)."""
+    keep = truth >= 0
+    p, t = pred[keep], truth[keep]
+    ious = []
+    for c in range(classes):
+        union = np.count_nonzero((p == c) | (t == c))
+        if union:
+            ious.append(np.count_nonzero((p == c) & (t == c)) / union)
+    return float(np.mean(ious)) if ious else 1.0
+
+
+def judge(y_ref: np.ndarray, y: np.ndarray, *, kind: str, precision: str, channel_axis: int = 1,
+          labels: np.ndarray | None = None, masks: np.ndarray | None = None,
+          thresholds: dict[str, float] | None = None, inputs: str = "held-out", name: str | None = None) -> Fidelity:
+    """Fidelity of artifact outputs Y against the source's Y_REF (same shape), judged as KIND at PRECISION.
+
+    CHANNEL_AXIS: the class axis of a dense map (1 for NCHW, -1 for NHWC). LABELS: one class index per
+    sample (classes: accuracy). MASKS: (N, H, W) class indices (dense: mIoU; < 0 is ignored).
+    """
+    th = kind_thresholds(kind, precision)
+    th.update(thresholds or {})
+    n = len(y_ref)
+    base = {"samples": n, "thresholds": th, "inputs": inputs, "output": name, "kind": kind}
+    if y.shape != y_ref.shape:
+        return Fidelity(top1_agreement=None, cosine=float("nan"), max_abs_error=float("nan"), passed=False,
+                        failures=[f"output shape {list(y.shape)} differs from the source's {list(y_ref.shape)}"],
+                        **base)
+    finite = bool(np.isfinite(y).all())
+    b = np.nan_to_num(y.astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+    a = y_ref.astype(np.float64)
+    fid = Fidelity(top1_agreement=None, cosine=cosine(a, b), relative_error=relative_error(a, b),
+                   max_abs_error=float(np.abs(a - b).max()) if finite and a.size else float("inf") if not finite
+                   else 0.0, **base)
+    if kind == "classes" and a.ndim >= 2 and a.shape[1] > 1:
+        fid.top1_agreement = argmax_agreement(a, b, 1)
+        if labels is not None and a.ndim == 2 and len(labels) == n:
+            fid.accuracy = float((b.argmax(1) == labels).mean())
+            fid.reference_accuracy = float((a.argmax(1) == labels).mean())
+    elif kind == "dense" and a.ndim == 4 and a.shape[channel_axis] > 1:
+        fid.pixel_agreement = argmax_agreement(a, b, channel_axis)
+        if masks is not None and len(masks) == n:
+            truth = masks.astype(np.int64)
+            pa, pb = a.argmax(axis=channel_axis), b.argmax(axis=channel_axis)
+            if truth.shape == pa.shape:
+                classes = a.shape[channel_axis]
+                fid.miou, fid.reference_miou = mean_iou(pb, truth, classes), mean_iou(pa, truth, classes)
+    elif kind == "sequence" and a.ndim == 3 and a.shape[-1] > 1:
+        fid.step_agreement = argmax_agreement(a, b, -1)
+    fid.failures = _failures(fid, th, finite)
+    fid.passed = not fid.failures
+    return fid
+
+
+def _failures(f: Fidelity, th: dict[str, float], finite: bool) -> list[str]:
+    out: list[str] = []
+    if not finite:
+        out.append("outputs contain NaN or inf")
+    for key, value, words in (("top1_agreement", f.top1_agreement, "top-1 agreement"),
+                              ("pixel_agreement", f.pixel_agreement, "per-pixel argmax agreement"),
+                              ("step_agreement", f.step_agreement, "per-step argmax agreement")):
+        if value is not None and key in th and value < th[key]:
+            out.append(f"{words} {value:.2%} < {th[key]:.2%}")
+    if "cosine" in th and not f.cosine >= th["cosine"]:
+        out.append(f"cosine similarity {f.cosine:.5f} < {th['cosine']}")
+    if "relative_error" in th and f.relative_error is not None and not f.relative_error <= th["relative_error"]:
+        out.append(f"relative error {f.relative_error:.4g} > {th['relative_error']}")
+    if f.accuracy is not None and f.reference_accuracy is not None and "accuracy_drop" in th \
+            and f.reference_accuracy - f.accuracy > th["accuracy_drop"]:
+        out.append(f"accuracy {f.accuracy:.2%} is {100 * (f.reference_accuracy - f.accuracy):.2f} points below the "
+                   f"source's {f.reference_accuracy:.2%}")
+    if f.miou is not None and f.reference_miou is not None and "miou_drop" in th \
+            and f.reference_miou - f.miou > th["miou_drop"]:
+        out.append(f"mIoU {f.miou:.3f} is {f.reference_miou - f.miou:.3f} below the source's {f.reference_miou:.3f}")
+    return out
+
+
+def worst(per_output: list[Fidelity]) -> Fidelity:
+    """The record that stands for the artifact: the first failing output, else the one with the lowest cosine."""
+    failing = [f for f in per_output if not f.passed]
+    if failing:
+        return failing[0]
+    return min(per_output, key=lambda f: (f.cosine if f.cosine == f.cosine else -2.0))
+
+
+__all__ = ["argmax_agreement", "cosine", "judge", "mean_iou", "relative_error", "worst"]

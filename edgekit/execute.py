@@ -185,6 +185,9 @@ def _execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[
                 except EdgekitError as exc:
                     done.fail(cur.path.name, chain.format, chain.precision, exc, timeline, step="validate")
                     continue
+                from edgekit.quantize.explain import explain  # int8 that missed (or --explain): layer by layer
+
+                explain(art, cur, ref, options, progress)
             if not art.ok:
                 continue
             for post in chain.post_steps:

@@ -44,10 +44,15 @@ class ConvertOptions:
                                "and Keras weights).")
     trust_model: bool = _opt(False, "Allow formats whose loading runs code (pickled modules, Lambda layers).")
     signature: str = _opt("serving_default", "SavedModel signature to convert.")
+    layout: str | None = _opt(None, "Layout of an ONNX source's image input: NCHW or NHWC (default: read from the "
+                              "graph; tf2onnx writes Keras models as NHWC).")
     opset: int = _opt(18, "ONNX opset of the PyTorch, Keras and TF exports.")
     edgetpu_compiler: str | None = _opt(None, "Path of edgetpu_compiler (default: found on PATH).")
     edgetpu_min_runtime: str | None = _opt(None, "edgetpu_compiler --min_runtime_version (an integer, e.g. 14).")
     edgetpu_timeout: float = _opt(180.0, "Seconds before the Edge TPU compiler is stopped.")
+    int8_recipe: str = _opt("auto", "How int8 is made: auto (plain, then the recovery recipes until the int8 "
+                            "thresholds are met), plain, equalize, equalize+bias, bias, percentile, entropy, mixed.")
+    explain: bool = _opt(False, "Diagnose every int8 artifact layer by layer (always done when one misses).")
     input_shapes: dict[str, list[int]] | None = _opt(None, "Shapes of a multi-input model's inputs by name "
                                                      "(--input-shape name:1,3,320,320, once per input).")
     output_kinds: dict[str, str] | None = _opt(None, "How an output is judged, by output name: classes, dense, "
@@ -86,6 +91,9 @@ class ConvertOptions:
             raise UsageError("--calib-size and --val-size must be at least 1.")
         if self.edgetpu_timeout <= 0:
             raise UsageError(f"--edgetpu-timeout must be above 0 seconds, got {self.edgetpu_timeout:g}.")
+        from edgekit.sources.onnx_layout import check_layout
+
+        self.layout = check_layout(self.layout)
         if self.output_kinds:
             from edgekit.fidelity.kinds import check_kind
 

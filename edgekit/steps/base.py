@@ -49,6 +49,8 @@ class Intermediate:
     report_key: str | None = None
     # Files written beside the output and published with it: role -> path ("compiler_log": ...)
     side_files: dict[str, Path] = field(default_factory=dict)
+    # How an int8 model was made (edgekit.quantize.records.RecipeChoice): manifest `extra.int8_recipe`
+    quantization: Any = None
 
     def derive(self, **changes: Any) -> Intermediate:
         """A copy that carries every fact forward, with CHANGES; the in-memory model and reports stay behind."""
@@ -67,6 +69,8 @@ class Intermediate:
             facts["exporter"] = self.exporter
         if self.opset is not None:
             facts["opset"] = self.opset
+        if self.quantization is not None:
+            facts["int8_recipe"] = self.quantization.to_dict()
         return facts
 
 
@@ -107,6 +111,7 @@ class StepParams:
 
     precision: str = "fp32"
     io_dtype: IoDtype | None = None  # int8 TFLite I/O; None where the step has no choice
+    integer_only: bool | None = None  # True: int8 recovery may not leave layers in float (Edge TPU)
 
 
 class Step(ABC):

@@ -1,8 +1,10 @@
 """ONNX fp32 -> the requested precision: fp32 (single file), fp16, dynamic int8, static int8 (QDQ).
 
-Static int8 follows onnxruntime's recipe: `quant_pre_process` (shape inference + graph fusion),
-then `quantize_static` in QDQ format, per-channel int8 weights, calibrated with MinMax on the
-user's representative data.
+Static int8 follows onnxruntime's recipe: `quant_pre_process` (shape inference + graph fusion,
+BatchNorm folded into the convolutions), then `quantize_static` in QDQ format, per-channel int8
+weights, calibrated on the user's representative data; `--int8-recipe` (default auto) adds the
+recovery recipes of edgekit.quantize (equalization, bias correction, calibration statistic, mixed
+precision) where the plain recipe misses the int8 thresholds.
 
 Shape inference: `quant_pre_process` runs onnxruntime's symbolic shape inference first, which at
 opset >= 18 loses the output shape of Reduce ops other than Sum/Mean/Prod and then crashes on the op
@@ -11,34 +13,16 @@ that reads it (ConvNeXt-V2: "object of type 'NoneType' has no len()"); see `_pre
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from edgekit._deps import require
 from edgekit.border import vendor_errors
 from edgekit.errors import ConversionError
-from edgekit.steps.base import Intermediate, Step, StepContext
-
-
-class _Reader:
-    """onnxruntime CalibrationDataReader over our samples (duck-typed: get_next / rewind)."""
-
-    def __init__(self, name: str, samples: np.ndarray, batch: int) -> None:
-        self.name, self.samples, self.batch, self.i = name, samples, max(1, batch), 0
-
-    def get_next(self) -> dict[str, np.ndarray] | None:
-        if self.i >= len(self.samples):
-            return None
-        x = self.samples[self.i:self.i + self.batch]
-        self.i += self.batch
-        return {self.name: x}
-
-    def rewind(self) -> None:
-        self.i = 0
+from edgekit.steps.base import ConvertOptions, Intermediate, Step, StepContext
 
 
 def _single_file(src: Path, dst: Path) -> None:
@@ -63,12 +47,17 @@ def _pre_process(src: Path, dst: Path, log: Callable[[str], None]) -> None:
     """
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    try:
-        quant_pre_process(str(src), str(dst), skip_symbolic_shape=False)
-    except Exception as exc:  # any crash of the symbolic pass (TypeError, AssertionError ...): retry without it
-        log(f"onnxruntime's symbolic shape inference failed ({type(exc).__name__}: {exc}); "
-            "using ONNX shape inference only (microsoft/onnxruntime#32376)")
-        quant_pre_process(str(src), str(dst), skip_symbolic_shape=True)
+    from edgekit.scratch import absolute, scratch_cwd
+
+    src, dst = Path(absolute(src)), Path(absolute(dst))
+    # symbolic inference saves sym_shape_infer_temp.onnx in the current folder when incomplete (issue 16)
+    with scratch_cwd():
+        try:
+            quant_pre_process(str(src), str(dst), skip_symbolic_shape=False)
+        except Exception as exc:  # any crash of the symbolic pass (TypeError, AssertionError ...): retry without it
+            log(f"onnxruntime's symbolic shape inference failed ({type(exc).__name__}: {exc}); "
+                "using ONNX shape inference only (microsoft/onnxruntime#32376)")
+            quant_pre_process(str(src), str(dst), skip_symbolic_shape=True)
 
 
 class OnnxQuantize(Step):
@@ -79,6 +68,12 @@ class OnnxQuantize(Step):
 
     def outputs(self, stem: str) -> list[str]:
         return [f"{stem}.{self.params.precision}.onnx"]
+
+    @classmethod
+    def check_options(cls, options: ConvertOptions) -> None:
+        from edgekit.quantize.onnx_search import check_name
+
+        check_name(options.int8_recipe)
 
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
         precision = self.params.precision
@@ -99,7 +94,7 @@ class OnnxQuantize(Step):
             elif precision == "dynamic":
                 self._dynamic(inp.path, out, ctx.work / f"{ctx.stem}.dynamic-pre.onnx", ctx.log)
             elif precision == "int8":
-                self._int8(inp, out, ctx)
+                return self._int8(inp, out, ctx)
             else:  # the planner rejects others before anything runs
                 raise ConversionError(f"onnx_quantize has no precision '{precision}'.")
         return inp.derive(kind="onnx", path=out, precision=precision)
@@ -127,28 +122,25 @@ class OnnxQuantize(Step):
                          extra_options={"DefaultTensorType": 1})
         pre.unlink(missing_ok=True)
 
-    @staticmethod
-    def _int8(inp: Intermediate, dst: Path, ctx: StepContext) -> None:
+    def _int8(self, inp: Intermediate, dst: Path, ctx: StepContext) -> Intermediate:
+        """Static int8 by the recipe asked for (--int8-recipe; `auto` searches, edgekit.quantize.onnx_search)."""
         onnx = require("onnx")
-        from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+        from edgekit.quantize.onnx_graph import name_nodes
+        from edgekit.quantize.onnx_recipes import QuantData
+        from edgekit.quantize.onnx_search import quantize_onnx
 
         assert inp.path is not None
         pre = ctx.work / f"{ctx.stem}.int8-pre.onnx"
         _pre_process(inp.path, pre, ctx.log)
-        model = onnx.load(str(pre), load_external_data=False)
+        model = onnx.load(str(pre))
+        name_nodes(model)  # mixed precision and the diagnosis name nodes; the exporters leave some unnamed
+        onnx.save(model, str(pre))
         inits = {i.name for i in model.graph.initializer}
         name = next(i.name for i in model.graph.input if i.name not in inits)
         samples = ctx.to_layout(ctx.calibration(), inp.layout).astype(np.float32)
         dims = model.graph.input[0].type.tensor_type.shape.dim
         batch = dims[0].dim_value if dims and dims[0].dim_value > 0 else 1
-        options: dict[str, Any] = {"ActivationSymmetric": False, "WeightSymmetric": True}
-        quantize_static(
-            str(pre), str(dst), _Reader(name, samples, batch),
-            # reduce_range (7-bit weights): x86 CPUs without VNNI saturate in onnxruntime's int8 convolutions
-            # (AVX2 here: the Keras twin's agreement went 98.9% -> 99.6%); harmless where VNNI/ARM dot products exist
-            quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=True,
-            activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-            calibrate_method=CalibrationMethod.MinMax, extra_options=options,
-        )
-        pre.unlink(missing_ok=True)
-        shutil.rmtree(ctx.work / "augmented_model.onnx", ignore_errors=True)
+        work = ctx.work / f"{ctx.stem}.int8-recipes"  # candidates and their float twins; never published
+        work.mkdir(exist_ok=True)
+        choice = quantize_onnx(pre, dst, QuantData(name, samples, batch, work), ctx.options.int8_recipe, ctx.log)
+        return inp.derive(kind="onnx", path=dst, precision="int8", quantization=choice)

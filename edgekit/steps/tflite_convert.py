@@ -3,20 +3,21 @@
 Full-integer int8 uses the representative dataset (the user's calibration samples in the
 SavedModel's layout), TFLITE_BUILTINS_INT8 only (so an op without an int8 kernel fails here,
 loudly, instead of falling back to float), and the requested I/O type (int8, uint8 or float32).
+`--int8-recipe` (default auto) chooses how: edgekit.quantize.tflite_recipes (plain, equalize, mixed
+precision by selective quantization; an integer-only target such as the Edge TPU never gets float layers).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
 
 from edgekit._deps import require
 from edgekit.border import vendor_errors, vendor_message
-from edgekit.steps.base import Intermediate, Step, StepContext, to_layout
+from edgekit.steps.base import ConvertOptions, Intermediate, Step, StepContext, to_layout
 
 # Ops that only appear when a dimension stayed dynamic; an edge artifact must not contain them.
 DYNAMIC_SHAPE_OPS = ("SHAPE", "STRIDED_SLICE", "PACK")
@@ -44,6 +45,12 @@ class TfliteConvert(Step):
     def outputs(self, stem: str) -> list[str]:
         io = (self.params.io_dtype or "int8") if self.params.precision == "int8" else None
         return [artifact_name(stem, self.params.precision, io)]
+
+    @classmethod
+    def check_options(cls, options: ConvertOptions) -> None:
+        from edgekit.quantize.onnx_search import check_name
+
+        check_name(options.int8_recipe)  # the ONNX-only ones are noted and replaced by auto's for TFLite
 
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
         tf = require("tensorflow", purpose="convert to TFLite")
@@ -78,25 +85,26 @@ class TfliteConvert(Step):
             converter.target_spec.supported_types = [tf.float16]
         elif precision == "dynamic":
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        elif precision == "int8":
-            samples = ctx.to_layout(ctx.calibration(), inp.layout).astype(np.float32)
-
-            def representative() -> Iterator[list[np.ndarray]]:
-                for i in range(0, len(samples) - batch + 1, batch):
-                    yield [samples[i:i + batch]]
-
-            converter.optimizations = [tf.lite.Optimize.DEFAULT]
-            converter.representative_dataset = representative
-            converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-            io_type = {"int8": tf.int8, "uint8": tf.uint8, "float32": tf.float32}[io_dtype or "int8"]
-            converter.inference_input_type = io_type
-            converter.inference_output_type = io_type
+        choice = None
         with tflite_errors, contextlib.redirect_stdout(log):
-            blob = converter.convert()
+            if precision == "int8":  # the recipe asked for (--int8-recipe; auto searches): edgekit.quantize
+                blob, choice = self._int8(tf, saved, signature, batch, io_dtype or "int8", inp.layout, ctx)
+            else:
+                blob = converter.convert()
         out.write_bytes(blob)
         dyn = dynamic_shape_ops(out)
         return inp.derive(kind="tflite", path=out, precision=precision, io_dtype=io_dtype or "float32",
-                          dynamic_shape_ops=dyn)
+                          dynamic_shape_ops=dyn, quantization=choice)
+
+    def _int8(self, tf: Any, saved: Any, signature: str, batch: int, io_dtype: str, layout: str,
+              ctx: StepContext) -> tuple[bytes, Any]:
+        from edgekit.quantize.tflite_recipes import TfliteJob, quantize_tflite
+
+        samples = ctx.to_layout(ctx.calibration(), layout)
+        work = ctx.work / f"{ctx.stem}.{io_dtype}.int8-recipes"  # candidates and the calibrated twin; not published
+        work.mkdir(exist_ok=True)
+        job = TfliteJob(tf, saved, signature, samples.astype(np.float32), batch, io_dtype, work, ctx.log)
+        return quantize_tflite(job, ctx.options.int8_recipe, float_free=bool(self.params.integer_only))
 
 
 def dynamic_shape_ops(path: Any) -> list[str]:

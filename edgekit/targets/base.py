@@ -27,6 +27,8 @@ class TargetSpec:
     io_defaults: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # steps run on the validated artifact, each making a derived artifact (or saying how to finish it elsewhere)
     post_steps: tuple[str, ...] = ()
+    # every op must stay integer (the Edge TPU): int8 recovery may not leave layers in float (issue 9)
+    integer_only: bool = False
 
     def wanted(self, asked: list[str]) -> list[str]:
         """The precisions this target makes for a request of ASKED."""

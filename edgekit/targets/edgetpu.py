@@ -21,4 +21,5 @@ TARGET = TargetSpec(
     # Coral's convention; int8 I/O also compiles with current compilers (--io-dtype int8)
     io_defaults=MappingProxyType({"int8": "uint8"}),
     post_steps=("edgetpu_compile",),
+    integer_only=True,
 )

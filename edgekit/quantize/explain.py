@@ -1,0 +1,50 @@
+"""After validation: diagnose an int8 artifact layer by layer when it missed its thresholds, or when
+--explain asks, on the validation inputs; the result goes to `fidelity.diagnosis` and on screen."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from edgekit.quantize.records import Diagnosis
+
+
+def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[str], None]) -> Diagnosis | None:
+    """Fill ART.fidelity.diagnosis for an int8 artifact that missed (or with --explain); None when not asked.
+
+    The diagnosis is advice: where it cannot be made (an op the debugger cannot run, a model without
+    quantized layers) the artifact keeps its verdict and the reason is noted, never raised.
+    """
+    choice = getattr(inter, "quantization", None)
+    fid = art.fidelity
+    if fid is None or choice is None or choice.float_model is None or inter.path is None:
+        return None
+    if fid.passed and not options.explain:
+        return None
+    from edgekit.console import captured_output
+    from edgekit.steps.base import to_layout
+
+    x = to_layout(ref.x, ref.layout, inter.layout).astype("float32")
+    try:
+        with captured_output():  # the TFLite debugger and LiteRT print on stdout
+            if art.format == "onnx":
+                from edgekit.quantize.diagnose_onnx import diagnose
+
+                diag = diagnose(Path(choice.float_model), Path(inter.path), x, ref.inputs_name)
+            else:
+                from edgekit.quantize.tflite_recipes import diagnose_tflite
+
+                diag = diagnose_tflite(choice, x, ref.inputs_name)
+    except Exception as exc:  # noqa: BLE001 - advice must not fail an artifact that was made and validated
+        art.extra["diagnosis_error"] = f"{type(exc).__name__}: {exc}"[:400]
+        progress(f"{art.path}: int8 diagnosis could not run ({type(exc).__name__}: {str(exc)[:200]})")
+        return None
+    fid.diagnosis = diag.to_dict()
+    progress(f"{art.path}: {diag.lines()[0]}")
+    for line in diag.lines()[1:]:
+        progress(line)
+    return diag
+
+
+__all__ = ["explain"]

@@ -1,0 +1,144 @@
+"""The records int8 recovery writes into the manifest: the recipe chosen and what it cost, and the diagnosis.
+
+Plain frozen dataclasses that round-trip to JSON (`to_dict` / `from_dict`): `RecipeChoice` is an
+artifact's `extra.int8_recipe`, `Diagnosis` its `fidelity.diagnosis`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _plain(obj: Any) -> dict[str, Any]:
+    return {f.name: _value(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.metadata.get("json", True)}
+
+
+def _value(v: Any) -> Any:
+    if dataclasses.is_dataclass(v):
+        return _plain(v)
+    if isinstance(v, tuple | list):
+        return [_value(x) for x in v]
+    return v
+
+
+@dataclass(frozen=True)
+class RecipeTrial:
+    """One recipe tried by the search, judged against the float model on the calibration samples."""
+
+    recipe: str
+    passed: bool
+    cosine: float
+    top1_agreement: float | None
+    float_nodes: int
+    macs_float_fraction: float
+    seconds: float
+    failures: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RecipeTrial:
+        return cls(**{**d, "failures": tuple(d.get("failures") or ())})
+
+
+@dataclass(frozen=True)
+class RecipeChoice:
+    """How an int8 artifact was made: the recipe asked for, the one chosen, and its cost.
+
+    `met` says whether the chosen recipe met the int8 thresholds on the samples the search judged
+    (`judged_on`); the artifact's own verdict is validation's, on held-out samples. `float_nodes`
+    are the layers left in float (mixed precision) and `macs_float_fraction` their share of the
+    model's multiply-accumulates; an Edge TPU artifact only ever gets float-free recipes.
+    """
+
+    requested: str
+    chosen: str
+    config: dict[str, Any]
+    met: bool
+    judged_on: str
+    float_nodes: tuple[str, ...] = ()
+    macs_float_fraction: float = 0.0
+    trials: tuple[RecipeTrial, ...] = ()
+    notes: tuple[str, ...] = ()
+    # where diagnosis finds the float twin of the artifact (a staging path: never written to the manifest)
+    float_model: str | None = field(default=None, compare=False, metadata={"json": False})
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RecipeChoice:
+        names = {f.name for f in dataclasses.fields(cls)}
+        v = {k: x for k, x in d.items() if k in names}
+        v["float_nodes"] = tuple(v.get("float_nodes") or ())
+        v["notes"] = tuple(v.get("notes") or ())
+        v["trials"] = tuple(RecipeTrial.from_dict(t) for t in v.get("trials") or ())
+        return cls(**v)
+
+    def cost_words(self) -> str:
+        """'equalize', 'mixed[plain] (3 ops in float, 4.1% of MACs)': what the table shows."""
+        if not self.float_nodes:
+            return self.chosen
+        n = len(self.float_nodes)
+        return f"{self.chosen} ({n} op{'s' if n != 1 else ''} in float, {100 * self.macs_float_fraction:.1f}% of MACs)"
+
+
+@dataclass(frozen=True)
+class LayerDiagnosis:
+    """One quantized layer, float vs int8 on the validation inputs.
+
+    sqnr_db: signal-to-quantization-noise of the layer's output (higher is better); added_db: how
+    many dB the layer itself lost (its input's SQNR minus its output's: the layer's own share of the
+    error); act_spread: the largest per-channel range of its input over the median one; weight_spread:
+    the same over its weights' output channels; outlier_ratio: the output's max |x| over its 99.9th
+    percentile (a large one means MinMax calibration spends the int8 range on rare values).
+    """
+
+    name: str
+    op: str
+    sqnr_db: float
+    cosine: float
+    added_db: float
+    act_spread: float | None
+    weight_spread: float | None
+    outlier_ratio: float | None
+    pattern: str
+    fix: str
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LayerDiagnosis:
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The layers that contribute most int8 error, ranked, with what usually fixes each pattern."""
+
+    method: str  # "onnxruntime intermediate tensors" | "tflite quantization debugger"
+    samples: int
+    inputs: str
+    layers: tuple[LayerDiagnosis, ...]
+    layers_total: int
+    summary: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Diagnosis:
+        return cls(**{**d, "layers": tuple(LayerDiagnosis.from_dict(x) for x in d.get("layers") or ())})
+
+    def lines(self, top: int = 5) -> list[str]:
+        """What the screen shows: the summary and the worst layers with their fix."""
+        out = [self.summary]
+        for i, layer in enumerate(self.layers[:top], 1):
+            spreads = ", ".join(s for s in (
+                f"activation channel spread {layer.act_spread:.0f}x" if layer.act_spread is not None else "",
+                f"weight spread {layer.weight_spread:.0f}x" if layer.weight_spread is not None else "",
+                f"outliers {layer.outlier_ratio:.1f}x" if layer.outlier_ratio is not None else "") if s)
+            out.append(f"  {i}. {layer.name} ({layer.op}): SQNR {layer.sqnr_db:.1f} dB, lost {layer.added_db:.1f} dB"
+                       f"{'; ' + spreads if spreads else ''} -> {layer.pattern}: {layer.fix}")
+        return out
+
+
+__all__ = ["Diagnosis", "LayerDiagnosis", "RecipeChoice", "RecipeTrial"]

@@ -1,0 +1,132 @@
+"""Cross-layer equalization on a float .tflite (edgekit.quantize.equalize's method, for the TFLite route).
+
+The route to TFLite does not pass through the ONNX graph edgekit equalizes (Keras and SavedModel sources
+never do), so the float flatbuffer is equalized instead, before calibration: for CONV_2D /
+DEPTHWISE_CONV_2D -> CONV_2D / DEPTHWISE_CONV_2D / (MEAN ->) FULLY_CONNECTED pairs whose middle tensor
+nothing else reads and whose first op's fused activation is NONE, RELU or RELU6 (made RELU, as AIMET
+does), channel i of the first op's filter and bias is divided by s_i and the second op's weights reading
+channel i are multiplied by it. Layouts: CONV_2D filter [Cout, kh, kw, Cin], DEPTHWISE_CONV_2D
+[1, kh, kw, C*m], FULLY_CONNECTED [out, in].
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+_NONE, _RELU, _RELU6 = 0, 1, 3
+_CONVS = ("CONV_2D", "DEPTHWISE_CONV_2D")
+
+
+class _Flat:
+    def __init__(self, blob: bytes) -> None:
+        from tensorflow.lite.python import schema_py_generated as schema
+        from tensorflow.lite.tools import flatbuffer_utils as fu
+
+        self.fu = fu
+        self.model = fu.convert_bytearray_to_object(bytearray(blob))
+        self.sg = self.model.subgraphs[0]
+        names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+        self.ops = [names.get(max(c.builtinCode, c.deprecatedBuiltinCode), "?") for c in self.model.operatorCodes]
+        self.readers: dict[int, list[int]] = {}
+        for k, op in enumerate(self.sg.operators):
+            for t in op.inputs:
+                if t >= 0:
+                    self.readers.setdefault(int(t), []).append(k)
+
+    def name(self, k: int) -> str:
+        return self.ops[self.sg.operators[k].opcodeIndex]
+
+    def only_reader(self, tensor: int) -> int | None:
+        r = self.readers.get(tensor, [])
+        return r[0] if len(r) == 1 and tensor not in list(self.sg.outputs) else None
+
+    def weight(self, tensor: int) -> np.ndarray | None:
+        t = self.sg.tensors[tensor]
+        data = self.model.buffers[t.buffer].data if t.buffer < len(self.model.buffers) else None
+        if data is None or t.type != 0 or len(self.readers.get(tensor, [])) != 1:  # float32, one reader
+            return None
+        return np.frombuffer(bytes(np.asarray(data, np.uint8)), np.float32).reshape(list(t.shape)).copy()
+
+    def set_weight(self, tensor: int, value: np.ndarray) -> None:
+        t = self.sg.tensors[tensor]
+        self.model.buffers[t.buffer].data = np.frombuffer(value.astype(np.float32).tobytes(), np.uint8)
+
+    def to_bytes(self) -> bytes:
+        return bytes(self.fu.convert_object_to_bytearray(self.model))
+
+
+def _in_masks(kind: str, w: np.ndarray, c: int) -> list[tuple[slice | int, ...]] | None:
+    """Index of the weights of B that read input channel i, for each i (None where B does not read C channels)."""
+    if kind == "CONV_2D" and w.shape[-1] == c:
+        return [(slice(None), slice(None), slice(None), i) for i in range(c)]
+    if kind == "DEPTHWISE_CONV_2D" and w.shape[-1] % c == 0:
+        m = w.shape[-1] // c
+        return [(slice(None), slice(None), slice(None), slice(i * m, (i + 1) * m)) for i in range(c)]
+    if kind == "FULLY_CONNECTED" and w.ndim == 2 and w.shape[1] == c:
+        return [(slice(None), i) for i in range(c)]
+    return None
+
+
+def _out_index(kind: str, i: int) -> tuple[Any, ...]:
+    return (i,) if kind == "CONV_2D" else (slice(None), slice(None), slice(None), i)
+
+
+def equalize_tflite(blob: bytes, samples: np.ndarray | None = None, sweeps: int = 10) -> tuple[bytes, str]:
+    """BLOB equalized, and a line saying what was done."""
+    f = _Flat(blob)
+    pairs = []
+    for a, op in enumerate(f.sg.operators):
+        if f.name(a) not in _CONVS or op.builtinOptions is None:
+            continue
+        act = getattr(op.builtinOptions, "fusedActivationFunction", None)
+        if act not in (_NONE, _RELU, _RELU6):
+            continue
+        b = f.only_reader(int(op.outputs[0]))
+        if b is not None and f.name(b) == "MEAN":  # global average pool before the classifier
+            b = f.only_reader(int(f.sg.operators[b].outputs[0]))
+            b = b if b is not None and f.name(b) == "FULLY_CONNECTED" else None
+        if b is None or f.name(b) not in (*_CONVS, "FULLY_CONNECTED"):
+            continue
+        wa, wb = f.weight(int(op.inputs[1])), f.weight(int(f.sg.operators[b].inputs[1]))
+        if wa is None or wb is None:
+            continue
+        c = wa.shape[0] if f.name(a) == "CONV_2D" else wa.shape[-1]
+        masks = _in_masks(f.name(b), wb, c)
+        if masks is not None:
+            pairs.append((a, b, c, masks))
+    relu6 = 0
+    for a, _, _, _ in pairs:
+        opts = f.sg.operators[a].builtinOptions
+        if opts.fusedActivationFunction == _RELU6:
+            opts.fusedActivationFunction = _RELU
+            relu6 += 1
+    done = 0
+    for done in range(1, sweeps + 1):  # noqa: B007 - reported
+        moved = 0.0
+        for a, b, c, masks in pairs:
+            op_a, op_b = f.sg.operators[a], f.sg.operators[b]
+            wa, wb = f.weight(int(op_a.inputs[1])), f.weight(int(op_b.inputs[1]))
+            assert wa is not None and wb is not None
+            ka = f.name(a)
+            r1 = np.array([np.abs(wa[_out_index(ka, i)]).max() for i in range(c)], np.float64)
+            r2 = np.array([np.abs(wb[m]).max() for m in masks], np.float64)
+            s = np.where((r1 > 1e-12) & (r2 > 1e-12), np.sqrt(r1 / np.maximum(r2, 1e-12)), 1.0)
+            for i in range(c):
+                wa[_out_index(ka, i)] /= s[i]
+                wb[masks[i]] *= s[i]
+            f.set_weight(int(op_a.inputs[1]), wa)
+            f.set_weight(int(op_b.inputs[1]), wb)
+            if len(op_a.inputs) > 2 and op_a.inputs[2] >= 0:
+                bias = f.weight(int(op_a.inputs[2]))
+                if bias is not None:
+                    f.set_weight(int(op_a.inputs[2]), bias / s)
+            moved = max(moved, float(np.abs(np.log(s)).max()))
+        if moved < 1e-3:
+            break
+    return f.to_bytes(), f"equalized {len(pairs)} op pairs of the float TFLite model ({done} sweeps), " \
+                         f"replaced {relu6} fused ReLU6 by ReLU"
+
+
+__all__ = ["equalize_tflite"]

@@ -1,0 +1,73 @@
+"""`edgekit convert` with --int8-recipe and --explain: the manifest records the recipe, its cost and the diagnosis."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgekit.artifact import Manifest
+
+pytestmark = pytest.mark.slow  # real conversions (ONNX only: a few seconds each)
+
+
+@pytest.fixture(scope="module")
+def calib(tmp_path_factory: pytest.TempPathFactory, samples: np.ndarray) -> Path:
+    path = tmp_path_factory.mktemp("calib") / "calib.npy"
+    np.save(path, np.concatenate([samples, samples[::-1] * 0.9]))
+    return path
+
+
+def _convert(model: Path, calib: Path, out: Path, **options: object) -> Manifest:
+    from edgekit.pipeline import convert
+
+    result = convert(model, "onnx", "int8", calib=str(calib), out=out, **options)
+    return Manifest.from_dict(json.loads(result.manifest_path.read_text()))
+
+
+def test_manifest_records_the_recipe_and_what_it_cost(head_model: Path, calib: Path, tmp_path: Path) -> None:
+    manifest = _convert(head_model, calib, tmp_path / "mixed", int8_recipe="mixed")
+    art = manifest.artifacts[0]
+    rec = art.extra["int8_recipe"]
+    assert rec["requested"] == "mixed" and rec["met"] is True and rec["chosen"].startswith("mixed[plain]")
+    assert "fc" in rec["float_nodes"] and 0 < rec["macs_float_fraction"] < 0.5
+    assert [t["recipe"] for t in rec["trials"]][0] == "plain" and rec["trials"][0]["passed"] is False
+    assert art.fidelity is not None and art.fidelity.passed and art.fidelity.diagnosis is None  # passed, not asked
+
+    from rich.console import Console
+
+    from edgekit.report import convert_table
+
+    console = Console(width=250, record=True)
+    console.print(convert_table(manifest))
+    text = console.export_text()
+    assert "recipe mixed[plain] (" in text and "ops in float" in text and "% of MACs" in text
+
+
+def test_a_miss_is_diagnosed_without_being_asked(spread_model: Path, calib: Path, tmp_path: Path) -> None:
+    manifest = _convert(spread_model, calib, tmp_path / "plain", int8_recipe="plain")
+    art = manifest.artifacts[0]
+    assert art.fidelity is not None and not art.fidelity.passed
+    diag = art.fidelity.diagnosis
+    assert diag is not None and diag["layers"] and diag["inputs"] == art.fidelity.inputs
+    assert "dw2" in [layer["name"] for layer in diag["layers"]]
+
+
+def test_explain_diagnoses_a_pass_too_and_auto_recovers(spread_model: Path, calib: Path, tmp_path: Path) -> None:
+    manifest = _convert(spread_model, calib, tmp_path / "auto", explain=True)
+    art = manifest.artifacts[0]
+    rec = art.extra["int8_recipe"]
+    assert rec["trials"][0]["recipe"] == "plain" and not rec["trials"][0]["passed"]
+    assert rec["chosen"] in ("equalize", "equalize+bias") and art.fidelity is not None and art.fidelity.passed
+    assert art.fidelity.diagnosis is not None and art.fidelity.diagnosis["layers_total"] == 4
+
+
+def test_an_unknown_recipe_is_refused_before_anything_runs(spread_model: Path, calib: Path, tmp_path: Path) -> None:
+    from edgekit.errors import UsageError
+    from edgekit.pipeline import convert
+
+    with pytest.raises(UsageError) as exc:
+        convert(spread_model, "onnx,tflite", "int8", calib=str(calib), out=tmp_path / "x", int8_recipe="equalise")
+    assert "equalize" in (exc.value.hint or "") and not (tmp_path / "x").exists()

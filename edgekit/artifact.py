@@ -18,7 +18,6 @@ import numpy as np
 from edgekit.errors import UsageError
 from edgekit.fsutil import atomic_write_json
 from edgekit.records import Record
-from edgekit.reproducible import VARIES_BETWEEN_RUNS
 
 MANIFEST_VERSION = 1
 
@@ -342,15 +341,12 @@ class Manifest:
     warnings: list[str] = field(default_factory=list)
     run: RunFacts | None = None
     preprocessing: Preprocessing | None = None  # how images become inputs (edgekit serve's /classify)
-    # the only fields that differ between two runs of one conversion (edgekit.reproducible)
-    varies_between_runs: list[str] = field(default_factory=lambda: list(VARIES_BETWEEN_RUNS))
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "manifest_version": self.manifest_version,
             "edgekit_version": self.edgekit_version,
             "created": self.created,
-            "varies_between_runs": self.varies_between_runs,
             "source": self.source.to_dict(),
             "tool_versions": self.tool_versions,
             "options": self.options,
@@ -370,8 +366,6 @@ class Manifest:
             edgekit_version=d.get("edgekit_version", ""),
             manifest_version=int(d.get("manifest_version", MANIFEST_VERSION)),
             created=d.get("created", ""),
-            varies_between_runs=([str(v) for v in d["varies_between_runs"]]
-                                 if isinstance(d.get("varies_between_runs"), list) else list(VARIES_BETWEEN_RUNS)),
             warnings=list(d.get("warnings", [])),
             run=RunFacts.from_dict(d["run"]) if isinstance(d.get("run"), dict) else None,
             preprocessing=(Preprocessing.from_dict(d["preprocessing"]) if isinstance(d.get("preprocessing"), dict)

@@ -54,7 +54,6 @@ def register(app: typer.Typer) -> None:
         model: str | None = typer.Option(O.default("factory"), "--model", help=O.help("factory")),
         trust_model: bool = typer.Option(O.default("trust_model"), help=O.help("trust_model")),
         signature: str = typer.Option(O.default("signature"), help=O.help("signature")),
-        layout: str | None = typer.Option(O.default("layout"), help=O.help("layout")),
         opset: int = typer.Option(O.default("opset"), help=O.help("opset")),
         out: Path | None = typer.Option(None, "--out", "-o", help=O.help("out_dir")),
         force: bool = typer.Option(O.default("force"), help=O.help("force")),
@@ -82,8 +81,7 @@ def register(app: typer.Typer) -> None:
                     input_shape=shape, input_shapes=shapes, output_kinds=parse_output_kinds(output_kind),
                     batch=batch, io_dtype=io_dtype,
                     mean=parse_floats(mean, "--mean"), std=parse_floats(std, "--std"), factory=model,
-                    trust_model=trust_model, signature=signature, layout=layout, opset=opset, force=force,
-                    strict=strict,
+                    trust_model=trust_model, signature=signature, opset=opset, force=force, strict=strict,
                     edgetpu_compiler=edgetpu_compiler, edgetpu_min_runtime=edgetpu_min_runtime,
                     edgetpu_timeout=edgetpu_timeout, int8_recipe=int8_recipe, explain=explain, progress=progress,
                 )

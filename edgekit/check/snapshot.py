@@ -32,6 +32,7 @@ from edgekit.records import Record
 
 BASELINE_KIND = "edgekit-baseline"
 BASELINE_VERSION = 1
+STEADY = 2.0  # a row whose p90 is more than this many times its p50 was measured on a machine too busy to compare
 
 
 @dataclass
@@ -94,6 +95,8 @@ class Snapshot(Record):
     source_path: str = ""
     source_sha256: str = ""
     latency_reference: str | None = None  # "source model: source (torch-exported) on torch/cpu"
+    reference_p50_ms: float | None = None  # the reference row's own figures: is it a steady yardstick?
+    reference_p90_ms: float | None = None
     artifacts: list[Facts] = field(default_factory=list)
 
     def by_key(self) -> dict[str, Facts]:
@@ -102,6 +105,13 @@ class Snapshot(Record):
     @property
     def latency_reference_kind(self) -> str | None:
         return self.latency_reference.split(":", 1)[0] if self.latency_reference else None
+
+    @property
+    def reference_steady(self) -> bool:
+        """Whether the reference row was measured steadily: p90 within STEADY x p50. A source model whose
+        runtime stalls on a busy machine (PyTorch's threads: p50 0.6 ms, p90 96 ms seen here) is no yardstick."""
+        p50, p90 = self.reference_p50_ms, self.reference_p90_ms
+        return bool(p50 and p90 and p90 <= STEADY * p50)
 
     def to_json(self) -> str:
         return json.dumps(_rounded(self.to_dict()), indent=2, sort_keys=True) + "\n"
@@ -241,6 +251,8 @@ def add_bench(snapshot: Snapshot, bench: Any, where: str, notes: list[str]) -> N
     rows = [r for r in bench["rows"] if isinstance(r, dict)]
     ref, described = _reference_row(rows, as_dict(bench.get("reference")))
     snapshot.latency_reference = described
+    if ref:
+        snapshot.reference_p50_ms, snapshot.reference_p90_ms = as_float(ref.get("p50_ms")), as_float(ref.get("p90_ms"))
     measured_sha = {Path(as_str(as_dict(r.get("artifact")).get("path"))).name: as_str(as_dict(r.get("artifact"))
                     .get("sha256")) for r in as_list(bench.get("results")) if isinstance(r, dict)}
     by_name = {Path(f.path).name: f for f in snapshot.artifacts if f.path}
@@ -331,7 +343,9 @@ def _typed(data: dict[str, Any], where: str) -> Snapshot:
                              p50_vs_ref=as_float(r.get("p50_vs_ref")), p90_vs_ref=as_float(r.get("p90_vs_ref")))
                      for r in as_list(a.get("latency")) if isinstance(r, dict)]))
     return Snapshot(source_path=as_str(data.get("source_path")), source_sha256=as_str(data.get("source_sha256")),
-                    latency_reference=as_str(data.get("latency_reference")) or None, artifacts=arts)
+                    latency_reference=as_str(data.get("latency_reference")) or None,
+                    reference_p50_ms=as_float(data.get("reference_p50_ms")),
+                    reference_p90_ms=as_float(data.get("reference_p90_ms")), artifacts=arts)
 
 
 def load_baseline(spec: str) -> Side:

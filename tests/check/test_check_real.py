@@ -36,9 +36,11 @@ def test_bundled_model_against_itself_passes(ci_run, capsys) -> None:
     metrics = {r["metric"] for r in report["checks"]}
     assert {"present", "size growth", "fidelity", "new operators", "p50 latency onnxruntime/cpu"} <= metrics
     lat = rows(report, "onnx int8", "p50 latency onnxruntime/cpu")[0]
-    assert lat["change"] == pytest.approx(0.0) and lat["unit"] == "ratio"
-    assert report["latency_compared"] == ["p50 relative to the source model measured in the same bench run"]
-    assert lat["compared"] == report["latency_compared"][0]
+    assert lat["change"] == pytest.approx(0.0) and lat["verdict"] == "pass"
+    # relative to the source model, unless PyTorch's row stalled on this busy machine (then said in a note)
+    relative = "p50 relative to the source model measured in the same bench run"
+    assert report["latency_compared"] == [lat["compared"]]
+    assert lat["compared"] == relative or any("unsteady" in n for n in report["notes"])
 
 
 def test_wider_layer_fails_the_size_budget_with_the_right_numbers(ci_run, wide_run, capsys) -> None:

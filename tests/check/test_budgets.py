@@ -99,3 +99,16 @@ def test_bad_budget_is_exit_2_with_a_clear_message(tmp_path: Path, capsys, text:
     assert main(["check", str(tmp_path / "out"), "--budget", str(budget)]) == EXIT_USAGE
     err = " ".join(capsys.readouterr().err.split())
     assert re.search(message, err), err
+
+
+def test_readme_budget_example_loads_and_its_table_lists_every_key(tmp_path: Path) -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## CI gate", 1)[1].split("\n## ", 1)[0]
+    (example,) = re.findall(r"```toml\n(.*?)```", section, re.S)
+    (tmp_path / "b.toml").write_text(example)
+    b = load_budgets(tmp_path / "b.toml")
+    assert b.for_artifact("tflite", "int8", "int8")["max_bytes"].value == 250 * 1024
+    documented = set(re.findall(r"^\| `([a-z0-9_]+)`(?:, `([a-z0-9_]+)`)?", section, re.M))
+    assert {k for pair in documented for k in pair if k} == set(KEYS)

@@ -151,7 +151,7 @@ def _edgetpu(c: Ctx, now: Facts) -> Iterator[CheckResult]:
         if bound is not None and value is not None:
             yield c.result(key, metric, "fraction", old, value, None if old is None else value - old,
                            f">= {bound:.1%}", value >= bound - 1e-12,
-                           f"{metric} {value:.1%}{_partition(tpu)}, budget {bound:.1%}")
+                           f"{metric} {value:.1%} ({tpu.source}){_partition(tpu)}, budget {bound:.1%}")
         drop = c.value("max_tpu_coverage_drop")
         if drop is not None and value is not None and old is not None:
             yield c.result("max_tpu_coverage_drop", f"{metric} vs baseline", "fraction", old, value, value - old,
@@ -188,9 +188,9 @@ def _compute(c: Ctx, now: Facts) -> Iterator[CheckResult]:
     level = c.value("new_ops")
     if level != "off" and now.ops is not None and base is not None and base.ops is not None:
         new = sorted(set(now.ops) - set(base.ops))
-        yield c.result("new_ops", "new operators", "text", len(base.ops), ", ".join(new) or "none", None, "none",
-                       not new, f"operators not in the baseline: {', '.join(new)}" if new else "no new operators",
-                       level)
+        yield c.result("new_ops", "new operators", "text", f"{len(base.ops)} types", ", ".join(new) or "none", None,
+                       "none", not new,
+                       f"operators not in the baseline: {', '.join(new)}" if new else "no new operators", level)
 
 
 def _latency(c: Ctx, now: Facts, relative: bool) -> Iterator[CheckResult]:

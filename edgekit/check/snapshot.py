@@ -59,6 +59,7 @@ class TpuFacts(Record):
     macs_on_tpu_fraction: float | None = None
     partition_index: int | None = None  # the first op the compiler cannot map; None: every op maps
     partition_op: str | None = None
+    source: str = "pre-flight"  # where the op counts come from: "pre-flight" (a prediction) or "edgetpu_compiler"
 
 
 @dataclass
@@ -149,10 +150,16 @@ def variant_of(path: str, precision: str) -> str:
 
 
 def _tpu(report: dict[str, Any]) -> TpuFacts | None:
+    """Coverage from a manifest's `extra.edgetpu`: the compiler's op counts where it ran, else the pre-flight's."""
     if not report:
         return None
-    ops_total, ops_on = as_int(report.get("ops_total")), as_int(report.get("ops_on_tpu"))
-    frac = as_float(report.get("ops_on_tpu_fraction"))
+    compiler = as_dict(report.get("compiler"))
+    ops_total, ops_on = as_int(compiler.get("ops_total")), as_int(compiler.get("ops_on_tpu"))
+    source = "edgetpu_compiler"
+    if not (ops_total and ops_on is not None):
+        ops_total, ops_on, source = as_int(report.get("ops_total")), as_int(report.get("ops_on_tpu")), "pre-flight"
+    frac = ops_on / ops_total if ops_total and ops_on is not None and source == "edgetpu_compiler" else \
+        as_float(report.get("ops_on_tpu_fraction"))
     if frac is None and ops_total and ops_on is not None:
         frac = ops_on / ops_total
     first = as_dict(report.get("first_unsupported"))
@@ -160,7 +167,7 @@ def _tpu(report: dict[str, Any]) -> TpuFacts | None:
         return None
     return TpuFacts(ops_on_tpu_fraction=frac, macs_on_tpu_fraction=as_float(report.get("macs_on_tpu_fraction")),
                     partition_index=as_int(first.get("index")) if first else None,
-                    partition_op=as_str(first.get("op")) or None if first else None)
+                    partition_op=as_str(first.get("op")) or None if first else None, source=source)
 
 
 def _artifact(entry: Any, n: int, where: str) -> Facts:
@@ -337,7 +344,8 @@ def _typed(data: dict[str, Any], where: str) -> Snapshot:
             edgetpu=TpuFacts(ops_on_tpu_fraction=as_float(tpu.get("ops_on_tpu_fraction")),
                              macs_on_tpu_fraction=as_float(tpu.get("macs_on_tpu_fraction")),
                              partition_index=as_int(tpu.get("partition_index")),
-                             partition_op=as_str(tpu.get("partition_op")) or None) if tpu else None,
+                             partition_op=as_str(tpu.get("partition_op")) or None,
+                             source=as_str(tpu.get("source"), "pre-flight")) if tpu else None,
             latency=[Latency(runtime=as_str(r.get("runtime")), device=as_str(r.get("device")),
                              p50_ms=as_float(r.get("p50_ms")), p90_ms=as_float(r.get("p90_ms")),
                              p50_vs_ref=as_float(r.get("p50_vs_ref")), p90_vs_ref=as_float(r.get("p90_vs_ref")))

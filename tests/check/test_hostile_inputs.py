@@ -105,3 +105,19 @@ def test_baseline_from_git_revision(tmp_path: Path, capsys, monkeypatch: pytest.
     (r,) = [r for r in report["checks"] if r["verdict"] == "fail"]
     assert (r["metric"], r["baseline"], r["now"]) == ("size growth", 4, 5)
     _fails(capsys, [".", "--baseline", "git:nosuchrev:base.json"], "Cannot read git:nosuchrev:base.json: git says")
+
+
+def test_edgetpu_coverage_from_the_compiler_where_it_ran(tmp_path: Path, capsys) -> None:
+    """A compiled artifact's manifest entry (the shape edgetpu_compile writes): the compiler's counts win."""
+    preflight = {"predicted": True, "compiled": True, "ops_total": 10, "ops_on_tpu": 10, "ops_on_tpu_fraction": 1.0,
+                 "macs_on_tpu_fraction": 1.0, "first_unsupported": None,
+                 "compiler": {"ops_total": 10, "ops_on_tpu": 8, "ops_on_cpu": 2}}
+    art = {**ARTIFACT, "path": "m_edgetpu.tflite", "format": "edgetpu", "precision": "int8",
+           "extra": {"edgetpu": preflight}}
+    out = _out(tmp_path, {"artifacts": [art]})
+    (out / "m_edgetpu.tflite").write_bytes(b"not a model")
+    budget = tmp_path / "b.toml"
+    budget.write_text('["edgetpu *"]\nmin_ops_on_tpu_fraction = 0.9\n')
+    assert main(["check", str(out), "--budget", str(budget), "--format", "json"]) == EXIT_CHECK
+    (r,) = [r for r in json.loads(capsys.readouterr().out)["checks"] if r["verdict"] == "fail"]
+    assert (r["artifact"], r["now"]) == ("edgetpu int8", 0.8) and "(edgetpu_compiler)" in r["message"]

@@ -267,8 +267,7 @@ def load_budgets(path: str | Path | None, cwd: Path | None = None) -> Budgets:
         if not pyproject.is_file():
             return Budgets()
         text = read_text(pyproject, "pyproject.toml")
-        data = _toml(text, "pyproject.toml")
-        table = data.get("tool", {}).get("edgekit", {}).get("check") if isinstance(data.get("tool"), dict) else None
+        table = _tool_table(_toml(text, "pyproject.toml"))
         if table is None:
             return Budgets()
         return parse_budgets(table, "pyproject.toml", text, ("tool", "edgekit", "check"))
@@ -277,14 +276,19 @@ def load_budgets(path: str | Path | None, cwd: Path | None = None) -> Budgets:
     text = read_text(p, "budget file")
     data = _toml(text, name)
     if p.name == "pyproject.toml":
-        tool = data.get("tool")
-        table = tool.get("edgekit", {}).get("check") if isinstance(tool, dict) and isinstance(tool.get("edgekit"),
-                                                                                             dict) else None
+        table = _tool_table(data)
         if table is None:
             raise UsageError(f"{name} has no [tool.edgekit.check] table.",
                              hint="Add one (see README, 'CI gate'), or pass a budget TOML file with --budget.")
         return parse_budgets(table, name, text, ("tool", "edgekit", "check"))
     return parse_budgets(data, name, text)
+
+
+def _tool_table(data: dict[str, Any]) -> Any:
+    """The [tool.edgekit.check] value of a parsed pyproject.toml, or None where it has none."""
+    from edgekit.check.files import as_dict
+
+    return as_dict(as_dict(data.get("tool")).get("edgekit")).get("check")
 
 
 def _toml(text: str, where: str) -> dict[str, Any]:

@@ -67,6 +67,8 @@ def _presence(c: Ctx) -> Iterator[CheckResult]:
     if level == "off":
         return
     now, base = c.now, c.base
+    if now is None and base is not None and base.status != "ok":
+        return  # it failed in the baseline's run too: nothing was lost
     if now is None:
         yield c.result("missing", "present", "text", "present", "gone", None, "present", False,
                        "in the baseline but not made by this run", level)

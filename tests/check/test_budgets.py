@@ -112,3 +112,8 @@ def test_readme_budget_example_loads_and_its_table_lists_every_key(tmp_path: Pat
     assert b.for_artifact("tflite", "int8", "int8")["max_bytes"].value == 250 * 1024
     documented = set(re.findall(r"^\| `([a-z0-9_]+)`(?:, `([a-z0-9_]+)`)?", section, re.M))
     assert {k for pair in documented for k in pair if k} == set(KEYS)
+
+
+def test_pyproject_with_a_foreign_tool_table(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool]\nedgekit = 3\n')
+    assert load_budgets(None, cwd=tmp_path).where.startswith("defaults")

@@ -121,3 +121,15 @@ def test_edgetpu_coverage_from_the_compiler_where_it_ran(tmp_path: Path, capsys)
     assert main(["check", str(out), "--budget", str(budget), "--format", "json"]) == EXIT_CHECK
     (r,) = [r for r in json.loads(capsys.readouterr().out)["checks"] if r["verdict"] == "fail"]
     assert (r["artifact"], r["now"]) == ("edgetpu int8", 0.8) and "(edgetpu_compiler)" in r["message"]
+
+
+def test_an_artifact_that_failed_in_the_baseline_too_is_not_gone(tmp_path: Path, capsys) -> None:
+    failed = {"path": "", "format": "tflite", "precision": "int8", "status": "failed",
+              "failure": {"step": "tflite_convert", "message": "boom"}}
+    base = _out(tmp_path, {"artifacts": [ARTIFACT, failed]}, "base")
+    now = _out(tmp_path, {"artifacts": [ARTIFACT]}, "now")
+    assert main(["check", str(now), "--baseline", str(base), "--format", "json"]) == 0
+    assert "tflite int8" not in {r["artifact"] for r in json.loads(capsys.readouterr().out)["checks"]}
+    assert main(["check", str(base), "--format", "json"]) == EXIT_CHECK  # failing now is a failure
+    (r,) = [r for r in json.loads(capsys.readouterr().out)["checks"] if r["verdict"] == "fail"]
+    assert (r["artifact"], r["now"]) == ("tflite int8", "failed to convert") and "boom" in r["message"]

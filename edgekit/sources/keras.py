@@ -224,6 +224,27 @@ def make_predict(model: Any, dtype: str, max_batch: int = PREDICT_BATCH) -> Call
     return predict
 
 
+def make_predict_outputs(model: Any, dtype: str, names: list[str], max_batch: int = PREDICT_BATCH
+                         ) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    """Every output by name (NAMES, or a dict output's keys) on the one input's batch, in batches (issue 15)."""
+    keras = require("keras")
+
+    def predict_outputs(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        x = next(iter(feeds.values()))
+        outs: dict[str, list[np.ndarray]] = {}
+        for i in range(0, len(x), max_batch):
+            y = model(np.ascontiguousarray(x[i:i + max_batch], dtype=dtype), training=False)
+            if not isinstance(y, dict):
+                ys = list(y) if isinstance(y, (list, tuple)) else [y]
+                y = dict(zip(names if len(names) == len(ys) else [f"output_{j}" for j in range(len(ys))], ys,
+                             strict=True))
+            for name, t in y.items():
+                outs.setdefault(str(name), []).append(np.asarray(keras.ops.convert_to_numpy(t), dtype=np.float32))
+        return {name: np.concatenate(parts) for name, parts in outs.items()}
+
+    return predict_outputs
+
+
 def output_names(model: Any) -> list[str]:
     """Names of the model's outputs: Keras's output_names, else the layers that produce them (Sequential)."""
     try:
@@ -286,6 +307,7 @@ def source_from_model(model: Any, path: Path | None, kind: str, opts: LoadOption
         model=model,
         sha256=sha256_file(path) if path and path.is_file() else "",
         output_names=output_names(model),
+        predict_outputs=make_predict_outputs(model, dtype, output_names(model)),  # every output validated
         extra={"factory": opts.factory} if opts.factory else {},
     )
 

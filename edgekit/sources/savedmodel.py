@@ -39,18 +39,27 @@ def _layout(shape: list[int]) -> str:
     return _LAYOUT_BY_RANK.get(len(shape), "N" + "X" * (len(shape) - 1))
 
 
-def signature_io(fn: Any) -> tuple[str, Any, list[str]]:
-    """(input key, its tf.TensorSpec, output keys in the order converters flatten them) of a signature."""
+def signature_inputs(fn: Any) -> list[tuple[str, Any]]:
+    """Every (input key, tf.TensorSpec) of a signature, in the order the TFLite converter feeds them (by key).
+
+    The order is the one a representative dataset must yield its arrays in: TensorFlow flattens a
+    signature's keyword inputs sorted by key.
+    """
     args, kwargs = fn.structured_input_signature
     specs = dict(kwargs)
-    if args or len(specs) != 1:
+    if args or not specs:
         names = [*(f"arg{i}" for i in range(len(args))), *specs]
         raise UnsupportedModel(
-            f"The signature takes {len(names)} inputs ({', '.join(names) or 'none'}); edgekit "
-            "converts and validates single-input models.",
-            hint="Export a signature with one input tensor (e.g. model.export(path) for a single-input Keras model).",
+            f"The signature takes {len(names)} positional or no named inputs ({', '.join(names) or 'none'}); "
+            "edgekit feeds signature inputs by name.",
+            hint="Export a signature with named input tensors (e.g. model.export(path) for a Keras model).",
         )
-    (key, spec), = specs.items()
+    return sorted(specs.items())
+
+
+def signature_io(fn: Any) -> tuple[str, Any, list[str]]:
+    """(first input key, its tf.TensorSpec, output keys in the order converters flatten them) of a signature."""
+    (key, spec), *_ = signature_inputs(fn)
     outputs = fn.structured_outputs
     out_keys = sorted(outputs) if isinstance(outputs, dict) else ["output_0"]
     return key, spec, out_keys
@@ -86,26 +95,35 @@ def open_signature(path: Path, name: str) -> tuple[Any, Any]:
     return loaded, sigs[name]
 
 
-def make_predict(loaded: Any, fn: Any, key: str, out_key: str, static_batch: int,
-                 dtype: str) -> Callable[[np.ndarray], np.ndarray]:
-    """Run the signature on a float batch; a static-batch signature is fed in chunks of its batch."""
+def make_predict_outputs(loaded: Any, fn: Any, key: str, out_keys: list[str], static_batch: int,
+                         dtype: str) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    """Every output of the signature by key on a float batch; a static-batch signature is fed in chunks of its batch."""
     tf = require("tensorflow")
     chunk = static_batch or PREDICT_BATCH
 
-    def predict(x: np.ndarray) -> np.ndarray:
+    def predict_outputs(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         _ = loaded  # keep the SavedModel's objects (variables) alive as long as this function
-        outs = []
+        x = feeds[key] if key in feeds else next(iter(feeds.values()))
+        outs: dict[str, list[np.ndarray]] = {}
         for i in range(0, len(x), chunk):
             part = np.ascontiguousarray(x[i:i + chunk], dtype=dtype)
             n = len(part)
             if static_batch and n < static_batch:  # pad the last chunk up to the signature's batch
                 part = np.concatenate([part, np.repeat(part[-1:], static_batch - n, axis=0)])
             y = fn(**{key: tf.constant(part)})
-            y = y[out_key] if isinstance(y, dict) else y
-            outs.append(np.asarray(y.numpy(), dtype=np.float32)[:n])
-        return np.concatenate(outs)
+            ys = y if isinstance(y, dict) else {out_keys[0]: y}
+            for name in out_keys:
+                outs.setdefault(name, []).append(np.asarray(ys[name].numpy(), dtype=np.float32)[:n])
+        return {name: np.concatenate(parts) for name, parts in outs.items()}
 
-    return predict
+    return predict_outputs
+
+
+def make_predict(loaded: Any, fn: Any, key: str, out_key: str, static_batch: int,
+                 dtype: str) -> Callable[[np.ndarray], np.ndarray]:
+    """Run the signature on a float batch: output OUT_KEY."""
+    run = make_predict_outputs(loaded, fn, key, [out_key], static_batch, dtype)
+    return lambda x: run({key: x})[out_key]
 
 
 def load(path: Path | None, opts: LoadOptions, kind: str = "savedmodel") -> Source:
@@ -131,6 +149,12 @@ def load(path: Path | None, opts: LoadOptions, kind: str = "savedmodel") -> Sour
             hint="Pass --input-shape N,H,W,C (batch first, channels last), e.g. --input-shape 1,224,224,3.",
         )
     sig_batch = spec.shape.as_list()[0] if spec.shape.rank else None
+    if len(signature_inputs(fn)) > 1:
+        raise UnsupportedModel(
+            f"Signature '{opts.signature}' takes {len(signature_inputs(fn))} inputs; edgekit converts SavedModel "
+            "sources with one input (multi-input models: convert their ONNX export).",
+            hint="Export a signature with one input tensor, or export the model to ONNX and convert that.",
+        )
     predict = make_predict(loaded, fn, key, out_keys[0], int(sig_batch or 0), dtype)
     return Source(
         path=path,
@@ -144,6 +168,7 @@ def load(path: Path | None, opts: LoadOptions, kind: str = "savedmodel") -> Sour
         model=path,
         sha256=sha256_tree(path),
         output_names=out_keys,
+        predict_outputs=make_predict_outputs(loaded, fn, key, out_keys, int(sig_batch or 0), dtype),
         signature=opts.signature,  # the first Intermediate's: tflite_convert and savedmodel_to_onnx read it there
     )
 

@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 #
-# edgekit with its converter stack (stage "convert") and Coral's Edge TPU compiler (stage "edgetpu").
+# edgekit with its converter stack (stage "convert"), Coral's Edge TPU compiler (stage "edgetpu"), and the
+# slim image a device runs `edgekit serve` from (stage "device", at the end).
 #
 #   docker build --target edgetpu -t edgekit-edgetpu .
 #   docker run --rm -v "$PWD:/work" -w /work edgekit-edgetpu \
@@ -33,21 +34,61 @@ WORKDIR /work
 CMD ["edgekit", "--help"]
 
 
-FROM convert AS edgetpu
-
 # Coral's apt repository, as on https://coral.ai/docs/edgetpu/compiler/ ("System requirements" /
-# "Download"), with the key in its own keyring (signed-by) instead of the deprecated apt-key.
+# "Download"), with the key in its own keyring (signed-by) instead of the deprecated apt-key. Made once in
+# this throwaway stage; the stages that install from it copy just the keyring and the source line.
+FROM python:3.11-slim-bookworm AS coral-apt
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates curl gnupg \
  && curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg \
       | gpg --dearmor -o /usr/share/keyrings/coral-edgetpu.gpg \
  && echo "deb [signed-by=/usr/share/keyrings/coral-edgetpu.gpg] https://packages.cloud.google.com/apt coral-edgetpu-stable main" \
-      > /etc/apt/sources.list.d/coral-edgetpu.list \
- && apt-get update \
+      > /etc/apt/sources.list.d/coral-edgetpu.list
+
+
+FROM convert AS edgetpu
+
+COPY --from=coral-apt /usr/share/keyrings/coral-edgetpu.gpg /usr/share/keyrings/
+COPY --from=coral-apt /etc/apt/sources.list.d/coral-edgetpu.list /etc/apt/sources.list.d/
+RUN apt-get update \
  && apt-get install -y --no-install-recommends edgetpu-compiler \
- && apt-get purge -y --auto-remove curl gnupg \
  && rm -rf /var/lib/apt/lists/* \
  && edgetpu_compiler --version
 
 WORKDIR /work
 CMD ["edgekit", "--help"]
+
+
+# Stage "device": what runs on a Raspberry Pi or a Coral host: edgekit[runtime,serve] only (no torch, no
+# TensorFlow, no converters), plus Coral's Edge TPU runtime (libedgetpu1-std, which Coral publishes for amd64,
+# arm64 and armhf). Not tied to amd64: build it on the Pi, or with `docker buildx build --platform linux/arm64`.
+#
+#   docker build --target device -t edgekit-device .
+#   docker run --rm -p 8000:8000 -e EDGEKIT_TOKEN="$(openssl rand -hex 32)" \
+#       -v "$PWD/edgekit-out/mnist_cnn:/models/mnist_cnn:ro" edgekit-device
+#   (with a Coral USB Accelerator add: --device /dev/bus/usb)
+#
+# It binds 0.0.0.0 inside the container, so it refuses to start without a token (EDGEKIT_TOKEN or --token-file).
+FROM python:3.11-slim-bookworm AS device
+
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+
+COPY --from=coral-apt /usr/share/keyrings/coral-edgetpu.gpg /usr/share/keyrings/
+COPY --from=coral-apt /etc/apt/sources.list.d/coral-edgetpu.list /etc/apt/sources.list.d/
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libedgetpu1-std \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /opt/edgekit
+COPY pyproject.toml README.md ./
+COPY edgekit ./edgekit
+RUN pip install ".[runtime,serve]" && edgekit --version \
+ && useradd --system --no-create-home edgekit
+
+USER edgekit
+EXPOSE 8000
+STOPSIGNAL SIGTERM
+CMD ["edgekit", "serve", "/models/mnist_cnn", "--host", "0.0.0.0", "--port", "8000", "--allow-remote"]

@@ -8,6 +8,7 @@ the drain (after SIGTERM/SIGINT new requests get 503 while those in flight finis
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import time
 from collections.abc import Awaitable, Callable
@@ -183,9 +184,10 @@ def _check_version(request: Request) -> None:
 async def infer(request: Request, state: ServerState) -> Response:
     _check_version(request)
     m = state.model(request.path_params["name"])
-    body = await read_body(request, state.config.max_body_bytes)
-    req = parse_infer(body, request.headers.get(HEADER_LENGTH), m.inputs, m.outputs)
-    results = await m.run(req.inputs)
+    with m.admitted():
+        body = await read_body(request, state.config.max_body_bytes)
+        req = parse_infer(body, request.headers.get(HEADER_LENGTH), m.inputs, m.outputs)
+        results = await m.run(req.inputs)
     content, header_length = encode_infer(m.name, VERSION, req, results)
     if header_length is None:
         return Response(content, media_type="application/json")
@@ -214,13 +216,15 @@ async def classify(request: Request, state: ServerState) -> Response:
     raw_k = request.query_params.get("top_k", str(state.config.top_k))
     if not raw_k.isdigit() or not 1 <= int(raw_k) <= 1000:
         raise bad_request(f"top_k must be an integer 1..1000, got {raw_k!r}.", "top_k")
-    data = await _image_bytes(request, state.config.max_body_bytes)
     wire = m.inputs[0]
-    x = image_input(data, wire.spec, m.choice.preprocessing, state.config.max_pixels)
     if wire.shape[0] > 1:
         raise bad_request(f"model '{m.name}' has a static batch of {wire.shape[0]}: one image cannot fill it.",
                           "model")
-    results = await m.run({wire.name: quantize(x, wire.spec)})
+    with m.admitted():
+        data = await _image_bytes(request, state.config.max_body_bytes)
+        # decoding a photo takes milliseconds: off the event loop, which keeps answering the others
+        x = await asyncio.to_thread(image_input, data, wire.spec, m.choice.preprocessing, state.config.max_pixels)
+        results = await m.run({wire.name: quantize(x, wire.spec)})
     answer = top_k(results[m.outputs[0].name], int(raw_k), m.labels)
     return JSONResponse({"model_name": m.name, "model_version": VERSION, **answer})
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,10 @@ from edgekit.serve.tensors import DATATYPES, KNOWN_DATATYPES, WireTensor, dataty
 
 HEADER_LENGTH = "inference-header-content-length"
 MAX_DIMS = 16  # no CNN input has more; bounds the nesting of JSON data as well
+MAX_JSON_DEPTH = 64  # request object + inputs list + tensor + MAX_DIMS levels of data, with room to spare
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_OPEN = np.frombuffer(b"[{", dtype=np.uint8)
+_CLOSE = np.frombuffer(b"]}", dtype=np.uint8)
 
 
 @dataclass
@@ -39,8 +44,25 @@ class InferRequest:
     outputs: list[Requested]
 
 
+def json_depth(data: bytes) -> int:
+    """How deep DATA's arrays and objects nest (brackets inside strings not counted), without recursing."""
+    if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:
+        return 0  # cannot be deeper than the limit: skip the scan (every small request)
+    bare = _STRINGS.sub(b'""', data)
+    codes = np.frombuffer(bare, dtype=np.uint8)
+    step = np.isin(codes, _OPEN).astype(np.int32) - np.isin(codes, _CLOSE).astype(np.int32)
+    return int(np.cumsum(step).max(initial=0))
+
+
 def load_json(data: bytes, what: str = "body") -> Any:
-    """JSON from DATA, or a 400: malformed, not UTF-8, or nested too deep for the parser."""
+    """JSON from DATA, or a 400: malformed, not UTF-8, or nested deeper than MAX_JSON_DEPTH.
+
+    The depth is checked before parsing: json's C parser recurses once per level, and where a library
+    has raised the recursion limit, a body of 50,000 '[' overflows the C stack (a segfault, seen here)
+    before RecursionError is raised.
+    """
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise bad_request(f"the JSON nests deeper than {MAX_JSON_DEPTH} levels.", what)
     try:
         return json.loads(data)
     except RecursionError:

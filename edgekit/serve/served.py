@@ -9,6 +9,8 @@ down, and the next request runs as usual.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -39,6 +41,7 @@ class ServedModel:
         self.inputs: list[WireTensor] = []
         self.outputs: list[WireTensor] = []
         self.max_batch = 1
+        self.in_service = 0  # requests admitted and not yet answered (see admitted())
         self.info: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ loading
@@ -79,6 +82,28 @@ class ServedModel:
     def ready(self) -> bool:
         return self.pool is not None
 
+    @property
+    def capacity(self) -> int:
+        """Requests admitted at once: what the workers compute (workers x max batch) plus --max-queue waiting."""
+        return self.config.workers * self.max_batch + self.config.max_queue
+
+    def _busy(self) -> RequestError:
+        return RequestError(503, f"model '{self.name}' has {self.config.max_queue} requests waiting (--max-queue); "
+                            "try again shortly.", headers={"Retry-After": "1"})
+
+    @contextlib.contextmanager
+    def admitted(self) -> Iterator[None]:
+        """Hold one of CAPACITY places from routing (before the body is read) to the answer; 503 when none is
+        free. The whole backlog is bounded, not only the part that reached the pool's queue: under overload a
+        request is refused at once instead of waiting in the event loop behind the others' bodies."""
+        if self.in_service >= self.capacity:
+            raise self._busy()
+        self.in_service += 1  # the event loop is one thread: no lock needed
+        try:
+            yield
+        finally:
+            self.in_service -= 1
+
     async def run(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Model-dtype ARRAYS in; the outputs as sent (dequantized where quantized)."""
         if self.pool is None:
@@ -86,8 +111,7 @@ class ServedModel:
         try:
             job = self.pool.submit(arrays)
         except QueueFull:
-            raise RequestError(503, f"model '{self.name}' has {self.config.max_queue} requests waiting "
-                               "(--max-queue); try again shortly.", headers={"Retry-After": "1"}) from None
+            raise self._busy() from None
         try:
             out = await asyncio.wait_for(asyncio.wrap_future(job.future), self.config.timeout_s)
         except asyncio.TimeoutError:

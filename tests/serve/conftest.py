@@ -39,7 +39,8 @@ def served(bundled_conversion, tmp_path_factory: pytest.TempPathFactory):
     labels.write_text("\n".join(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]))
     broken = failing_onnx(tmp / "broken.onnx")
     server = ServerProcess([str(folder), str(folder / "mnist_cnn.fp32.onnx"), str(broken), "--labels", str(labels),
-                            "--max-body-mb", "1", "--max-image-mpix", "1", "--max-queue", "2", "--workers", "1"],
+                            "--max-body-mb", "1", "--max-image-mpix", "1", "--max-queue", "2", "--workers", "1",
+                            "--max-batch", "4", "--batch-timeout-ms", "20"],
                            tmp / "server.log")
     server.folder = folder  # type: ignore[attr-defined]
     yield server

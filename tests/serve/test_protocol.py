@@ -122,3 +122,11 @@ def test_remote_bind_needs_allow_remote_and_a_token(tmp_path) -> None:
     assert read_token(None, "b" * 16) == "b" * 16 and read_token(None, None) is None
     with pytest.raises(UsageError, match="shorter"):
         read_token(None, "short")
+
+
+def test_json_depth_counts_brackets_outside_strings_only() -> None:
+    from edgekit.serve.protocol import MAX_JSON_DEPTH, json_depth
+
+    tricky = json.dumps({"s": 'a "quoted" [[[' * 40 + "\\", "d": [[[1]]], "t": "]]]" * 40}).encode()
+    assert json_depth(tricky) == 4  # the object and three lists; 120 '[' inside strings are not nesting
+    assert json_depth(b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1)) == MAX_JSON_DEPTH + 1

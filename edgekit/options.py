@@ -51,6 +51,8 @@ class ConvertOptions:
     int8_recipe: str = _opt("auto", "How int8 is made: auto (plain, then the recovery recipes until the int8 "
                             "thresholds are met), plain, equalize, equalize+bias, bias, percentile, entropy, mixed.")
     explain: bool = _opt(False, "Diagnose every int8 artifact layer by layer (always done when one misses).")
+    edgetpu_fixes: bool = _opt(True, "Edge TPU: rewrite ops the compiler cannot map (HARD_SWISH, a TRANSPOSE before "
+                               "FULLY_CONNECTED, PADV2 after ReLU) into ones it can, before quantizing.")
     input_shapes: dict[str, list[int]] | None = _opt(None, "Shapes of a multi-input model's inputs by name "
                                                      "(--input-shape name:1,3,320,320, once per input).")
     output_kinds: dict[str, str] | None = _opt(None, "How an output is judged, by output name: classes, dense, "

@@ -65,6 +65,8 @@ def register(app: typer.Typer) -> None:
         edgetpu_timeout: float = typer.Option(O.default("edgetpu_timeout"), help=O.help("edgetpu_timeout")),
         int8_recipe: str = typer.Option(O.default("int8_recipe"), help=O.help("int8_recipe")),
         explain: bool = typer.Option(O.default("explain"), help=O.help("explain")),
+        edgetpu_fixes: bool = typer.Option(O.default("edgetpu_fixes"), "--edgetpu-fixes/--no-edgetpu-fixes",
+                                           help=O.help("edgetpu_fixes")),
         output_kind: list[str] | None = typer.Option(None, help=O.help("output_kinds") + " Repeat per output."),
     ) -> int:
         from edgekit.console import err, progress, quiet_stdout
@@ -83,7 +85,8 @@ def register(app: typer.Typer) -> None:
                     mean=parse_floats(mean, "--mean"), std=parse_floats(std, "--std"), factory=model,
                     trust_model=trust_model, signature=signature, opset=opset, force=force, strict=strict,
                     edgetpu_compiler=edgetpu_compiler, edgetpu_min_runtime=edgetpu_min_runtime,
-                    edgetpu_timeout=edgetpu_timeout, int8_recipe=int8_recipe, explain=explain, progress=progress,
+                    edgetpu_timeout=edgetpu_timeout, int8_recipe=int8_recipe, explain=explain,
+                    edgetpu_fixes=edgetpu_fixes, progress=progress,
                 )
         except FidelityError as exc:
             result = getattr(exc, "result", None)

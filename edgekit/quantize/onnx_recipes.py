@@ -23,15 +23,17 @@ import numpy as np
 class Reader:
     """onnxruntime CalibrationDataReader over our samples (duck-typed: get_next / rewind)."""
 
-    def __init__(self, name: str, samples: np.ndarray, batch: int) -> None:
+    def __init__(self, name: str, samples: np.ndarray, batch: int,
+                 feeds: dict[str, np.ndarray] | None = None) -> None:
         self.name, self.samples, self.batch, self.i = name, samples, max(1, batch), 0
+        self.feeds = feeds or {name: samples}  # several inputs: every one by its graph input name
 
     def get_next(self) -> dict[str, np.ndarray] | None:
         if self.i >= len(self.samples):
             return None
-        x = self.samples[self.i:self.i + self.batch]
+        chunk = {k: v[self.i:self.i + self.batch] for k, v in self.feeds.items()}
         self.i += self.batch
-        return {self.name: x}
+        return chunk
 
     def rewind(self) -> None:
         self.i = 0
@@ -62,6 +64,7 @@ class QuantData:
     work: Path
     notes: list[str] = field(default_factory=list)
     cache: Path | None = None  # onnxruntime's calibration cache: the tensor ranges, reused by mixed precision
+    feeds: dict[str, np.ndarray] | None = None  # several inputs: each one's samples by input name (plain recipe only)
 
 
 class OnnxRecipe:
@@ -115,7 +118,7 @@ def quantize(src: Path, dst: Path, data: QuantData, config: OnnxRecipeConfig) ->
     if config.calibrate == "percentile":
         extra["CalibPercentile"] = config.percentile
     quantize_static(
-        str(src), str(dst), Reader(data.name, data.samples, data.batch),
+        str(src), str(dst), Reader(data.name, data.samples, data.batch, data.feeds),
         # reduce_range (7-bit weights): x86 CPUs without VNNI saturate in onnxruntime's int8 convolutions
         # (AVX2 here: the Keras twin's agreement went 98.9% -> 99.6%); harmless where VNNI/ARM dot products exist
         quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=True,

@@ -60,6 +60,8 @@ class RecipeChoice:
     macs_float_fraction: float = 0.0
     trials: tuple[RecipeTrial, ...] = ()
     notes: tuple[str, ...] = ()
+    # Edge TPU graph fixes (edgekit.edgetpu.fixes): what was applied, the pre-flight of plain int8 before and after
+    edgetpu_fixes: dict[str, Any] | None = None
     # where diagnosis finds the float twin of the artifact (a staging path: never written to the manifest)
     float_model: str | None = field(default=None, compare=False, metadata={"json": False})
 
@@ -77,10 +79,13 @@ class RecipeChoice:
 
     def cost_words(self) -> str:
         """'equalize', 'mixed[plain] (3 ops in float, 4.1% of MACs)': what the table shows."""
-        if not self.float_nodes:
-            return self.chosen
+        fixes = sum((self.edgetpu_fixes or {}).get("applied", {}).values())
+        more = f" + {fixes} Edge TPU fix{'es' if fixes != 1 else ''}" if fixes else ""
         n = len(self.float_nodes)
-        return f"{self.chosen} ({n} op{'s' if n != 1 else ''} in float, {100 * self.macs_float_fraction:.1f}% of MACs)"
+        if not n:
+            return self.chosen + more
+        return (f"{self.chosen} ({n} op{'s' if n != 1 else ''} in float, {100 * self.macs_float_fraction:.1f}% of MACs)"
+                + more)
 
 
 @dataclass(frozen=True)

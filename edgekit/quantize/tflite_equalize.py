@@ -15,46 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from edgekit.quantize.flatbuffer import FlatModel
+
 _NONE, _RELU, _RELU6 = 0, 1, 3
 _CONVS = ("CONV_2D", "DEPTHWISE_CONV_2D")
-
-
-class _Flat:
-    def __init__(self, blob: bytes) -> None:
-        from tensorflow.lite.python import schema_py_generated as schema
-        from tensorflow.lite.tools import flatbuffer_utils as fu
-
-        self.fu = fu
-        self.model = fu.convert_bytearray_to_object(bytearray(blob))
-        self.sg = self.model.subgraphs[0]
-        names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
-        self.ops = [names.get(max(c.builtinCode, c.deprecatedBuiltinCode), "?") for c in self.model.operatorCodes]
-        self.readers: dict[int, list[int]] = {}
-        for k, op in enumerate(self.sg.operators):
-            for t in op.inputs:
-                if t >= 0:
-                    self.readers.setdefault(int(t), []).append(k)
-
-    def name(self, k: int) -> str:
-        return self.ops[self.sg.operators[k].opcodeIndex]
-
-    def only_reader(self, tensor: int) -> int | None:
-        r = self.readers.get(tensor, [])
-        return r[0] if len(r) == 1 and tensor not in list(self.sg.outputs) else None
-
-    def weight(self, tensor: int) -> np.ndarray | None:
-        t = self.sg.tensors[tensor]
-        data = self.model.buffers[t.buffer].data if t.buffer < len(self.model.buffers) else None
-        if data is None or t.type != 0 or len(self.readers.get(tensor, [])) != 1:  # float32, one reader
-            return None
-        return np.frombuffer(bytes(np.asarray(data, np.uint8)), np.float32).reshape(list(t.shape)).copy()
-
-    def set_weight(self, tensor: int, value: np.ndarray) -> None:
-        t = self.sg.tensors[tensor]
-        self.model.buffers[t.buffer].data = np.frombuffer(value.astype(np.float32).tobytes(), np.uint8)
-
-    def to_bytes(self) -> bytes:
-        return bytes(self.fu.convert_object_to_bytearray(self.model))
 
 
 def _in_masks(kind: str, w: np.ndarray, c: int) -> list[tuple[slice | int, ...]] | None:
@@ -75,7 +39,7 @@ def _out_index(kind: str, i: int) -> tuple[Any, ...]:
 
 def equalize_tflite(blob: bytes, samples: np.ndarray | None = None, sweeps: int = 10) -> tuple[bytes, str]:
     """BLOB equalized, and a line saying what was done."""
-    f = _Flat(blob)
+    f = FlatModel(blob)
     pairs = []
     for a, op in enumerate(f.sg.operators):
         if f.name(a) not in _CONVS or op.builtinOptions is None:

@@ -41,6 +41,8 @@ class TfliteJob:
     work: Path
     log: Callable[[str], None]
     notes: list[str] = field(default_factory=list)
+    edgetpu_fixes: bool = False  # rewrite what the Edge TPU cannot map (edgekit.edgetpu.fixes) before calibration
+    fixed: bytes | None = None  # the float model with those fixes, where any applied
 
     def converter(self) -> Any:
         return self.tf.lite.TFLiteConverter.from_saved_model(str(self.saved), signature_keys=[self.signature])
@@ -132,11 +134,14 @@ class _Search:
         return first
 
     def recipe(self, name: str) -> int | None:
-        if name == "plain":
+        if name == "plain" and self.job.fixed is None:
             return self.judge_many([("plain", plain(self.job), (), None)])
+        if name == "plain":  # the fixed float model, calibrated and quantized as the converter would
+            cal_path = _write(self.job, "plain.calibrated.tflite", calibrated(self.job, self.job.fixed))
+            return self.judge_many([("plain", quantized(self.job, cal_path.read_bytes()), (), cal_path)])
         from edgekit.quantize.tflite_equalize import equalize_tflite
 
-        edited, words = equalize_tflite(float_model(self.job), self.job.samples)
+        edited, words = equalize_tflite(self.job.fixed or float_model(self.job), self.job.samples)
         self.job.notes.append(words)
         cal = calibrated(self.job, edited)
         cal_path = _write(self.job, "equalize.calibrated.tflite", cal)
@@ -197,6 +202,7 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
         requested = "auto"
     if requested == "mixed" and float_free:
         job.notes.append("mixed precision leaves layers in float, which the Edge TPU cannot run: not tried")
+    fixes = _edgetpu_fixes(job) if job.edgetpu_fixes else None
     s = _Search(job)
     names = AUTO_ORDER if requested == "auto" else ("plain",) if requested == "mixed" else (requested,)
     pick = None
@@ -215,12 +221,39 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
     if cal_path is None:  # the diagnosis re-quantizes a calibrated twin with the debugger's checks
         cal_path = _write(job, "plain.calibrated.tflite", calibrated(job))
     t = s.trials[pick]
+    if fixes is not None and fixes.get("applied"):
+        fixes["preflight_after"] = _preflight_counts(job, blob)
+        job.log(f"Edge TPU fixes: {fixes['words']}; predicted ops on the TPU {_counts_words(fixes['preflight_before'])}"
+                f" -> {_counts_words(fixes['preflight_after'])}")
     return blob, RecipeChoice(
         requested=requested, chosen=label, config={"recipe": label.split(" ")[0], "denylisted_nodes": list(nodes),
                                                    "io_dtype": job.io_dtype},
         met=met, judged_on=f"{len(job.samples)} calibration samples against the fp32 TFLite model",
         float_nodes=nodes, macs_float_fraction=t.macs_float_fraction, trials=tuple(s.trials),
-        notes=tuple(dict.fromkeys(job.notes)), float_model=str(cal_path))
+        notes=tuple(dict.fromkeys(job.notes)), float_model=str(cal_path), edgetpu_fixes=fixes)
+
+
+def _edgetpu_fixes(job: TfliteJob) -> dict[str, Any]:
+    """Apply the Edge TPU graph fixes to the float model (job.fixed); the pre-flight of plain int8 without them."""
+    from edgekit.edgetpu.fixes import apply_fixes
+
+    fixed, report = apply_fixes(float_model(job))
+    out: dict[str, Any] = {"applied": dict(report.applied), "words": report.words()}
+    if report.applied:
+        job.fixed = fixed
+        out["preflight_before"] = _preflight_counts(job, plain(job))
+    return out
+
+
+def _preflight_counts(job: TfliteJob, blob: bytes) -> dict[str, Any]:
+    from edgekit.edgetpu.preflight import preflight
+
+    pf = preflight(_write(job, "preflight.tflite", blob))
+    return {"ops_on_tpu": pf.ops_on_tpu, "ops_total": pf.ops_total, "macs_on_tpu_fraction": pf.macs_on_tpu_fraction}
+
+
+def _counts_words(c: dict[str, Any]) -> str:
+    return f"{c['ops_on_tpu']} of {c['ops_total']}"
 
 
 def diagnose_tflite(choice: RecipeChoice, x: np.ndarray, inputs: str) -> Diagnosis:

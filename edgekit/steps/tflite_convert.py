@@ -103,7 +103,8 @@ class TfliteConvert(Step):
         samples = ctx.to_layout(ctx.calibration(), layout)
         work = ctx.work / f"{ctx.stem}.{io_dtype}.int8-recipes"  # candidates and the calibrated twin; not published
         work.mkdir(exist_ok=True)
-        job = TfliteJob(tf, saved, signature, samples.astype(np.float32), batch, io_dtype, work, ctx.log)
+        job = TfliteJob(tf, saved, signature, samples.astype(np.float32), batch, io_dtype, work, ctx.log,
+                        edgetpu_fixes=bool(self.params.integer_only) and ctx.options.edgetpu_fixes)
         return quantize_tflite(job, ctx.options.int8_recipe, float_free=bool(self.params.integer_only))
 
 

@@ -1,0 +1,154 @@
+"""Edge TPU graph fixes: rewrite, in the float .tflite before calibration, the patterns the Edge TPU
+compiler cannot map into equivalent ones it can, so mapping does not stop at them (it stops at the
+first unsupported op: everything after runs on the CPU).
+
+- HARD_SWISH (not in Coral's op table; MobileNetV3) becomes x * ReLU6(x + 3) * (1/6): an ADD with a fused
+  ReLU6 and two MULs, all mapped. Exact in float; in int8 the product gets its own scale (the cost is
+  measured by validation, as for every artifact).
+- TRANSPOSE -> [RESHAPE ->] FULLY_CONNECTED (the NCHW flatten order a PyTorch model keeps through the
+  NHWC conversion): the transpose is folded into the FC weights (their columns permuted), the op removed.
+- PADV2 with a very negative constant (a padded MaxPool from ONNX) on a tensor that cannot be negative
+  (written by a ReLU/ReLU6, fused or not): padding with 0 gives the same maximum, so it becomes PAD.
+
+Each fix is exact in float. `apply_fixes` returns the edited model and what it changed; the pre-flight of
+the quantized model before and after proves the effect (edgekit.quantize.tflite_recipes records both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from edgekit.quantize.flatbuffer import FlatModel
+
+_RELU, _RELU6 = 1, 3
+_NEGATIVE = -1e30  # a PADV2 constant at or below this pads "minus infinity"
+
+
+@dataclass
+class FixReport:
+    applied: dict[str, int] = field(default_factory=dict)
+
+    def words(self) -> str:
+        return ", ".join(f"{n} x {k}" for k, n in self.applied.items()) or "none applied"
+
+
+def _hard_swish(f: FlatModel) -> int:
+    done = 0
+    k = 0
+    while k < len(f.sg.operators):
+        if f.name(k) != "HARD_SWISH":
+            k += 1
+            continue
+        op = f.sg.operators[k]
+        x, y = int(op.inputs[0]), int(op.outputs[0])
+        name = f.sg.tensors[y].name
+        base = name.decode() if isinstance(name, bytes) else str(name)
+        three = f.add_const(f"{base}/hswish_3", np.array(3.0, np.float32))
+        sixth = f.add_const(f"{base}/hswish_1_6", np.array(1.0 / 6.0, np.float32))
+        t1, t2 = f.add_like(f"{base}/hswish_relu6", x), f.add_like(f"{base}/hswish_mul", x)
+        add_opts, add_type = f.fused("ADD", _RELU6)
+        mul_opts, mul_type = f.fused("MUL")
+        mul2_opts, _ = f.fused("MUL")
+        f.sg.operators[k:k + 1] = [f.make_op("ADD", [x, three], [t1], add_opts, add_type),
+                                   f.make_op("MUL", [x, t1], [t2], mul_opts, mul_type),
+                                   f.make_op("MUL", [t2, sixth], [y], mul2_opts, mul_type)]
+        k += 3
+        done += 1
+    f.reindex()
+    return done
+
+
+def _transpose_into_fc(f: FlatModel) -> int:
+    done = 0
+    for k in reversed(range(len(f.sg.operators))):
+        if f.name(k) != "TRANSPOSE":
+            continue
+        op = f.sg.operators[k]
+        x, t = int(op.inputs[0]), int(op.outputs[0])
+        perm = f.const(int(op.inputs[1])) if len(op.inputs) > 1 else None
+        perm = _int_const(f, int(op.inputs[1])) if perm is None else perm.astype(np.int64)
+        nxt = f.only_reader(t)
+        if perm is None or nxt is None or int(perm[0]) != 0:
+            continue
+        reshape = nxt if f.name(nxt) == "RESHAPE" else None
+        fc = f.only_reader(int(f.sg.operators[nxt].outputs[0])) if reshape is not None else nxt
+        if fc is None or f.name(fc) != "FULLY_CONNECTED":
+            continue
+        w = f.weight(int(f.sg.operators[fc].inputs[1]))
+        shape = [int(d) for d in f.sg.tensors[x].shape]
+        inner = int(np.prod(shape[1:]))
+        if w is None or w.ndim != 2 or w.shape[1] != inner:
+            continue
+        idx = np.arange(inner).reshape(shape[1:]).transpose([int(p) - 1 for p in perm[1:]]).ravel()
+        folded = np.empty_like(w)
+        folded[:, idx] = w  # column k of W read transposed element k, which is element idx[k] of x
+        f.set_weight(int(f.sg.operators[fc].inputs[1]), folded)
+        reader = reshape if reshape is not None else fc  # an FC reading x itself flattens it in x's order
+        ins = list(f.sg.operators[reader].inputs)
+        ins[0] = x
+        f.sg.operators[reader].inputs = np.array(ins, np.int32)
+        del f.sg.operators[k]
+        f.reindex()
+        done += 1
+    return done
+
+
+def _int_const(f: FlatModel, tensor: int) -> np.ndarray | None:
+    t = f.sg.tensors[tensor]
+    data = f.model.buffers[t.buffer].data if 0 < t.buffer < len(f.model.buffers) else None
+    if data is None or t.type not in (2, 4):  # INT32, INT64
+        return None
+    return np.frombuffer(bytes(np.asarray(data, np.uint8)), np.int32 if t.type == 2 else np.int64).astype(np.int64)
+
+
+def _non_negative(f: FlatModel, tensor: int) -> bool:
+    k = f.producer.get(tensor)
+    if k is None:
+        return False
+    if f.name(k) in ("RELU", "RELU6", "RELU_0_TO_1"):
+        return True
+    act = getattr(f.sg.operators[k].builtinOptions, "fusedActivationFunction", None)
+    return act in (_RELU, _RELU6)
+
+
+def _padv2_to_pad(f: FlatModel) -> int:
+    done = 0
+    for k in range(len(f.sg.operators)):
+        if f.name(k) != "PADV2":
+            continue
+        op = f.sg.operators[k]
+        value = f.const(int(op.inputs[2])) if len(op.inputs) > 2 else None
+        if value is None or value.size != 1 or float(value.reshape(-1)[0]) > _NEGATIVE:
+            continue
+        if not _non_negative(f, int(op.inputs[0])):
+            continue
+        pad_opts = f.schema.PadOptionsT()
+        f.sg.operators[k] = f.make_op("PAD", [int(op.inputs[0]), int(op.inputs[1])], [int(op.outputs[0])], pad_opts,
+                                      f.schema.BuiltinOptions.PadOptions)
+        done += 1
+    f.reindex()
+    return done
+
+
+FIXES: dict[str, Callable[[FlatModel], int]] = {
+    "HARD_SWISH -> ADD+RELU6, MUL, MUL": _hard_swish,
+    "TRANSPOSE folded into FULLY_CONNECTED": _transpose_into_fc,
+    "PADV2(-inf) after ReLU -> PAD": _padv2_to_pad,
+}
+
+
+def apply_fixes(blob: bytes) -> tuple[bytes, FixReport]:
+    """BLOB (a float .tflite) with every fix applied, and what each one changed."""
+    f = FlatModel(blob)
+    report = FixReport()
+    for name, fix in FIXES.items():
+        n = fix(f)
+        if n:
+            report.applied[name] = n
+    return (f.to_bytes() if report.applied else blob), report
+
+
+__all__ = ["FIXES", "FixReport", "apply_fixes"]

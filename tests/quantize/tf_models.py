@@ -1,0 +1,64 @@
+"""Small real TensorFlow models for the TFLite recipe and Edge TPU fix tests, one pattern each, written as
+SavedModels with a static [1, 16, 16, 3] input (what edgekit's TFLite step makes of any source)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+SHAPE = (1, 16, 16, 3)
+
+
+def _weights(seed: int, spread: float, head_spread: float) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    w1 = (rng.standard_normal((3, 3, 3, 8)) * 0.3).astype(np.float32)  # HWIO
+    b1 = (rng.standard_normal(8) * 0.1).astype(np.float32)
+    dw = (rng.standard_normal((3, 3, 8, 1)) * 0.5).astype(np.float32)
+    w1[..., [0, 5]] *= spread  # two channels SPREAD times wider, the depthwise weights reading them smaller
+    b1[[0, 5]] *= spread
+    dw[:, :, [0, 5], :] /= spread
+    w3 = (rng.standard_normal((1, 1, 8, 16)) * 0.4).astype(np.float32)
+    wg = (rng.standard_normal((16, 10)) * 0.5).astype(np.float32)
+    w3[..., [0, 7]] *= head_spread  # the same problem at the classifier's input
+    wg[[0, 7]] /= head_spread
+    return {"w1": w1, "b1": b1, "dw": dw, "w3": w3, "wg": wg,
+            "wf": (rng.standard_normal((16 * 8 * 8, 10)) * 0.05).astype(np.float32)}
+
+
+def build(path: Path, pattern: str = "plain", spread: float = 1.0, seed: int = 0, head_spread: float = 1.0) -> Path:
+    """PATTERN: plain (conv, depthwise, 1x1 conv, GAP, dense; SPREAD gives the channel-range problem after the
+    first conv, HEAD_SPREAD between the last conv and the classifier), hard_swish (the same with hard-swish
+    activations), transpose_fc (an NCHW flatten before the dense layer), padv2 (a MaxPool padded with the
+    float minimum after a ReLU)."""
+    import tensorflow as tf
+
+    w = {k: tf.constant(v) for k, v in _weights(seed, spread, head_spread).items()}
+
+    def act(x: tf.Tensor) -> tf.Tensor:
+        return x * tf.nn.relu6(x + 3.0) / 6.0 if pattern == "hard_swish" else tf.nn.relu(x)
+
+    class Model(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec(SHAPE, tf.float32, name="x")])
+        def __call__(self, x: tf.Tensor) -> dict[str, tf.Tensor]:
+            h = act(tf.nn.conv2d(x, w["w1"], 1, "SAME") + w["b1"])
+            if pattern == "padv2":
+                h = tf.pad(h, [[0, 0], [1, 1], [1, 1], [0, 0]], constant_values=np.finfo(np.float32).min)
+                h = tf.nn.max_pool2d(h, 3, 1, "VALID")
+            h = act(tf.nn.depthwise_conv2d(h, w["dw"], [1, 1, 1, 1], "SAME"))
+            h = act(tf.nn.conv2d(h, w["w3"], 1, "SAME"))
+            if pattern == "transpose_fc":
+                h = tf.nn.max_pool2d(h, 2, 2, "VALID")
+                flat = tf.reshape(tf.transpose(h, [0, 3, 1, 2]), [1, -1])  # NCHW order, as from PyTorch
+                return {"y": tf.matmul(flat, w["wf"])}
+            return {"y": tf.matmul(tf.reduce_mean(h, axis=[1, 2]), w["wg"])}
+
+    m = Model()
+    tf.saved_model.save(m, str(path), signatures={"serving_default": m.__call__})
+    return path
+
+
+def images(n: int = 96, seed: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, 8, 8, 3)).astype(np.float32)
+    return np.ascontiguousarray(x.repeat(2, axis=1).repeat(2, axis=2))

@@ -30,6 +30,7 @@ from edgekit._deps import require
 from edgekit.border import all_text, vendor_errors, vendor_message
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.fsutil import sha256_file
+from edgekit.sources import keras2
 from edgekit.sources.base import LoadOptions, Source, SourceSpec
 from edgekit.sources.detect import HDF5_MAGIC, ZIP_MAGIC, zip_names
 from edgekit.sources.factory import load_factory
@@ -38,10 +39,7 @@ from edgekit.sources.factory import load_factory
 _KERAS_PACKAGES = {"keras", "builtins", "keras_hub", "keras_cv", "keras_nlp", "tf_keras"}
 # Layouts of an input by rank when the model is channels-last (every Keras default).
 _LAYOUT_BY_RANK = {2: "NC", 3: "NWC", 4: "NHWC", 5: "NDHWC"}
-_TRUST_HINT = (
-    "If you trust this file and its code, pass --trust-model. Otherwise rebuild the network in your own "
-    "code and pass --model package.module:factory with this file for the weights."
-)
+_TRUST_HINT = keras2.TRUST_HINT
 PREDICT_BATCH = 256
 
 
@@ -153,11 +151,15 @@ def _load_file(path: Path, kind: str, opts: LoadOptions) -> Any:
         )
     if reasons:
         _import_custom_modules(modules)
+    version = keras2.written_by(path, kind)
+    if keras2.is_keras2(version, config, kind):  # Keras 3 misreads Keras 2 files: the Keras that wrote it reads it
+        return keras2.load(path, kind, opts.trust_model, version)
     keras = require("keras", purpose="load Keras models")
+    who = keras2.describe(version, False)
     try:
-        with vendor_errors("keras", error=UnsupportedModel, what=_unreadable(path), hint=_CORRUPT_HINT,
-                           describe=lambda exc: f"{type(exc).__name__}: {vendor_message(exc)}. The file is "
-                           "truncated, corrupt or not a Keras model."):
+        with vendor_errors("keras", error=UnsupportedModel, what=f"{_unreadable(path)} (written by {who})",
+                           hint=_CORRUPT_HINT, describe=lambda exc: f"{type(exc).__name__}: {vendor_message(exc)}. "
+                           "The file is truncated, corrupt or not a Keras model."):
             return keras.saving.load_model(str(path), compile=False, safe_mode=not opts.trust_model)
     except UnsupportedModel as mapped:  # Keras raises ValueError for all of these: only the text tells them apart
         exc = mapped.__cause__ or mapped
@@ -165,12 +167,12 @@ def _load_file(path: Path, kind: str, opts: LoadOptions) -> Any:
         first = vendor_message(exc)
         if "safe_mode" in text or "unsafe" in text.lower():
             raise UnsupportedModel(
-                f"{path} needs code execution to load, and Keras refused it in safe mode: {first}",
+                f"{path} (written by {who}) needs code execution to load, and Keras refused it in safe mode: {first}",
                 hint=_TRUST_HINT,
             ) from exc
         if "Could not locate" in text or "Unknown layer" in text or "Unknown object" in text:
             raise UnsupportedModel(
-                f"{path} uses a custom class that Keras does not know here: {first}",
+                f"{path} (written by {who}) uses a custom class that Keras does not know here: {first}",
                 hint="Build the model with --model package.module:factory and pass this file for the weights, or "
                 "make the module that registers the class importable and pass --trust-model.",
             ) from exc
@@ -180,7 +182,7 @@ def _load_file(path: Path, kind: str, opts: LoadOptions) -> Any:
 def _from_factory(path: Path | None, opts: LoadOptions) -> Any:
     keras = require("keras", purpose="build Keras models")
     model = load_factory(opts.factory or "")()
-    if not isinstance(model, keras.Model):
+    if not isinstance(model, keras.Model) and not keras2.is_tf_keras_model(model):
         raise UsageError(f"--model {opts.factory} returned a {type(model).__name__}, not a keras.Model.",
                          hint="The factory must return the Keras model (keras.Model or keras.Sequential).")
     if path is not None:

@@ -28,7 +28,7 @@ from edgekit._deps import require
 from edgekit.border import vendor_errors
 from edgekit.errors import ConversionError
 from edgekit.steps.base import Intermediate, Step, StepContext
-from edgekit.steps.keras_to_savedmodel import tf_name
+from edgekit.steps.keras_to_savedmodel import keyed_outputs, tf_name
 
 # Domains whose ops ONNX Runtime implements; anything else in a tf2onnx graph is an unconverted op.
 _KNOWN_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "com.microsoft")
@@ -149,12 +149,7 @@ class KerasToOnnx(Step):
 
         @tf.function(input_signature=[spec])
         def forward(x: Any) -> dict[str, Any]:
-            y = model(x, training=False)
-            if isinstance(y, dict):
-                return dict(y)
-            ys = list(y) if isinstance(y, (list, tuple)) else [y]
-            keys = names if len(names) == len(ys) else [f"output_{i}" for i in range(len(ys))]
-            return dict(zip(keys, ys, strict=True))
+            return keyed_outputs(model(x, training=False), names)
 
         out = ctx.work / f"{ctx.stem}.fp32.onnx"
         opset = int(ctx.options.opset)

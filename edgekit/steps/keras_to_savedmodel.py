@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from edgekit._deps import require
 from edgekit.border import vendor_errors
 from edgekit.errors import UsageError
+from edgekit.sources.keras2 import is_tf_keras_model
 from edgekit.steps.base import Intermediate, Step, StepContext
 
 SIGNATURE = "serving_default"
@@ -54,6 +55,27 @@ def _removed_on_error(folder: Path) -> Iterator[None]:
         raise
 
 
+def keyed_outputs(y: Any, names: list[str]) -> dict[str, Any]:
+    """A model's outputs Y (a tensor, list or dict) as a dict keyed by NAMES (output_i where they do not fit)."""
+    if isinstance(y, dict):
+        return dict(y)
+    ys = list(y) if isinstance(y, (list, tuple)) else [y]
+    keys = names if len(names) == len(ys) else [f"output_{i}" for i in range(len(ys))]
+    return dict(zip(keys, ys, strict=True))
+
+
+def _save_traced(tf: Any, model: Any, spec: Any, out: Path, names: list[str]) -> None:
+    """MODEL traced at SPEC and saved with tf.saved_model.save under SIGNATURE (outputs keyed by NAMES)."""
+
+    @tf.function(input_signature=[spec])
+    def serve(x: Any) -> dict[str, Any]:
+        return keyed_outputs(model(x, training=False), names)
+
+    holder = tf.Module()
+    holder.model = model  # tracked: its variables are saved with the signature
+    tf.saved_model.save(holder, str(out), signatures={SIGNATURE: serve.get_concrete_function()})
+
+
 class KerasToSavedModel(Step):
     name: ClassVar[str] = "keras_to_savedmodel"
     consumes: ClassVar[str] = "keras"
@@ -76,7 +98,10 @@ class KerasToSavedModel(Step):
             hint="Check that the model runs on a batch of that shape (model(np.zeros(shape))); a model that "
             "only works with a dynamic batch cannot be made static.",
         ):
-            model.export(str(out), format="tf_saved_model", input_signature=[spec], verbose=False)
+            if is_tf_keras_model(model):  # a Keras 2 file read with tf_keras: its export() takes no signature
+                _save_traced(tf, model, spec, out, list(src.output_names))
+            else:
+                model.export(str(out), format="tf_saved_model", input_signature=[spec], verbose=False)
         return inp.derive(kind="savedmodel", path=out, layout=inp.layout or src.layout, precision="fp32",
                           signature=SIGNATURE, batch=shape[0], input_name=spec.name)
 
@@ -92,11 +117,18 @@ def ensure_static_batch(path: Path, signature: str, batch: int, out: Path,
     SHAPE/STRIDED_SLICE/PACK ops a dynamic batch brings in. OUT is reused when it already exists
     (one export serves every precision of a run).
     """
-    from edgekit.sources.savedmodel import open_signature, signature_io
+    from edgekit.sources.savedmodel import open_signature, signature_inputs, signature_io
 
     tf = require("tensorflow", purpose="convert SavedModels")
     loaded, fn = open_signature(path, signature)
     key, spec, _ = signature_io(fn)
+    several = signature_inputs(fn)
+    if len(several) > 1:  # several inputs (onnx2tf of a pinned ONNX): every dim must be static already
+        loose = [k for k, s in several if s.shape.rank is None or None in s.shape.as_list()]
+        if not loose:
+            return path
+        raise UsageError(f"SavedModel signature '{signature}' has inputs with unknown dimensions: {loose}; TFLite "
+                         "needs every dimension known.", hint="Pin each input: --input-shape name:N,C,H,W per input.")
     if spec.shape.rank is None:
         raise UsageError(f"The input of SavedModel signature '{signature}' has an unknown rank.",
                          hint="Re-export it with a shaped input (tf.TensorSpec([1, H, W, C])).")

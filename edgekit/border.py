@@ -132,6 +132,27 @@ def vendor_message(exc: BaseException, limit: int = MESSAGE_LIMIT, *, last: bool
     return type(exc).__name__
 
 
+# Lines that wrap a cause rather than state it: Keras's layer-call wrapper, its argument dump, tracebacks
+_WRAPPERS = ("exception encountered when calling", "call arguments received", "arguments received", "•",
+             "traceback", "during handling of the above exception", "the above exception was the direct cause")
+# TensorFlow appends the whole node to a shape error: "... for '{{node conv}} = Conv2D[T=DT_FLOAT, ...](a, b)'"
+_TF_NODE = re.compile(r" for '\{\{node [^']*'")
+
+
+def vendor_cause(exc: BaseException, limit: int = MESSAGE_LIMIT) -> str:
+    """The line of EXC's messages that says what went wrong, fit for a user.
+
+    Like `vendor_message`, but wrapper lines are passed over (Keras's "Exception encountered when
+    calling layer ...", "Call arguments received ...", tracebacks), so a TensorFlow error wrapped by
+    Keras or onnx2tf is named by TensorFlow's own line, with the dump of the graph node cut out.
+    """
+    for cur in chain(exc):
+        lines = [ln for ln in _lines(cur) if not ln.lower().startswith(_WRAPPERS)]
+        if lines:
+            return _cap(_TF_NODE.sub("", lines[0]), limit)
+    return vendor_message(exc, limit)
+
+
 def all_text(exc: BaseException) -> str:
     """Every message of EXC's chain, ANSI removed: for searching an op name or a log line in."""
     return "\n".join(_text(e) for e in chain(exc))

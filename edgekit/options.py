@@ -44,6 +44,8 @@ class ConvertOptions:
                                "and Keras weights).")
     trust_model: bool = _opt(False, "Allow formats whose loading runs code (pickled modules, Lambda layers).")
     signature: str = _opt("serving_default", "SavedModel signature to convert.")
+    layout: str | None = _opt(None, "Layout of an ONNX source's image input: NCHW or NHWC (default: read from the "
+                              "graph; tf2onnx writes Keras models as NHWC).")
     opset: int = _opt(18, "ONNX opset of the PyTorch, Keras and TF exports.")
     edgetpu_compiler: str | None = _opt(None, "Path of edgetpu_compiler (default: found on PATH).")
     edgetpu_min_runtime: str | None = _opt(None, "edgetpu_compiler --min_runtime_version (an integer, e.g. 14).")
@@ -91,6 +93,9 @@ class ConvertOptions:
             raise UsageError("--calib-size and --val-size must be at least 1.")
         if self.edgetpu_timeout <= 0:
             raise UsageError(f"--edgetpu-timeout must be above 0 seconds, got {self.edgetpu_timeout:g}.")
+        from edgekit.sources.onnx_layout import check_layout
+
+        self.layout = check_layout(self.layout)
         if self.output_kinds:
             from edgekit.fidelity.kinds import check_kind
 

@@ -83,7 +83,7 @@ def convert(
     # per-channel int8 QDQ (the onnx target's int8) needs opset 13: an older ONNX source is raised first
     qdq = any(target == "onnx" and "int8" in made for target, made in wanted)
     load_opts = LoadOptions(factory=model, trust_model=options_.trust_model, input_shape=input_shape,
-                            signature=options_.signature, input_shapes=options_.input_shapes,
+                            signature=options_.signature, input_shapes=options_.input_shapes, layout=options_.layout,
                             min_opset=13 if qdq else None)
     src: Source = load_source(path, kind, load_opts)  # a file is probed in a child first: a crash stays there
     options_.out_dir = Path(options_.out_dir) if options_.out_dir else Path("edgekit-out") / stem_of(src)

@@ -23,6 +23,7 @@ class LoadOptions:
     trust_model: bool = False  # allow formats whose loading runs arbitrary code (pickle, Lambda layers)
     input_shape: list[int] | None = None  # in the SOURCE's layout, batch first
     signature: str = "serving_default"  # SavedModel signature
+    layout: str | None = None  # --layout: NCHW or NHWC for an ONNX source's 4-D input (None: read from the graph)
     input_shapes: dict[str, list[int]] | None = None  # per input name (multi-input ONNX: --input-shape name:dims)
     min_opset: int | None = None  # an ONNX source below it is raised to it first (int8 per-channel QDQ needs 13)
 

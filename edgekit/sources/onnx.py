@@ -10,9 +10,9 @@ from edgekit._deps import require
 from edgekit.border import all_text, vendor_errors
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.fsutil import sha256_file
-from edgekit.layout import guess_layout
 from edgekit.sniff import looks_like_onnx
 from edgekit.sources.base import LoadOptions, Source, SourceSpec
+from edgekit.sources.onnx_layout import input_layout
 
 
 def check_external_data(model: object, path: Path) -> None:
@@ -162,7 +162,7 @@ def load(path: Path, opts: LoadOptions, kind: str = "onnx") -> Source:
         return predict_outputs({first: x})[out_names[0]]
 
     return Source(
-        path=read_from, kind="onnx", family="onnx", layout=guess_layout(shapes[first]),
+        path=read_from, kind="onnx", family="onnx", layout=input_layout(model, first, shapes[first], opts.layout),
         input_name=first,
         input_shape=shapes[first], input_dtype=types[first], predict=predict, model=read_from,
         sha256=sha256_file(path), output_names=out_names, predict_outputs=predict_outputs,

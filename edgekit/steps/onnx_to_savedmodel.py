@@ -29,8 +29,9 @@ from typing import ClassVar
 import numpy as np
 
 from edgekit._deps import require
-from edgekit.border import vendor_errors, vendor_message
+from edgekit.border import all_text, vendor_cause, vendor_errors
 from edgekit.errors import ConversionError, UsageError
+from edgekit.scratch import absolute, scratch_cwd
 from edgekit.steps.base import Intermediate, Step, StepContext
 
 
@@ -49,6 +50,7 @@ def _env_for_onnx2tf(samples_nhwc: np.ndarray) -> Iterator[None]:
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+CHANNELS_LAST = ("NWC", "NHWC", "NDHWC")
 _OP_NAME = re.compile(r"onnx_op_name:\s*(\S+)")
 _OP_TYPE = re.compile(r"onnx_op_type:\s*(\S+)")
 
@@ -74,17 +76,28 @@ def _unsupported_op(log: str, exc: BaseException) -> str:
         lines = [ln.strip() for ln in text.splitlines() if "ERROR" in ln and not any(a in ln for a in advice)]
         cause = lines[-1][:300] if lines else "onnx2tf stopped"
     else:
-        cause = vendor_message(exc, 300)
+        cause = vendor_cause(exc, 300)
     if op:
         kind = f" ({types[-1]})" if types else ""
         return f"at ONNX node {op}{kind}: {cause}"
     return cause
 
 
-def _hint(exc: BaseException) -> str:
+def _hint(exc: BaseException, layout: str) -> str:
+    """The hint that fits the cause: a channel mismatch is a layout question; an exit an unsupported op."""
+    text = all_text(exc)
+    if _CHANNEL_MISMATCH.search(text):
+        other = "NCHW" if layout in CHANNELS_LAST else "NHWC"
+        return (f"The first convolution got the wrong axis as its channels: the input was read as {layout}. If the "
+                f"model takes {other} input (tf2onnx writes Keras/TF models channels-last), pass --layout {other}.")
     if isinstance(exc, SystemExit):  # onnx2tf calls sys.exit(1) on unsupported ops
         return "onnx2tf cannot convert the op above; replace it in the model, or convert to --target onnx only."
-    return "Run with EDGEKIT_DEBUG=1 for onnx2tf's full log."
+    return "Run with --verbose (or EDGEKIT_DEBUG=1) for onnx2tf's full log."
+
+
+# TensorFlow's words when a convolution's input channels do not match its filter (an NHWC input read as NCHW)
+_CHANNEL_MISMATCH = re.compile(r"not a multiple of input depth of filter|input depth must be evenly divisible|"
+                               r"Depth of input .* does not match", re.IGNORECASE)
 
 
 class OnnxToSavedModel(Step):
@@ -104,7 +117,12 @@ class OnnxToSavedModel(Step):
         private = ctx.work / f"{ctx.stem}.onnx2tf-input.onnx"
         onnx = require("onnx")
         with vendor_errors("onnx", step=self.name, what=f"Copying {inp.path.name} for onnx2tf failed"):
-            onnx.save(onnx.load(str(inp.path)), str(private))
+            model = onnx.load(str(inp.path))
+            onnx.save(model, str(private))
+        inits = {i.name for i in model.graph.initializer}
+        # a channels-last input (tf2onnx's export of a Keras model) stays as it is: onnx2tf takes every 4-D
+        # input for NCHW otherwise, and feeds H as the channels to the first Conv
+        keep_nhwc = [i.name for i in model.graph.input if i.name not in inits] if inp.layout in CHANNELS_LAST else []
         batch = ctx.options.batch
         try:
             samples = ctx.to_layout(ctx.calibration(), "NHWC")
@@ -114,16 +132,18 @@ class OnnxToSavedModel(Step):
             samples = ctx.to_layout(samples, "NHWC")
         log = io.StringIO()
         onnx2tf_errors = vendor_errors("onnx2tf", step=self.name, what="ONNX -> TensorFlow conversion failed",
-                                       describe=lambda exc: _unsupported_op(log.getvalue(), exc), hint=_hint)
+                                       describe=lambda exc: _unsupported_op(log.getvalue(), exc),
+                                       hint=lambda exc: _hint(exc, inp.layout))
         try:
-            with onnx2tf_errors, _env_for_onnx2tf(samples[:20]), contextlib.redirect_stdout(log):
-                onnx2tf.convert(
-                    input_onnx_file_path=str(private),
-                    output_folder_path=str(out),
+            with onnx2tf_errors, _env_for_onnx2tf(samples[:20]), contextlib.redirect_stdout(log), scratch_cwd():
+                onnx2tf.convert(  # in a scratch folder: onnx2tf and onnxsim write by relative names
+                    input_onnx_file_path=absolute(private),
+                    output_folder_path=absolute(out),
                     batch_size=batch,
                     output_signaturedefs=True,
                     copy_onnx_input_output_names_to_tflite=True,
                     disable_strict_mode=True,  # see the module docstring: O(ops x graph) time and memory
+                    keep_nwc_or_nhwc_or_ndhwc_input_names=keep_nhwc or None,
                     non_verbose=True,
                 )
         except ConversionError as exc:  # the per-artifact failure names the node onnx2tf stopped at
@@ -135,6 +155,6 @@ class OnnxToSavedModel(Step):
         private.unlink(missing_ok=True)
         for leftover in out.glob("*.tflite"):  # onnx2tf's own TFLite files: edgekit converts with its own settings
             leftover.unlink()
-        layout = "NHWC" if inp.layout == "NCHW" else inp.layout
+        layout = "NHWC" if inp.layout == "NCHW" else inp.layout  # onnx2tf writes channels-last either way
         return inp.derive(kind="savedmodel", path=out, layout=layout, precision="fp32", signature="serving_default",
                           batch=batch)

@@ -29,8 +29,17 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the libraries' own log lines (TensorFlow, "
+                                 "absl, LiteRT, onnx2tf), hidden by default; EDGEKIT_DEBUG=1 also shows tracebacks."),
 ) -> None:
     """Convert, inspect, profile and gate CNNs for CPU, GPU, Coral Edge TPU and Cloud TPU."""
+    if verbose:
+        import os
+
+        from edgekit.vendorlog import release_vendor_logs
+
+        os.environ["EDGEKIT_VERBOSE"] = "1"  # child processes and steps see it too
+        release_vendor_logs()
 
 
 register_all(app)
@@ -66,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
 
     # TensorFlow's C++ INFO/WARNING lines (CUDA probing, absl) drown the progress lines; errors still show.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if argv is None:  # the real command line (not a test calling main): vendor log lines off the terminal
+        from edgekit.vendorlog import quiet_vendor_logs
+
+        quiet_vendor_logs()
     if not os.environ.get("EDGEKIT_DEBUG"):
         import warnings
 
@@ -92,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
 
             code = _report(internal_error(exc), exc)
     if argv is None:
+        from edgekit.vendorlog import release_vendor_logs
+
+        release_vendor_logs()
         sys.exit(code)
     return code
 

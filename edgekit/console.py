@@ -77,7 +77,9 @@ class captured_output:  # noqa: N801 - a context manager
         import os
         import tempfile
 
-        self.debug = bool(os.environ.get("EDGEKIT_DEBUG"))
+        from edgekit.vendorlog import verbose
+
+        self.debug = verbose()  # EDGEKIT_DEBUG=1 or --verbose: the converters talk on the terminal
         self.text = ""
         if self.debug:
             return self
@@ -105,5 +107,7 @@ class captured_output:  # noqa: N801 - a context manager
         self._tmp.close()
 
     def tail(self, lines: int = 12) -> str:
-        keep = [ln for ln in self.text.splitlines() if ln.strip()]
+        from edgekit.vendorlog import is_vendor_log
+
+        keep = [ln for ln in self.text.splitlines() if ln.strip() and not is_vendor_log(ln)]
         return "\n".join(keep[-lines:])

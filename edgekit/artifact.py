@@ -18,6 +18,7 @@ import numpy as np
 from edgekit.errors import UsageError
 from edgekit.fsutil import atomic_write_json
 from edgekit.records import Record
+from edgekit.reproducible import VARIES_BETWEEN_RUNS
 
 MANIFEST_VERSION = 1
 
@@ -341,12 +342,15 @@ class Manifest:
     warnings: list[str] = field(default_factory=list)
     run: RunFacts | None = None
     preprocessing: Preprocessing | None = None  # how images become inputs (edgekit serve's /classify)
+    # the only fields that differ between two runs of one conversion (edgekit.reproducible)
+    varies_between_runs: list[str] = field(default_factory=lambda: list(VARIES_BETWEEN_RUNS))
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "manifest_version": self.manifest_version,
             "edgekit_version": self.edgekit_version,
             "created": self.created,
+            "varies_between_runs": self.varies_between_runs,
             "source": self.source.to_dict(),
             "tool_versions": self.tool_versions,
             "options": self.options,
@@ -366,6 +370,8 @@ class Manifest:
             edgekit_version=d.get("edgekit_version", ""),
             manifest_version=int(d.get("manifest_version", MANIFEST_VERSION)),
             created=d.get("created", ""),
+            varies_between_runs=([str(v) for v in d["varies_between_runs"]]
+                                 if isinstance(d.get("varies_between_runs"), list) else list(VARIES_BETWEEN_RUNS)),
             warnings=list(d.get("warnings", [])),
             run=RunFacts.from_dict(d["run"]) if isinstance(d.get("run"), dict) else None,
             preprocessing=(Preprocessing.from_dict(d["preprocessing"]) if isinstance(d.get("preprocessing"), dict)
@@ -392,9 +398,15 @@ class Manifest:
             data = json.loads(p.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise UsageError(f"{p} is not a readable manifest: {exc}.") from exc
+        except RecursionError as exc:
+            raise UsageError(f"{p} is nested too deeply to be an edgekit manifest.") from exc
         if not isinstance(data, dict) or "artifacts" not in data:
             raise UsageError(f"{p} is JSON but not an edgekit manifest (no 'artifacts' list).")
-        return cls.from_dict(data)
+        try:  # a hand-edited or hostile file: a field of the wrong kind is bad input, not a crash (issue 12)
+            return cls.from_dict(data)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError) as exc:
+            raise UsageError(f"{p} is not a valid edgekit manifest: {type(exc).__name__}: {exc}.",
+                             hint="Pass the manifest.json `edgekit convert` wrote, unedited.") from exc
 
     def resolve(self, artifact: Artifact, manifest_path: str | Path) -> Path:
         """Absolute path of ARTIFACT, whose path is relative to the manifest's folder."""

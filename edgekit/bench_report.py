@@ -90,10 +90,17 @@ class BenchReport(Record):
         """Read bench.json back; UsageError for a file that is not one or is of a newer schema."""
         if not isinstance(d, dict) or "rows" not in d:
             raise UsageError("Not an edgekit bench report: no 'rows'.")
-        if int(d.get("schema_version", SCHEMA_VERSION)) > SCHEMA_VERSION:
+        version = d.get("schema_version", SCHEMA_VERSION)
+        if not isinstance(version, int):
+            raise UsageError(f"Not an edgekit bench report: schema_version is {version!r}.")
+        if version > SCHEMA_VERSION:
             raise UsageError(f"Bench report schema {d['schema_version']} is newer than this edgekit's "
                              f"({SCHEMA_VERSION}).", hint="Upgrade edgekit to read it.")
-        return super().from_dict(d)
+        try:  # a hand-edited or hostile file: a field of the wrong kind is bad input, not a crash (issue 12)
+            return super().from_dict(d)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise UsageError(f"Not a valid edgekit bench report: {type(exc).__name__}: {exc}.",
+                             hint="Pass the bench.json `edgekit bench` wrote, unedited.") from exc
 
 
 __all__ = ["SCHEMA_VERSION", "BenchReport", "BenchRow", "BenchSettings", "Reference"]

@@ -233,6 +233,16 @@ def _list_folder(folder: Path) -> tuple[list[Path], np.ndarray | None]:
     return paths, labels
 
 
+def _check_pixels(path: Path, size: tuple[int, int], limit: int | None) -> None:
+    """Refuse, from the header alone, an image beyond Pillow's decompression-bomb warning (89 MP by default):
+    Pillow would decode it with only a warning, gigabytes for one calibration sample (issue 12's fuzz)."""
+    pixels = size[0] * size[1]
+    if limit and pixels > limit:
+        raise UsageError(f"The image {path} is {size[0]}x{size[1]} ({pixels / 1e6:.0f} MP), more than edgekit decodes "
+                         f"for calibration ({limit / 1e6:.0f} MP): it may be a decompression bomb.",
+                         hint="Resize it (calibration images are resized to the model's input anyway), or remove it.")
+
+
 def _decode_images(paths: Sequence[Path], shape: list[int], layout: str) -> np.ndarray:
     """uint8 images resized to the input's H x W: (N, H, W) for one channel, else (N, H, W, 3)."""
     if len(shape) == 4:
@@ -254,6 +264,7 @@ def _decode_images(paths: Sequence[Path], shape: list[int], layout: str) -> np.n
     for i, p in enumerate(paths):
         try:
             with Image.open(p) as im:
+                _check_pixels(p, im.size, Image.MAX_IMAGE_PIXELS)
                 im = ImageOps.exif_transpose(im).convert(mode)
                 out[i] = np.asarray(im.resize((w, h), Image.Resampling.BILINEAR))
         except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:

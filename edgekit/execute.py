@@ -132,7 +132,7 @@ class _Outcomes:
             extra={"steps": timeline}, status="failed", failure=failure)
 
 
-def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[str], None],
+def execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: Any, progress: Callable[[str], None],
             started: float | None = None) -> ConvertResult:
     """Run every chain (shared prefixes once), validate each artifact, publish, write the manifest.
 
@@ -146,7 +146,7 @@ def execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[
         return _execute(plan, calib, ref, progress, started)
 
 
-def _execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[[str], None],
+def _execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: Any, progress: Callable[[str], None],
              started: float | None) -> ConvertResult:
     started = time.perf_counter() if started is None else started
     options, source = plan.options, plan.source
@@ -157,7 +157,7 @@ def _execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[
     def calibration() -> np.ndarray:
         if calib is None:
             raise UsageError("This step needs calibration data (--calib).")
-        return calib
+        return next(iter(calib.values())) if isinstance(calib, dict) else calib  # a dict: one array per input
 
     done = _Outcomes(options.strict, progress)
     artifacts = done.artifacts
@@ -165,7 +165,7 @@ def _execute(plan: Plan, calib: np.ndarray | None, ref: Any, progress: Callable[
     unfinished: list[str] = []
     with staging_dir(out_dir) as work:
         ctx = StepContext(work=work, stem=stem, source=source, options=options, calibration=calibration,
-                          log=progress)
+                          log=progress, calibration_feeds=(lambda: dict(calib)) if isinstance(calib, dict) else None)
         start = Intermediate(kind=source.family, path=source.path, obj=source.model, layout=source.layout,
                              signature=source.signature)
         runner = _Runner(plan, ctx, progress)

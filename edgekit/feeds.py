@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -91,4 +92,40 @@ def held_out_masks(spec: str | None, calib_size: int, val_size: int) -> np.ndarr
     return masks[val_idx]
 
 
-__all__ = ["MASKS_KEY", "Feeds", "held_out_masks", "split_named"]
+def by_keys(feeds: dict[str, np.ndarray], keys: Sequence[str], what: str) -> dict[str, np.ndarray]:
+    """FEEDS (source input name -> samples) keyed by a converted model's input KEYS instead: each key takes the
+    source input of its name (exactly, or once both are normalised), never one by position.
+
+    onnx2tf and Keras keep the input names as SavedModel signature keys; a TFLite representative dataset
+    yielding {key: batch} is then ordered by the calibrator itself (tensor by tensor), whatever order the
+    converter gave the inputs.
+    """
+    from edgekit.errors import ConversionError
+    from edgekit.fidelity.matching import normalized
+
+    out: dict[str, np.ndarray] = {}
+    for key in keys:
+        same = [n for n in feeds if n == key] or [n for n in feeds if normalized(n) == normalized(key)]
+        if len(same) != 1:
+            raise ConversionError(f"{what} takes inputs {list(keys)}; '{key}' matches none of the source's inputs "
+                                  f"{list(feeds)} by name, so its calibration samples are unknown.",
+                                  hint="Keep the input names when exporting the model (they key the calibration).")
+        out[key] = feeds[same[0]]
+    return out
+
+
+def plain_int8_choice(requested: str, config: dict[str, Any], samples: int) -> Any:
+    """The record of an int8 model with several inputs: the plain recipe, not searched (a RecipeChoice).
+
+    The recipe search (edgekit.quantize) runs candidate models on one input's samples; a model with
+    several inputs is calibrated on every input by name with the plain recipe, and judged by validation.
+    """
+    from edgekit.quantize.records import RecipeChoice
+
+    note = "several inputs: the plain recipe, every input calibrated by name (the recipe search runs one-input models)"
+    return RecipeChoice(requested=requested, chosen="plain", config=config, met=False,
+                        judged_on=f"not searched ({samples} calibration samples per input; validation judges it)",
+                        notes=(note,))
+
+
+__all__ = ["MASKS_KEY", "Feeds", "by_keys", "held_out_masks", "plain_int8_choice", "split_named"]

@@ -133,7 +133,7 @@ def _run(src: Source, options: ConvertOptions, say: Callable[[str], None], start
         named = split_named(options.calib, src.inputs, src.layout, calib_size=options.calib_size,
                             val_size=options.val_size, batch=options.batch, mean=options.mean, std=options.std)
         feeds, labels, inputs_name = named.held_out, named.labels, named.name
-        calib_x = next(iter(named.calibration.values())) if named.calibration else None
+        calib_x = named.calibration  # every input by name: the steps feed each its own (StepContext)
         say(f"validation: {len(next(iter(feeds.values())))} samples of {inputs_name}, every input fed by name")
     elif options.calib:
         cal, val = split_for_conversion(options.calib, shape, src.layout, calib_size=options.calib_size,

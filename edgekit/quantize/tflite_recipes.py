@@ -43,13 +43,18 @@ class TfliteJob:
     notes: list[str] = field(default_factory=list)
     edgetpu_fixes: bool = False  # rewrite what the Edge TPU cannot map (edgekit.edgetpu.fixes) before calibration
     fixed: bytes | None = None  # the float model with those fixes, where any applied
+    # several inputs: each one's samples by signature input key (plain recipe only); samples is the first
+    feeds: dict[str, np.ndarray] | None = None
 
     def converter(self) -> Any:
         return self.tf.lite.TFLiteConverter.from_saved_model(str(self.saved), signature_keys=[self.signature])
 
-    def representative(self) -> Iterator[list[np.ndarray]]:
+    def representative(self) -> Iterator[list[np.ndarray] | dict[str, np.ndarray]]:
         for i in range(0, len(self.samples) - self.batch + 1, self.batch):
-            yield [self.samples[i:i + self.batch]]
+            if self.feeds:  # by key: the calibrator orders them by the model's own input tensors
+                yield {k: v[i:i + self.batch] for k, v in self.feeds.items()}
+            else:
+                yield [self.samples[i:i + self.batch]]
 
     @property
     def io_type(self) -> Any:

@@ -51,6 +51,8 @@ def image_input(data: bytes, spec: TensorSpec, pre: Preprocessing | None, max_pi
         im = Image.open(io.BytesIO(data), formats=FORMATS)
     except UnidentifiedImageError:
         raise RequestError(415, "the body is not a JPEG or PNG image.", "body") from None
+    except Image.DecompressionBombError as exc:  # Pillow refuses over 2x its limit while opening (issue 12's fuzz)
+        raise RequestError(413, f"the image is too large to decode: {exc}", "body") from None
     except (OSError, ValueError, SyntaxError) as exc:
         raise bad_request(f"cannot read the image: {exc}.", "body") from None
     with im:

@@ -85,6 +85,14 @@ class StepContext:
     # calibration samples: float32, in the SOURCE's layout, batch first; raises UsageError when none
     calibration: Callable[[], np.ndarray]
     log: Callable[[str], None] = print
+    # several inputs: every input's calibration samples by the source's input names (calibration() is the first's)
+    calibration_feeds: Callable[[], dict[str, np.ndarray]] | None = None
+
+    def calibration_by_name(self) -> dict[str, np.ndarray]:
+        """Every input's calibration samples by the source's input name (one entry for a one-input model)."""
+        if self.calibration_feeds is not None:
+            return self.calibration_feeds()
+        return {self.source.input_name: self.calibration()}
 
     def to_layout(self, x: np.ndarray, layout: str) -> np.ndarray:
         """Transpose a 4-D batch from the source's layout to LAYOUT."""

@@ -136,11 +136,20 @@ class OnnxQuantize(Step):
         name_nodes(model)  # mixed precision and the diagnosis name nodes; the exporters leave some unnamed
         onnx.save(model, str(pre))
         inits = {i.name for i in model.graph.initializer}
-        name = next(i.name for i in model.graph.input if i.name not in inits)
+        names = [i.name for i in model.graph.input if i.name not in inits]
         samples = ctx.to_layout(ctx.calibration(), inp.layout).astype(np.float32)
         dims = model.graph.input[0].type.tensor_type.shape.dim
         batch = dims[0].dim_value if dims and dims[0].dim_value > 0 else 1
         work = ctx.work / f"{ctx.stem}.int8-recipes"  # candidates and their float twins; never published
         work.mkdir(exist_ok=True)
-        choice = quantize_onnx(pre, dst, QuantData(name, samples, batch, work), ctx.options.int8_recipe, ctx.log)
+        if len(names) > 1:  # several inputs: each calibrated by its name, plain recipe (edgekit.feeds)
+            from edgekit.feeds import by_keys, plain_int8_choice
+            from edgekit.quantize.onnx_recipes import OnnxRecipeConfig, quantize
+
+            feeds = {k: ctx.to_layout(v, inp.layout).astype(np.float32) for k, v in ctx.calibration_by_name().items()}
+            named = by_keys(feeds, names, f"{inp.path.name}")
+            quantize(pre, dst, QuantData(names[0], named[names[0]], batch, work, feeds=named), OnnxRecipeConfig())
+            choice = plain_int8_choice(ctx.options.int8_recipe, OnnxRecipeConfig().to_dict(), len(samples))
+            return inp.derive(kind="onnx", path=dst, precision="int8", quantization=choice)
+        choice = quantize_onnx(pre, dst, QuantData(names[0], samples, batch, work), ctx.options.int8_recipe, ctx.log)
         return inp.derive(kind="onnx", path=dst, precision="int8", quantization=choice)

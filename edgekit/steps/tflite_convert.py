@@ -105,7 +105,24 @@ class TfliteConvert(Step):
         work.mkdir(exist_ok=True)
         job = TfliteJob(tf, saved, signature, samples.astype(np.float32), batch, io_dtype, work, ctx.log,
                         edgetpu_fixes=bool(self.params.integer_only) and ctx.options.edgetpu_fixes)
+        if ctx.source.inputs:  # several inputs: each calibrated by its signature key, plain recipe (edgekit.feeds)
+            return _int8_named(job, ctx, layout)
         return quantize_tflite(job, ctx.options.int8_recipe, float_free=bool(self.params.integer_only))
+
+
+def _int8_named(job: Any, ctx: StepContext, layout: str) -> tuple[bytes, Any]:
+    """Plain full-integer int8 of a model with several inputs, every input calibrated by its signature key."""
+    from edgekit.feeds import by_keys, plain_int8_choice
+    from edgekit.quantize.tflite_recipes import plain
+    from edgekit.sources.savedmodel import open_signature, signature_inputs
+
+    _loaded, fn = open_signature(job.saved, job.signature)
+    keys = [k for k, _ in signature_inputs(fn)]
+    feeds = {k: ctx.to_layout(v, layout).astype(np.float32) for k, v in ctx.calibration_by_name().items()}
+    job.feeds = by_keys(feeds, keys, f"SavedModel signature '{job.signature}'")
+    job.samples = job.feeds[keys[0]]
+    return plain(job), plain_int8_choice(ctx.options.int8_recipe, {"recipe": "plain", "io_dtype": job.io_dtype},
+                                         len(job.samples))
 
 
 def dynamic_shape_ops(path: Any) -> list[str]:

@@ -48,10 +48,10 @@ def test_savedmodel_source_gives_every_output(two_heads: Path) -> None:
     np.testing.assert_allclose(src.predict(x), outs[src.output_names[0]])
 
 
-@pytest.mark.slow  # one Keras model to ONNX and TFLite fp32: ~15 s
+@pytest.mark.slow  # one Keras model to TFLite fp32: ~10 s
 def test_two_output_keras_model_validated_on_both_outputs_by_name(two_heads: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
-    rc = main(["convert", str(two_heads / "two_out.keras"), "-t", "onnx,tflite", "-q", "fp32",
+    rc = main(["convert", str(two_heads / "two_out.keras"), "-t", "tflite", "-q", "fp32",
                "--calib", str(two_heads / "cal.npy"), "--out", str(out)])
     assert rc == EXIT_OK
     data = json.loads((out / "manifest.json").read_text())
@@ -61,8 +61,6 @@ def test_two_output_keras_model_validated_on_both_outputs_by_name(two_heads: Pat
         assert set(outs) == {"scores", "boxes"}, art["path"]
         assert outs["scores"]["kind"] == "classes" and outs["boxes"]["kind"] == "dense"
         assert all(o["fidelity"]["passed"] and o["fidelity"]["cosine"] > 0.9999 for o in outs.values())
-        if art["format"] == "onnx":  # the ONNX export keeps the Keras names
-            assert {o["artifact_name"] for o in outs.values()} == {"scores", "boxes"}
-        else:  # the .tflite tensors are renamed; its signature keys say which is which
-            assert all(o["matched_by"] == "signature" for o in outs.values())
-            assert outs["boxes"]["shape"][-1] == 4
+        # the .tflite tensors are renamed (StatefulPartitionedCall:<i>); its signature keys say which is which
+        assert all(o["matched_by"] == "signature" for o in outs.values())
+        assert outs["boxes"]["shape"] == [1, 8, 8, 4] and outs["scores"]["shape"] == [1, 5]

@@ -1,0 +1,72 @@
+"""What bench/fuzz.py found, kept as regression tests: each case here once ended in a traceback.
+
+Each test builds the smallest input that showed the finding (from the real seed where the
+finding needed one) and asserts the clean answer edgekit now gives.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from edgekit.errors import UsageError
+from edgekit.testing.fuzz_seeds import deflate_bomb_png, header_bomb_png
+
+SEEDS = Path(__file__).resolve().parent / "seeds"
+
+
+def _manifest() -> dict:
+    return json.loads((SEEDS / "manifest.json").read_text())
+
+
+@pytest.mark.parametrize(("edit", "words"), [
+    (lambda d: "[" * 200_000 + json.dumps(d) + "]" * 200_000, "nested too deeply"),  # RecursionError
+    (lambda d: d["artifacts"][0]["fidelity"].pop("samples") and d, "not a valid edgekit manifest"),  # TypeError
+    (lambda d: d["artifacts"][0]["inputs"][0].update(shape=["\u00ce`"]) or d, "not a valid edgekit manifest"),
+    (lambda d: d.update(artifacts=[1, "x"]) or d, "not a valid edgekit manifest"),  # AttributeError
+])
+def test_a_damaged_manifest_is_bad_input(tmp_path: Path, edit, words: str) -> None:
+    from edgekit.artifact import Manifest
+
+    doc = edit(_manifest())
+    path = tmp_path / "manifest.json"
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    with pytest.raises(UsageError, match=words):
+        Manifest.read(path)
+
+
+def test_a_bench_report_with_a_strange_schema_version_is_bad_input() -> None:
+    from edgekit.bench_report import BenchReport
+
+    doc = json.loads((SEEDS / "bench.json").read_text())
+    doc["schema_version"] = {"v": 1}  # int(dict): a TypeError traceback
+    with pytest.raises(UsageError, match="schema_version"):
+        BenchReport.from_dict(doc)
+
+
+def test_the_server_answers_an_image_bomb_with_413() -> None:
+    pytest.importorskip("PIL")
+    pytest.importorskip("edgekit.serve.image")
+    from edgekit.artifact import TensorSpec
+    from edgekit.serve.errors import RequestError
+    from edgekit.serve.image import image_input
+
+    spec = TensorSpec(name="x", shape=[1, 1, 28, 28], dtype="float32", layout="NCHW")
+    with pytest.raises(RequestError) as exc:  # Pillow's DecompressionBombError escaped as a traceback
+        image_input(header_bomb_png(), spec, None, max_pixels=24_000_000)
+    assert exc.value.status == 413
+
+
+def test_calibration_refuses_a_bomb_from_its_header(tmp_path: Path) -> None:
+    """100 MP of zeros in 100 KB: Pillow only warns below 179 MP, and edgekit decoded it for one sample."""
+    pytest.importorskip("PIL")
+    from edgekit.calibration import load_samples
+
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    (folder / "ok.png").write_bytes((SEEDS / "digit.png").read_bytes())
+    (folder / "bomb.png").write_bytes(deflate_bomb_png())
+    with pytest.raises(UsageError, match="decompression bomb"):
+        load_samples(str(folder), [1, 1, 28, 28], "NCHW")

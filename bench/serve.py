@@ -19,6 +19,7 @@ import argparse
 import concurrent.futures
 import http.client
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -139,7 +140,8 @@ def bench_artifact(artifact: Path, workdir: Path, requests: int, leak_requests: 
 
     server = ServerProcess([str(artifact)], workdir / f"{artifact.name}.log")
     try:
-        meta = json.load(urllib.request.urlopen(f"{server.base}/v2/models/{artifact.name.split('.')[0]}"))
+        name = json.load(urllib.request.urlopen(f"{server.base}/v2"))["models"][0]
+        meta = json.load(urllib.request.urlopen(f"{server.base}/v2/models/{name}"))
         path = f"/v2/models/{meta['name']}/infer"
         body, hl = request_for(meta)
         row: dict = {"artifact": artifact.name, "time_to_ready_s": round(server.ready_s, 3),
@@ -149,11 +151,13 @@ def bench_artifact(artifact: Path, workdir: Path, requests: int, leak_requests: 
         row["in_process"] = profile_in_process(artifact)
         best = max(r["throughput_per_s"] for r in row["closed_loop"])
         row["open_loop_2x"] = open_loop(server.port, path, body, hl, 2 * best, seconds)
-        rss0 = server.rss_bytes() or 0
-        closed_loop(server.port, path, body, hl, 4, leak_requests)
-        rss1 = server.rss_bytes() or 0
-        row["rss_before_mb"], row["rss_after_mb"] = round(rss0 / 2**20, 1), round(rss1 / 2**20, 1)
-        row["rss_growth_mb_per_10k"] = round((rss1 - rss0) / 2**20 * 10_000 / leak_requests, 2)
+        if leak_requests:
+            rss0 = server.rss_bytes() or 0
+            closed_loop(server.port, path, body, hl, 4, leak_requests)
+            rss1 = server.rss_bytes() or 0
+            row["rss_before_mb"], row["rss_after_mb"] = round(rss0 / 2**20, 1), round(rss1 / 2**20, 1)
+            row["leak_requests"] = leak_requests
+            row["rss_growth_mb_per_10k"] = round((rss1 - rss0) / 2**20 * 10_000 / leak_requests, 2)
         c1 = row["closed_loop"][0]
         row["added_p50_ms_at_c1"] = round(c1["p50_ms"] - row["in_process"]["p50_ms"], 3)
         row["throughput_ratio_c4"] = round(row["closed_loop"][1]["throughput_per_s"]
@@ -162,6 +166,22 @@ def bench_artifact(artifact: Path, workdir: Path, requests: int, leak_requests: 
         row_exit = server.stop()
     row["exit_code_after_sigterm"] = row_exit
     return row
+
+
+MOBILENET = """
+import keras
+import numpy as np
+model = keras.applications.MobileNetV2(weights=None, input_shape=(224, 224, 3), classes=1000)
+model(np.zeros((1, 224, 224, 3), np.float32))  # export needs a model that has been called once
+model.export({out!r}, format="onnx")
+"""
+
+
+def export_mobilenet(out: Path) -> Path:
+    """Keras MobileNetV2 224x224 (random weights: speed, not accuracy, is measured) as ONNX, in a child process."""
+    subprocess.run([sys.executable, "-c", MOBILENET.format(out=str(out))], check=True, cwd=REPO, capture_output=True,
+                   timeout=600)
+    return out
 
 
 def convert_bundled(out: Path) -> Path:
@@ -179,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", type=int, default=2000, help="Requests per closed-loop concurrency level.")
     ap.add_argument("--leak-requests", type=int, default=10_000, help="Requests between the two RSS readings.")
     ap.add_argument("--open-seconds", type=float, default=5.0, help="Duration of the open-loop run.")
+    ap.add_argument("--mobilenet", action="store_true", help="Also measure a MobileNetV2 224x224 ONNX (Keras, "
+                    "random weights) for the 0.8x-of-in-process target at concurrency 4.")
     ap.add_argument("--json", type=Path, help="Also write the JSON here.")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="edgekit-bench-serve-") as tmp:
@@ -186,9 +208,14 @@ def main(argv: list[str] | None = None) -> int:
         folder = args.folder or convert_bundled(work / "mnist_cnn")
         rows = [bench_artifact(folder / name, work, args.requests, args.leak_requests, args.open_seconds)
                 for name in args.artifacts.split(",") if name]
+        if args.mobilenet:  # ~10 ms an inference: fewer requests, no 10,000-request leak run
+            mnv2 = export_mobilenet(work / "mobilenet_v2.onnx")
+            rows.append(bench_artifact(mnv2, work, max(40, args.requests // 8), 0, args.open_seconds))
     import platform
 
-    report = {"bench": "serve", "machine": {"cpus": __import__("os").cpu_count(), "machine": platform.machine()},
+    # the load average says how much else ran on the machine meanwhile (a shared 2-core box: figures move with it)
+    report = {"bench": "serve", "machine": {"cpus": os.cpu_count(), "machine": platform.machine(),
+                                            "loadavg_1_5_15_at_end": [round(v, 2) for v in os.getloadavg()]},
               "settings": {"requests": args.requests, "leak_requests": args.leak_requests,
                            "open_seconds": args.open_seconds, "server": "edgekit serve defaults (1 worker, "
                            "--max-queue 32)", "client": "http.client keep-alive, binary tensors, same machine"},

@@ -40,11 +40,11 @@ class Metrics:
         self._sensor: Any = None
         self._lock = threading.Lock()
 
-    def watch_power(self, device: str = "cpu") -> str | None:
+    def watch_power(self, device: str = "cpu", root: str = "/") -> str | None:
         """Start the first power sensor readable here for DEVICE (edgekit.sensors); its name, or None."""
         from edgekit.sensors import DEFAULT_ORDER, open_sensor
 
-        sensor, _why = open_sensor(list(DEFAULT_ORDER.get(device, DEFAULT_ORDER["cpu"])))
+        sensor, _why = open_sensor(list(DEFAULT_ORDER.get(device, DEFAULT_ORDER["cpu"])), root=root)
         if sensor is None:
             return None
         sensor.start()

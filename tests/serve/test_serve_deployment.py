@@ -1,5 +1,5 @@
 """The deployment pieces, read statically (no docker engine, no systemd here): the Dockerfile's `device` stage,
-the Raspberry Pi unit and install lines. The example clients run against a real server in test_examples.py."""
+the Raspberry Pi unit and install lines. The example clients run against a real server in test_serve_examples.py."""
 
 from __future__ import annotations
 

@@ -41,11 +41,12 @@ def isolation_enabled() -> bool:
 
 
 def run_isolated(target: str, request: dict[str, Any], arrays: dict[str, np.ndarray] | None = None, *,
-                 who: str, doing: str, hint: str | None = None,
+                 who: str, doing: str, hint: str | Callable[[str], str | None] | None = None,
                  timeout: float = TIMEOUT_S) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Call TARGET ("module:function") with (REQUEST, ARRAYS) in a child process; its (answer, arrays).
 
-    WHO and DOING word the error when the child dies: "<WHO> crashed (SIGABRT) while <DOING>: <stderr>".
+    WHO and DOING word the error when the child dies: "<WHO> crashed (SIGABRT) while <DOING>: <stderr>";
+    HINT is its hint, or a function of the child's stderr that picks the hint fitting the cause.
     """
     with tempfile.TemporaryDirectory(prefix="edgekit-isolate-") as tmp:
         folder = Path(tmp)
@@ -53,14 +54,14 @@ def run_isolated(target: str, request: dict[str, Any], arrays: dict[str, np.ndar
         for name, arr in (arrays or {}).items():
             np.save(folder / f"in.{name}.npy", np.asarray(arr), allow_pickle=False)
         # the child imports what this process can (a runtime registered from a test folder, a plugin)
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "EDGEKIT_ISOLATED": "1",
                "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         try:
             child = subprocess.run([sys.executable, "-m", "edgekit.isolate", str(folder)], capture_output=True,
                                    text=True, errors="replace", timeout=timeout, env=env, cwd=os.getcwd())
         except subprocess.TimeoutExpired as exc:
             raise RuntimeFailure(f"{who} did not finish within {timeout:.0f} s while {doing}.",
-                                 hint=hint) from exc
+                                 hint=hint("") if callable(hint) else hint) from exc
         answer_file = folder / "answer.json"
         if child.returncode != 0 or not answer_file.is_file():
             raise _died(child, who, doing, hint)
@@ -72,13 +73,17 @@ def run_isolated(target: str, request: dict[str, Any], arrays: dict[str, np.ndar
 
 
 def stderr_tail(text: str, lines: int = STDERR_LINES) -> str:
-    """The last LINES meaningful lines a child wrote (LiteRT's INFO banner left out)."""
-    kept = [ln.rstrip() for ln in text.splitlines() if ln.strip() and not ln.startswith("INFO: Created TensorFlow")]
+    """The last LINES meaningful lines a child wrote (vendor log lines, LiteRT's banner among them, left out)."""
+    from edgekit.vendorlog import is_vendor_log
+
+    kept = [ln.rstrip() for ln in text.splitlines() if ln.strip() and not is_vendor_log(ln)]
     return "\n".join(kept[-lines:])
 
 
-def _died(child: subprocess.CompletedProcess[str], who: str, doing: str, hint: str | None) -> RuntimeFailure:
+def _died(child: subprocess.CompletedProcess[str], who: str, doing: str,
+          hint: str | Callable[[str], str | None] | None) -> RuntimeFailure:
     tail = stderr_tail(child.stderr)
+    hint = hint(child.stderr or "") if callable(hint) else hint
     if child.returncode < 0:
         try:
             how = f"crashed ({signal.Signals(-child.returncode).name})"

@@ -61,7 +61,10 @@ def convert(
     say = progress or (lambda _m: None)
     values = {API_NAMES.get(k, k): v for k, v in options.items()}
     options_ = ConvertOptions.build(targets=_split(targets), precisions=_split(quantize), **values)
-    wanted = check_request(options_)  # option values are judged before the model is loaded
+    from edgekit.sniff import is_tflite
+
+    # option values are judged before the model is loaded (a .tflite, taken as it is, needs no calibration)
+    wanted = check_request(options_, "tflite" if source and is_tflite(source) else None)
     model, input_shape = options_.factory, options_.input_shape
     if source is None or str(source) == "":
         if not model:

@@ -20,7 +20,7 @@ from edgekit.precisions import PRECISION_NAMES, PRECISIONS, get_precision
 from edgekit.registry import check_choice
 from edgekit.sources.base import Source
 from edgekit.steps import CONVERSIONS, Step, StepParams, get_step
-from edgekit.targets import get_target, target_names
+from edgekit.targets import TargetSpec, get_target, target_names
 
 
 @dataclass
@@ -95,7 +95,7 @@ def stem_of(source: Source) -> str:
     return source.path.name if source.path.is_dir() else source.path.stem
 
 
-def check_request(options: ConvertOptions) -> list[tuple[str, list[str]]]:
+def check_request(options: ConvertOptions, family: str | None = None) -> list[tuple[str, list[str]]]:
     """Everything about a request that can be judged without the model: names, values, calibration.
 
     Returns (target, precisions it makes) pairs. Run before the source is loaded, so a mistyped
@@ -114,7 +114,8 @@ def check_request(options: ConvertOptions) -> list[tuple[str, list[str]]]:
                 raise UsageError(f"Target {target} has no {precision} precision.",
                                  hint=f"It offers {', '.join(spec.precisions)}.")
         wanted.append((target, made))
-    if not options.calib and any(PRECISIONS[p].needs_calibration for _, made in wanted for p in made):
+    adopted = family == "tflite"  # a .tflite is taken as it is (target_steps): nothing to calibrate
+    if not options.calib and not adopted and any(PRECISIONS[p].needs_calibration for _, made in wanted for p in made):
         raise UsageError(
             "int8 quantization needs calibration data, and none was given. edgekit never calibrates on random data.",
             hint="Pass --calib with a folder of images, a .npy/.npz array, or 'mnist' for the bundled digits.",
@@ -126,6 +127,27 @@ def check_request(options: ConvertOptions) -> list[tuple[str, list[str]]]:
     return wanted
 
 
+ADOPT_STEP = "tflite_adopt"  # a source already in a target's artifact format that no route reaches (a .tflite)
+
+
+def target_steps(family: str, spec: TargetSpec) -> tuple[list[str], list[str]]:
+    """(the route from FAMILY to the target's first step, the target's own steps).
+
+    A source that is already in the target's format, where the target's steps would convert from another
+    form (a .tflite source for the tflite or edgetpu target), is adopted as it is: no route, one step.
+    """
+    if family == spec.format and spec.consumes != family:
+        if family != "tflite":
+            raise UsageError(f"edgekit has no way to take a {family} source as a {spec.name} artifact.")
+        return [], [ADOPT_STEP]
+    if family == "tflite":
+        raise UsageError(f"A .tflite cannot be converted to {spec.name}: it is taken as it is, for --target tflite or "
+                         "edgetpu (an int8 .tflite is compiled for the Edge TPU).",
+                         hint="Convert the original model to this target, or use `edgekit inspect` / `edgekit "
+                         "profile` on the .tflite.")
+    return route(family, spec.consumes), list(spec.steps)
+
+
 def check_modules(targets: list[str], family: str) -> None:
     """MissingDependency naming the pip line when a step from FAMILY to TARGETS needs a package not here.
 
@@ -135,7 +157,7 @@ def check_modules(targets: list[str], family: str) -> None:
     names: list[str] = []
     for target in targets:
         spec = get_target(target)
-        names += [*route(family, spec.consumes), *spec.steps, *spec.post_steps]
+        names += [*(n for part in target_steps(family, spec) for n in part), *spec.post_steps]
     missing = sorted({m for n in dict.fromkeys(names) for m in get_step(n).modules if not available(m)})
     if missing:
         raise MissingDependency(
@@ -147,15 +169,16 @@ def check_modules(targets: list[str], family: str) -> None:
 def make_plan(source: Source, options: ConvertOptions) -> Plan:
     """Every chain the request needs, or the reason it cannot run, before any step runs."""
     chains: list[Chain] = []
-    wanted = check_request(options)
+    wanted = check_request(options, source.family)
     check_modules([t for t, _ in wanted], source.family)
     for target, precisions in wanted:
         spec = get_target(target)
-        prefix = [get_step(n)() for n in route(source.family, spec.consumes)]
+        route_steps, own_steps = target_steps(source.family, spec)
+        prefix = [get_step(n)() for n in route_steps]
         for precision in precisions:
             io = spec.io_dtype(precision, options.io_dtype)
             params = StepParams(precision=precision, io_dtype=io, integer_only=spec.integer_only or None)
-            chains.append(Chain(target, precision, [*prefix, *(get_step(n)(params) for n in spec.steps)], io,
+            chains.append(Chain(target, precision, [*prefix, *(get_step(n)(params) for n in own_steps)], io,
                                 [get_step(n)(params) for n in spec.post_steps], spec.format))
     stem = stem_of(source)
     outputs: list[str] = []

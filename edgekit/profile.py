@@ -216,7 +216,7 @@ def _first_run_isolated(path: Path, cls: type[Runtime], dev: str, threads: int |
     request = {"path": str(path), "runtime": f"{cls.__module__}:{cls.__qualname__}", "device": dev,
                "threads": threads, "batch": batch, "options": options}
     answer, _ = run_isolated("edgekit.profile:_first_run_in_child", request, who=cls.label(),
-                             doing=f"loading and running {path.name}", hint=cls.load_hint)
+                             doing=f"loading and running {path.name}", hint=cls.hint_for)
     if answer.get("kernels"):
         options["kernels"] = answer["kernels"]
     return options, answer.get("kernels_note")

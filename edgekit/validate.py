@@ -204,7 +204,7 @@ def check_artifact(path: Path, fmt: str, layout: str, precision: str, ref: Refer
         try:
             if isolate:
                 answer, arrays = run_isolated("edgekit.validate:_check_in_child", req, sent, who=cls.label(),
-                                              doing=f"validating {path.name}{on}", hint=cls.load_hint)
+                                              doing=f"validating {path.name}{on}", hint=cls.hint_for)
             else:
                 answer, arrays = _check_in_child(req, sent)
         except RuntimeFailure as exc:

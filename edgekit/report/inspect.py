@@ -57,6 +57,14 @@ def render(report: InspectReport, console: Console) -> None:
         console.print(
             f"[bold]compiled for the Edge TPU[/bold] ({EDGETPU_CUSTOM_OP}): needs libedgetpu and a Coral device to run"
         )
+    custom = sorted({o.op for o in report.ops if o.custom and o.op != EDGETPU_CUSTOM_OP})
+    if custom:  # a plain LiteRT cannot run these: say so before anyone profiles the file
+        from rich.markup import escape
+
+        from edgekit.runtimes.litert_errors import custom_op_hint
+
+        console.print(f"[bold yellow]custom ops[/bold yellow]: {escape(', '.join(custom))}. "
+                      f"{escape(custom_op_hint(custom))}", highlight=False, markup=True)
 
     io = Table(title="inputs / outputs", title_justify="left", show_edge=False)
     for col in ("", "name", "dtype", "shape", "quantization"):

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from edgekit.artifact import TensorSpec
-from edgekit.border import VENDORS, vendor_errors
+from edgekit.border import VENDORS, all_text, vendor_errors
 from edgekit.errors import EdgekitError, NotAvailable, RuntimeFailure, UsageError
 
 
@@ -69,6 +69,12 @@ class Runtime(ABC):
         return True, ""
 
     @classmethod
+    def hint_for(cls, text: str) -> str | None:
+        """The hint for a failure to load or run a file, chosen from its cause (TEXT: the vendor's message, or a
+        crashed child's stderr); by default `load_hint`."""
+        return cls.load_hint
+
+    @classmethod
     def device_hint(cls, device: str) -> str | None:
         """What to install or do so that DEVICE works: the hint of the NotAvailable `load()` raises."""
         return None
@@ -87,7 +93,7 @@ class Runtime(ABC):
         self._check(p, device)
         self.device, self.threads = device, threads
         with vendor_errors(self.vendor, error=RuntimeFailure, what=f"{self.label()} could not load {p}",
-                           hint=self.load_hint):
+                           hint=lambda exc: self.hint_for(all_text(exc))):
             self._load(p, device, threads, options)
         self._run_border = vendor_errors(
             self.vendor, error=RuntimeFailure, what=f"{self.label()} failed to run the model",

@@ -19,7 +19,9 @@ from __future__ import annotations
 import ctypes
 import importlib
 import importlib.util
+import os
 import platform
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,9 +29,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from edgekit._deps import available, version_of
-from edgekit.border import vendor_errors
+from edgekit.border import all_text, is_edgekit_bug, vendor_errors, vendor_message
 from edgekit.edgetpu.coral import runtime_install_hint
-from edgekit.errors import MissingDependency, NotAvailable, RuntimeFailure, UsageError
+from edgekit.errors import EdgekitError, MissingDependency, NotAvailable, RuntimeFailure, UsageError
+from edgekit.runtimes import litert_errors
 from edgekit.runtimes.base import Runtime, input_array
 from edgekit.runtimes.litert_compiled import GPU_HINT, CompiledModelBackend, gpu_status
 from edgekit.runtimes.litert_io import LiteRTBackend, interpreter_class, tensor_spec
@@ -175,12 +178,34 @@ class InterpreterBackend:
         self.interpreter = None
 
 
+def _explained(path: Path, make: Callable[[], LiteRTBackend], what: str | None = None) -> LiteRTBackend:
+    """MAKE(), with a LiteRT failure whose cause is known (custom op, XNNPACK refusal) told as that cause.
+
+    A cause not recognised is raised as it is (the load() border maps it), or with WHAT as RuntimeFailure.
+    """
+    try:
+        return make()
+    except Exception as exc:
+        if is_edgekit_bug(exc) or isinstance(exc, EdgekitError):
+            raise
+        text = all_text(exc)
+        message = litert_errors.explain(path, text)
+        if message is None and what is None:
+            raise
+        raise RuntimeFailure(message or f"{what}: {vendor_message(exc)}", hint=litert_errors.hint_for(text)) from exc
+
+
 class LiteRT(Runtime):
     name: ClassVar[str] = "litert"
     vendor: ClassVar[str] = "litert"
     formats: ClassVar[tuple[str, ...]] = ("tflite", "edgetpu")
     devices: ClassVar[tuple[str, ...]] = ("cpu", "gpu", "edgetpu")
-    load_hint: ClassVar[str | None] = "Check that the file is a complete .tflite model (re-run `edgekit convert`)."
+    load_hint: ClassVar[str | None] = litert_errors.HINT_MALFORMED
+
+    @classmethod
+    def hint_for(cls, text: str) -> str | None:
+        """Custom op, XNNPACK refusal, malformed file: each its own hint (edgekit.runtimes.litert_errors)."""
+        return litert_errors.hint_for(text)
 
     # The CPU kernel paths `check_artifact` validates with, in order: the next when one fails (load option "kernels").
     kernel_paths: ClassVar[tuple[str, ...]] = ("xnnpack", "builtin")
@@ -256,14 +281,19 @@ class LiteRT(Runtime):
         """
         kernels = kernel_choice(options)
         if kernels != "auto" or device != "cpu":
-            return InterpreterBackend(path, device, threads, options, "builtin" if kernels == "builtin" else "xnnpack")
+            return _explained(path, lambda: InterpreterBackend(path, device, threads, options,
+                                                               "builtin" if kernels == "builtin" else "xnnpack"))
         try:
-            with vendor_errors(self.vendor, error=RuntimeFailure, what="XNNPACK refused the model"):
-                return InterpreterBackend(path, device, threads, options, "xnnpack")
+            return _explained(path, lambda: InterpreterBackend(path, device, threads, options, "xnnpack"),
+                              what="XNNPACK refused the model")
         except RuntimeFailure as refused:
-            backend = InterpreterBackend(path, device, threads, options, "builtin")
+            if not refused.message.startswith("XNNPACK"):  # a custom op, a malformed file: no kernels would do
+                raise
             self.kernels_note = refused.message
-            return backend
+            if os.environ.get("EDGEKIT_ISOLATED"):  # in a child: if the builtin kernels abort, the parent reads why
+                sys.stderr.write(f"{refused.message}; falling back to LiteRT's builtin kernels\n")
+                sys.stderr.flush()
+            return _explained(path, lambda: InterpreterBackend(path, device, threads, options, "builtin"))
 
     def _loaded(self) -> LiteRTBackend:
         if self._backend is None:

@@ -20,6 +20,7 @@ SOURCES: dict[str, str] = {
     "keras": "edgekit.sources.keras:SOURCE",  # .keras (zip), .h5 (HDF5); before torch: a zip with both layouts is Keras
     "torch": "edgekit.sources.torch:SOURCE",  # .pt2, TorchScript, torch.save zip archives, legacy pickles
     "savedmodel": "edgekit.sources.savedmodel:SOURCE",  # folders only
+    "tflite": "edgekit.sources.tflite:SOURCE",  # 'TFL3' at byte 4; before onnx, whose protobuf check is loose
     "onnx": "edgekit.sources.onnx:SOURCE",  # last: a .onnx suffix or a loose protobuf check
 }
 

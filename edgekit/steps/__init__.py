@@ -19,6 +19,7 @@ STEPS: dict[str, str] = {
     "keras_to_onnx": "edgekit.steps.keras_to_onnx:KerasToOnnx",
     "savedmodel_to_onnx": "edgekit.steps.savedmodel_to_onnx:SavedModelToOnnx",
     "edgetpu_compile": "edgekit.steps.edgetpu_compile:EdgeTpuCompile",
+    "tflite_adopt": "edgekit.steps.tflite_adopt:TfliteAdopt",  # a .tflite source taken as it is (plan.py)
 }
 
 # (from kind, to kind) -> step name: the intermediate conversions. The planner takes the shortest

@@ -1,0 +1,98 @@
+"""What LiteRT's load failures mean, in words that name the cause, and the hint that fits each cause.
+
+LiteRT reports every failure as one RuntimeError whose text runs its messages together ("... in
+XNNPACK delegateunsupported datatype ... tensor 0Node number 1 (TfLiteXNNPackDelegate) failed to
+prepare."). The causes users meet, and what fits each:
+- an unresolved custom op: the file is fine; the op needs the runtime that ships it (or a
+  custom-op resolver), never "re-run convert";
+- XNNPACK refusing an int8 model ("failed to prepare"): XNNPACK's limits (scales, types), named with
+  the tensor and the op it feeds, read from the file; LiteRT's builtin kernels are the fallback;
+- a malformed file (bad identifier, truncated flatbuffer): then, and only then, the file is to blame.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+_CUSTOM = re.compile(r"unresolved custom op:\s*([^\s.]+)", re.IGNORECASE)
+_XNNPACK = re.compile(r"XNNPACK", re.IGNORECASE)
+_TENSOR = re.compile(r"tensor #?(\d+)")
+_MALFORMED = re.compile(r"identifier|flatbuffer|could not open|mmap|truncated|not a valid|verif", re.IGNORECASE)
+
+HINT_MALFORMED = "Check that the file is a complete .tflite model (copied in full, written by a TFLite converter)."
+HINT_XNNPACK = (
+    "XNNPACK cannot run this model as quantized (named above), and LiteRT's builtin kernels are the fallback "
+    "(`--option kernels=builtin`). Where they abort too, the int8 parameters are out of range for any LiteRT "
+    "kernel: re-quantize from the original model (other --calib data or --int8-recipe), or use its ONNX instead."
+)
+HINT_OTHER = "`edgekit inspect` shows the model's ops and quantization; EDGEKIT_DEBUG=1 shows LiteRT's full message."
+
+
+def custom_ops(text: str) -> list[str]:
+    """The custom ops LiteRT says it could not resolve, in order."""
+    return list(dict.fromkeys(_CUSTOM.findall(text)))
+
+
+def custom_op_hint(ops: list[str]) -> str:
+    """What runs a model with these custom ops (never "re-convert": the file is fine)."""
+    from edgekit.sniff import EDGETPU_CUSTOM_OP
+
+    if EDGETPU_CUSTOM_OP in ops:
+        return ("It is compiled for the Edge TPU: run it with `--device edgetpu` on a Coral host with libedgetpu, or "
+                "use the uncompiled int8 .tflite on the CPU.")
+    return ("Custom ops are not part of LiteRT: run the model with the runtime that ships them (e.g. MediaPipe for "
+            "its graph ops), or register their kernels with a custom-op resolver (a LiteRT build linked with "
+            "them). `edgekit inspect` lists every op.")
+
+
+def hint_for(text: str) -> str:
+    """The hint that fits the cause in TEXT (a LiteRT message, or a crashed child's stderr)."""
+    ops = custom_ops(text)
+    if ops:
+        return custom_op_hint(ops)
+    if _XNNPACK.search(text):
+        return HINT_XNNPACK
+    if _MALFORMED.search(text):
+        return HINT_MALFORMED
+    return HINT_OTHER
+
+
+def _where(path: Path, index: int) -> str:
+    """" 'name', input of op 3 CONV_2D" for tensor INDEX of PATH's main subgraph ("" where unreadable)."""
+    try:
+        from edgekit.tflite_model import read_tflite
+
+        model = read_tflite(path)
+    except Exception:  # the explanation must not fail where the load already did
+        return ""
+    t = model.tensor(index)
+    if t is None:
+        return ""
+    use = next((f"input of op {op.index} {op.op}" for op in model.ops if index in op.inputs), None) or next(
+        (f"output of op {op.index} {op.op}" for op in model.ops if index in op.outputs), None)
+    return f" '{t.name}'" + (f", {use}" if use else "")
+
+
+def xnnpack_refusal(path: Path, text: str) -> str:
+    """"XNNPACK refused the model (failed to prepare): <first reason> '<tensor>', input of op N OP"."""
+    reasons = [r.strip() for r in re.split(r"\s*in XNNPACK delegate", text) if r.strip()]
+    first = re.split(r"Node number \d+", reasons[0])[0].strip() if reasons else text.strip()
+    m = _TENSOR.search(first)
+    where = _where(path, int(m.group(1))) if m else ""
+    return f"XNNPACK refused the model (failed to prepare): {first}{where}"
+
+
+def explain(path: Path, text: str) -> str | None:
+    """A message naming the cause of a LiteRT load failure, or None for a cause not recognised here."""
+    ops = custom_ops(text)
+    if ops:
+        return (f"{path.name} uses custom op(s) {', '.join(ops)}, which LiteRT does not ship: the model is fine, "
+                "but this runtime cannot run it.")
+    if _XNNPACK.search(text) and "prepare" in text:
+        return xnnpack_refusal(path, text)
+    return None
+
+
+__all__ = ["HINT_MALFORMED", "HINT_OTHER", "HINT_XNNPACK", "custom_op_hint", "custom_ops", "explain", "hint_for",
+           "xnnpack_refusal"]

@@ -82,6 +82,13 @@ def _calib(path: Path, ctx: Context) -> Any:
     return load_samples(str(path), [1, 1, 28, 28], "NCHW")
 
 
+def _calib_named(path: Path, ctx: Context) -> Any:
+    """--calib x.npz for a model whose input is named: one array per input name (and "masks"), edgekit.feeds."""
+    from edgekit.feeds import split_named
+
+    return split_named(str(path), [("x", [1, 1, 28, 28], "float32")], "NCHW", calib_size=8, val_size=8, batch=1)
+
+
 def _calib_images(path: Path, ctx: Context) -> Any:
     """The case is one image in a folder of class subfolders beside a good one; grey and RGB inputs."""
     from edgekit.calibration import load_samples
@@ -171,6 +178,8 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
            what="edgekit inspect of an .onnx (protobuf, shape inference, MACs)"),
     Target("calib-npy", ("digits.u8.npy", "digits.f32.npy"), _calib, what="--calib x.npy"),
     Target("calib-npz", ("digits.npz", "digits-plain.npz"), _calib, what="--calib x.npz"),
+    Target("calib-npz-named", ("digits.npz", "digits-plain.npz"), _calib_named, needs="edgekit.feeds",
+           what="--calib x.npz read by input name (multi-input models)"),
     Target("calib-images", IMAGES, _calib_images, what="--calib FOLDER of images (corrupt and bomb images)"),
     Target("manifest", ("manifest.json",), _manifest, json=True, what="manifest.json (Manifest.read)"),
     Target("bench-report", ("bench.json",), _bench_report, json=True, needs="edgekit.check.snapshot",

@@ -94,11 +94,16 @@ def calibrated(job: TfliteJob, float_bytes: bytes | None = None) -> bytes:
 
 def quantized(job: TfliteJob, cal: bytes, denylist: tuple[str, ...] = (), debug: bool = False) -> bytes:
     """The calibrated model quantized, DENYLIST's ops left in float; DEBUG adds the debugger's NumericVerify ops."""
-    from tensorflow.lite.python import convert
+    from tensorflow.lite.python import convert, util
 
-    io = job.tf.float32 if debug else job.io_type
-    return bytes(convert.mlir_quantize(cal, fully_quantize=not debug, input_data_type=io, output_data_type=io,
-                                       enable_numeric_verify=debug, denylisted_nodes=list(denylist) or None))
+    tf = job.tf
+    # float I/O with QUANTIZE/DEQUANTIZE at the ends first (fully_quantize would force int8 I/O), then the I/O
+    # type asked for set on those ends, as the converter does
+    blob = bytes(convert.mlir_quantize(cal, fully_quantize=False, input_data_type=tf.float32,
+                                       output_data_type=tf.float32, enable_numeric_verify=debug,
+                                       denylisted_nodes=list(denylist) or None))
+    io = job.io_type
+    return blob if debug or io == tf.float32 else bytes(util.modify_model_io_type(blob, io, io))
 
 
 def _write(job: TfliteJob, name: str, blob: bytes) -> Path:

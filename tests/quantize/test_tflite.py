@@ -114,6 +114,10 @@ def test_each_edgetpu_fix_keeps_fidelity_and_raises_the_tpu_op_count(
     if min_runtime is None:  # what the record says is what the pre-flight says
         assert choice.edgetpu_fixes["preflight_before"]["ops_on_tpu"] == before.ops_on_tpu
         assert choice.edgetpu_fixes["preflight_after"]["ops_on_tpu"] == after.ops_on_tpu
+    from edgekit.tflite_model import read_tflite
+
+    m = read_tflite(paths[0])
+    assert [m.tensors[i].dtype for i in (*m.inputs, *m.outputs)] == ["uint8", "uint8"]  # the I/O type asked for
     y_fixed, y_unfixed, y_float = run_tflite(paths, xs)
     assert judge(y_float, y_fixed).passed  # validation's thresholds, against the float model
     assert judge(y_float, y_fixed).cosine >= judge(y_float, y_unfixed).cosine - 1e-3

@@ -49,6 +49,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     m2 = _keras2_model()
     m2.save(d / "keras2.h5")
     m2.save(d / "keras2.keras")
+    m2.save(d / "keras2_savedmodel")  # tf_keras's SavedModel: read by the SavedModel loader, no Keras at all
     tf_keras = pytest.importorskip("tf_keras")
     inp = tf_keras.Input((4,))
     lam = tf_keras.Model(inp, tf_keras.layers.Lambda(lambda t: t * 2.0, name="twice")(inp))
@@ -65,7 +66,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                         d / "nhwc.onnx", "test")
     rng = np.random.default_rng(0)
     np.save(d / "calib.npy", rng.random((24, HW, HW, 3), dtype=np.float32))
-    return {"dir": d, "h5": d / "keras2.h5", "keras": d / "keras2.keras", "lambda": d / "lambda2.h5",
+    return {"dir": d, "h5": d / "keras2.h5", "keras": d / "keras2.keras", "savedmodel": d / "keras2_savedmodel",
+            "lambda": d / "lambda2.h5",
             "onnx": d / "nhwc.onnx", "calib": d / "calib.npy"}
 
 
@@ -81,11 +83,11 @@ def _in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EDGEKIT_NO_ISOLATION", "1")
 
 
-@pytest.mark.parametrize("kind", ["h5", "keras"])
+@pytest.mark.parametrize("kind", ["h5", "keras", "savedmodel"])
 def test_a_keras2_file_converts_through_tf_keras(files: dict[str, Path], tmp_path: Path, kind: str) -> None:
     # issue 16: the .h5 failed with "Error when deserializing class 'DepthwiseConv2D' ... truncated, corrupt";
     # the tf_keras .keras with "Could not locate class 'Functional'"
-    targets = "tflite,onnx" if kind == "h5" else "onnx"
+    targets = {"h5": "tflite,onnx", "keras": "onnx", "savedmodel": "tflite"}[kind]
     result = convert(files[kind], targets, "fp32", out=tmp_path / "out", val_size=16)
     _ok(result, len(targets.split(",")))
     assert result.manifest.source.kind == kind

@@ -216,3 +216,28 @@ def test_the_onnx2tf_failure_is_told_by_tensorflows_line_not_onnx2tfs_advice() -
     msg = _unsupported_op(log, ValueError(KERAS_WRAPPED))
     assert msg == ("at ONNX node functional_1/conv2d_1/convolution (Conv): Depth of input (160) is not a multiple "
                    "of input depth of filter (3) with input shapes: [1,4,161,160], [3,3,3,8].")
+
+
+def test_onnx_quantizer_scratch_file_does_not_land_in_the_working_folder(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 16: a failed int8 conversion left a 10.9 MB sym_shape_infer_temp.onnx in the user's folder
+    shape_inference = pytest.importorskip("onnxruntime.quantization.shape_inference")
+    from edgekit.steps.onnx_quantize import _pre_process
+
+    calls: list[bool] = []
+
+    def quant_pre_process(src: str, dst: str, skip_symbolic_shape: bool = False) -> None:
+        calls.append(skip_symbolic_shape)
+        if not skip_symbolic_shape:  # what onnxruntime does when symbolic inference is incomplete
+            Path("sym_shape_infer_temp.onnx").write_bytes(b"\0" * 1024)
+            raise Exception("Incomplete symbolic shape inference")
+        Path(dst).write_bytes(Path(src).read_bytes())
+
+    monkeypatch.setattr(shape_inference, "quant_pre_process", quant_pre_process)
+    work = tmp_path / "user-folder"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    (tmp_path / "m.onnx").write_bytes(b"model")
+    _pre_process(Path("../m.onnx"), Path("../m.pre.onnx"), lambda _m: None)  # relative paths still resolve
+    assert calls == [False, True]
+    assert list(work.iterdir()) == [] and (tmp_path / "m.pre.onnx").read_bytes() == b"model"

@@ -87,7 +87,9 @@ def load(path: Path | None, opts: LoadOptions, kind: str = "tflite") -> Source:
         raise UnsupportedModel(f"{path} takes {len(model.inputs)} inputs; a .tflite source must take one.",
                                hint="Profile it with `edgekit profile` instead; conversion needs a single input.")
     first = model.tensor(model.inputs[0])
-    assert first is not None
+    if first is None:
+        raise UnsupportedModel(f"{path}: its input names a tensor the file does not define; the file is damaged.",
+                               hint="Check that the file was copied completely, or re-export it.")
     shape = [int(d) for d in first.shape]
     if opts.input_shape and [int(d) for d in opts.input_shape] != shape:
         raise UsageError(f"--input-shape {opts.input_shape} does not fit {path}, which takes {shape}.",

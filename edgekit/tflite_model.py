@@ -262,13 +262,20 @@ def read_tflite(path: str | Path) -> TfliteModel:
             )
         )
 
+    inputs = [int(x) for x in (sg.inputs if sg.inputs is not None else [])]
+    outputs = [int(x) for x in (sg.outputs if sg.outputs is not None else [])]
+    undefined = [i for i in (*inputs, *outputs) if not 0 <= i < len(tensors)]
+    if undefined:  # a damaged file: an IndexError traceback in every reader (issue 12's fuzz)
+        raise UnsupportedModel(f"{p}: the model's inputs/outputs name tensor {undefined[0]}, which the file does not "
+                               f"define ({len(tensors)} tensors).",
+                               hint="Re-export the model, and check that the file was copied completely.")
     return TfliteModel(
         path=p,
         size_bytes=len(data),
         tensors=tensors,
         ops=ops,
-        inputs=[int(x) for x in (sg.inputs if sg.inputs is not None else [])],
-        outputs=[int(x) for x in (sg.outputs if sg.outputs is not None else [])],
+        inputs=inputs,
+        outputs=outputs,
         subgraphs=len(model.subgraphs),
         description=_text(model.description),
         schema_version=int(model.version or 0),

@@ -70,3 +70,16 @@ def test_calibration_refuses_a_bomb_from_its_header(tmp_path: Path) -> None:
     (folder / "bomb.png").write_bytes(deflate_bomb_png())
     with pytest.raises(UsageError, match="decompression bomb"):
         load_samples(str(folder), [1, 1, 28, 28], "NCHW")
+
+
+def test_a_tflite_whose_inputs_name_a_missing_tensor_is_refused(tmp_path: Path) -> None:
+    """One flipped bit (0x80 at byte 227,074 of the bundled int8 model) makes the subgraph's input index
+    point past the tensor list: inspect ended in an IndexError."""
+    from edgekit.errors import UnsupportedModel
+    from edgekit.inspect import inspect_model
+
+    data = bytearray((SEEDS / "mnist_cnn.int8.tflite").read_bytes())
+    data[227_074] ^= 0x80
+    (tmp_path / "m.tflite").write_bytes(bytes(data))
+    with pytest.raises(UnsupportedModel, match="does not define"):
+        inspect_model(tmp_path / "m.tflite")

@@ -226,7 +226,11 @@ async def classify(request: Request, state: ServerState) -> Response:
         x = await asyncio.to_thread(image_input, data, wire.spec, m.choice.preprocessing, state.config.max_pixels)
         results = await m.run({wire.name: quantize(x, wire.spec)})
     answer = top_k(results[m.outputs[0].name], int(raw_k), m.labels)
-    return JSONResponse({"model_name": m.name, "model_version": VERSION, **answer})
+    pre = m.choice.preprocessing
+    how = ("as the manifest records" if pre is not None and pre.known else
+           "pixels/255: the manifest does not say how this model was calibrated" if pre is not None else
+           "pixels/255: no manifest beside the artifact says otherwise")
+    return JSONResponse({"model_name": m.name, "model_version": VERSION, **answer, "preprocessing": how})
 
 
 async def metrics(request: Request, state: ServerState) -> Response:

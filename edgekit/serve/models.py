@@ -39,6 +39,7 @@ class ModelChoice:
     device: str  # the runtime device
     artifact: Artifact | None  # its manifest record, where there is a manifest
     preprocessing: Preprocessing | None
+    threads: int | None = None  # the device profile's (--device NAME or FILE.toml), where --threads is not given
 
 
 def _stem(path: Path) -> str:
@@ -46,17 +47,17 @@ def _stem(path: Path) -> str:
     return stem[: -len("_edgetpu")] if stem.endswith("_edgetpu") else stem
 
 
-def _device_kind(device: str) -> tuple[str, str]:
-    """(device kind for the preference table, device to resolve per runtime): a profile name or .toml too."""
+def _device_kind(device: str) -> tuple[str, int | None]:
+    """(device kind, the device profile's thread count) for a device name, a profile name or a .toml file."""
     from edgekit.runtimes import DEVICE_ALIASES, DEVICES, normalize_device
 
     key = normalize_device(device)
     if key in DEVICES or key in DEVICE_ALIASES.values():
-        return key, key
+        return key, None
     from edgekit.devices import load_profile
 
-    kind = load_profile(device).kind
-    return kind, kind
+    profile = load_profile(device)
+    return profile.kind, profile.threads
 
 
 def _auto_kind(arts: list[Artifact]) -> str:
@@ -132,7 +133,8 @@ def resolve_one(path: Path, device: str, precision: str | None, runtime: str | N
         stem = _stem(p)
     fmt = detect_format(file)
     cls = pick_runtime(fmt, runtime)
-    dev = resolve_device(cls, fmt, _device_kind(device)[1] if device != "auto" else "auto")
+    kind, threads = _device_kind(device) if device != "auto" else ("auto", None)
+    dev = resolve_device(cls, fmt, kind)
     if art is not None:
         prec = art.precision
     else:
@@ -140,7 +142,7 @@ def resolve_one(path: Path, device: str, precision: str | None, runtime: str | N
 
         prec = guess_precision(file, None)[0]
     return ModelChoice(name=stem, aliases=(), path=file, format=fmt, precision=prec, runtime=cls.name, device=dev,
-                       artifact=art, preprocessing=_preprocessing(manifest))
+                       artifact=art, preprocessing=_preprocessing(manifest), threads=threads)
 
 
 def name_models(choices: list[ModelChoice]) -> list[ModelChoice]:

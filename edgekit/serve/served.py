@@ -49,7 +49,8 @@ class ServedModel:
         from edgekit.runtimes import get_runtime
 
         rt = get_runtime(self.choice.runtime)()
-        rt.load(self.choice.path, device=self.choice.device, threads=self.config.threads, **self.config.options)
+        rt.load(self.choice.path, device=self.choice.device, threads=self.config.threads or self.choice.threads,
+                **self.config.options)
         return rt
 
     def load(self) -> None:

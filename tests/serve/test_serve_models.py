@@ -62,3 +62,14 @@ def test_labels_and_preprocessing_from_the_conversion_options(tmp_path: Path) ->
     assert (pre.color, pre.size, pre.mean, pre.known) == ("RGB", [224, 160], [0.5, 0.5, 0.5], True)
     assert Preprocessing.from_dict(pre.to_dict()) == pre
     assert Preprocessing.of_conversion({"calib": "x.npy"}, src).known is False
+
+
+def test_a_device_profile_gives_its_thread_count_and_kind(tmp_path: Path) -> None:
+    from edgekit.serve.models import resolve_models
+
+    (tmp_path / "net.fp32.onnx").write_bytes(b"")  # the format is read from the name; nothing is loaded here
+    [choice] = resolve_models([tmp_path / "net.fp32.onnx"], device="raspberry-pi-5")
+    assert (choice.name, choice.precision, choice.runtime, choice.device, choice.threads) == \
+        ("net", "fp32", "onnxruntime", "cpu", 4)
+    with pytest.raises(UsageError, match="No such file"):
+        resolve_models([tmp_path / "missing.onnx"])

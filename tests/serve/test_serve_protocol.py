@@ -130,3 +130,33 @@ def test_json_depth_counts_brackets_outside_strings_only() -> None:
     tricky = json.dumps({"s": 'a "quoted" [[[' * 40 + "\\", "d": [[[1]]], "t": "]]]" * 40}).encode()
     assert json_depth(tricky) == 4  # the object and three lists; 120 '[' inside strings are not nesting
     assert json_depth(b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1)) == MAX_JSON_DEPTH + 1
+
+
+def _png(array: np.ndarray) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(array).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_a_picture_becomes_the_input_as_the_manifest_says() -> None:
+    from edgekit.artifact import Preprocessing
+    from edgekit.serve.image import image_input
+
+    rgb = np.array([[[255, 0, 51], [0, 255, 0]], [[0, 0, 255], [255, 255, 255]]], np.uint8)  # 2x2
+    spec = TensorSpec("x", [1, 3, 2, 2], "float32", "NCHW")
+    pre = Preprocessing(color="RGB", size=[2, 2], mean=[0.5, 0.5, 0.5], std=[0.25, 0.5, 1.0])
+    x = image_input(_png(rgb), spec, pre, max_pixels=4)
+    want = ((rgb.astype(np.float32) / 255 - 0.5) / np.array([0.25, 0.5, 1.0], np.float32)).transpose(2, 0, 1)[None]
+    np.testing.assert_allclose(x, want, rtol=1e-6)
+    nhwc = image_input(_png(rgb), TensorSpec("x", [1, 2, 2, 3], "float32", "NHWC"), None, max_pixels=4)
+    np.testing.assert_allclose(nhwc[0], rgb / 255, rtol=1e-6)  # no manifest: pixels/255
+    with pytest.raises(RequestError) as bomb:
+        image_input(_png(np.zeros((3, 2), np.uint8)), spec, pre, max_pixels=4)
+    assert bomb.value.status == 413  # refused from the header: 6 pixels > 4
+    with pytest.raises(RequestError) as gif:
+        image_input(b"GIF89a....", spec, pre, max_pixels=4)
+    assert gif.value.status == 415

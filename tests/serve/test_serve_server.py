@@ -111,6 +111,7 @@ def test_classify_real_digits_and_a_real_photo(served) -> None:
         names = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
         right += preds[0]["label"] == names[label]
     assert right >= 17  # the int8 model is ~98% accurate on these digits
+    assert r.json()["preprocessing"] == "as the manifest records"
     # multipart upload of a real JPEG photo (skimage): decoded, made grey, resized; an answer, not an error
     skimage_data = pytest.importorskip("skimage.data")
     from PIL import Image

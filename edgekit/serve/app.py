@@ -113,15 +113,26 @@ class Guard:
         return None
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The body, or 413 as soon as it passes LIMIT (for bodies sent without Content-Length)."""
+async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
+    """The body; 413 as soon as it passes LIMIT (bodies without Content-Length), 408 after TIMEOUT_S.
+
+    The deadline matters because a request holds one of its model's admission places while its body
+    arrives: a client trickling bytes must not keep that place for ever (slowloris)."""
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise RequestError(413, f"the body passes {limit} bytes (--max-body-mb).", "body")
-        chunks.append(chunk)
+
+    async def read() -> None:
+        nonlocal size
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise RequestError(413, f"the body passes {limit} bytes (--max-body-mb).", "body")
+            chunks.append(chunk)
+
+    try:
+        await asyncio.wait_for(read(), timeout_s)
+    except asyncio.TimeoutError:
+        raise RequestError(408, f"the body did not arrive within {timeout_s:g} s (--timeout-s).", "body") from None
     return b"".join(chunks)
 
 
@@ -185,7 +196,7 @@ async def infer(request: Request, state: ServerState) -> Response:
     _check_version(request)
     m = state.model(request.path_params["name"])
     with m.admitted():
-        body = await read_body(request, state.config.max_body_bytes)
+        body = await read_body(request, state.config.max_body_bytes, state.config.timeout_s)
         req = parse_infer(body, request.headers.get(HEADER_LENGTH), m.inputs, m.outputs)
         results = await m.run(req.inputs)
     content, header_length = encode_infer(m.name, VERSION, req, results)
@@ -195,8 +206,8 @@ async def infer(request: Request, state: ServerState) -> Response:
                     headers={"Inference-Header-Content-Length": str(header_length)})
 
 
-async def _image_bytes(request: Request, limit: int) -> bytes:
-    body = await read_body(request, limit)
+async def _image_bytes(request: Request, config: ServeConfig) -> bytes:
+    body = await read_body(request, config.max_body_bytes, config.timeout_s)
     if not request.headers.get("content-type", "").lower().startswith("multipart/form-data"):
         return body
     request._body = body  # the form parser reads the body already read (and limited), not the socket again
@@ -221,7 +232,7 @@ async def classify(request: Request, state: ServerState) -> Response:
         raise bad_request(f"model '{m.name}' has a static batch of {wire.shape[0]}: one image cannot fill it.",
                           "model")
     with m.admitted():
-        data = await _image_bytes(request, state.config.max_body_bytes)
+        data = await _image_bytes(request, state.config)
         # decoding a photo takes milliseconds: off the event loop, which keeps answering the others
         x = await asyncio.to_thread(image_input, data, wire.spec, m.choice.preprocessing, state.config.max_pixels)
         results = await m.run({wire.name: quantize(x, wire.spec)})

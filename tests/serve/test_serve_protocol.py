@@ -160,3 +160,26 @@ def test_a_picture_becomes_the_input_as_the_manifest_says() -> None:
     with pytest.raises(RequestError) as gif:
         image_input(b"GIF89a....", spec, pre, max_pixels=4)
     assert gif.value.status == 415
+
+
+def test_a_trickled_body_times_out_and_an_endless_one_is_cut_at_the_limit() -> None:
+    import asyncio
+
+    pytest.importorskip("starlette")
+    from starlette.requests import Request
+
+    from edgekit.serve.app import read_body
+
+    def request(delay: float) -> Request:
+        async def receive() -> dict:
+            await asyncio.sleep(delay)
+            return {"type": "http.request", "body": b"x" * 60, "more_body": True}  # never ends
+
+        return Request({"type": "http", "method": "POST", "headers": [], "path": "/"}, receive)
+
+    with pytest.raises(RequestError) as slow:
+        asyncio.run(read_body(request(0.2), limit=10_000, timeout_s=0.5))
+    assert slow.value.status == 408
+    with pytest.raises(RequestError) as big:
+        asyncio.run(read_body(request(0.0), limit=100, timeout_s=5))
+    assert big.value.status == 413

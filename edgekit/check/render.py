@@ -17,12 +17,12 @@ COLUMNS = ("artifact", "metric", "baseline", "now", "change", "budget", "verdict
 ICON = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail"}
 
 
-def figure(value: Any, unit: str) -> str:
-    """VALUE as the tables show it, by UNIT."""
+def figure(value: Any, unit: str, kb: bool = False) -> str:
+    """VALUE as the tables show it, by UNIT; with KB, sizes always in KB (a pull-request table compares them)."""
     if value is None:
         return "-"
     if unit == "bytes" and isinstance(value, (int, float)):
-        return human_bytes(value)
+        return f"{value / 1024:,.1f} KB" if kb else human_bytes(value)
     if unit == "fraction" and isinstance(value, (int, float)):
         return f"{value:.2%}"
     if unit == "ratio" and isinstance(value, (int, float)):
@@ -42,8 +42,9 @@ def change(r: CheckResult) -> str:
     return f"{r.change:+.1%}"
 
 
-def cells(r: CheckResult) -> list[str]:
-    return [r.artifact, r.metric, figure(r.baseline, r.unit), figure(r.now, r.unit), change(r), r.budget, r.verdict]
+def cells(r: CheckResult, kb: bool = False) -> list[str]:
+    return [r.artifact, r.metric, figure(r.baseline, r.unit, kb), figure(r.now, r.unit, kb), change(r), r.budget,
+            r.verdict]
 
 
 def summary_line(report: CheckReport) -> str:
@@ -93,7 +94,7 @@ def markdown(report: CheckReport) -> str:
     out = [f"### {summary_line(report)}", "", "| " + " | ".join(COLUMNS) + " |",
            "|" + "|".join("---" for _ in COLUMNS) + "|"]
     for r in report.checks:
-        row = cells(r)
+        row = cells(r, kb=True)
         row[-1] = ICON[r.verdict]
         out.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
     out.append("")

@@ -55,6 +55,9 @@ def test_markdown_sizes_in_kb_with_change() -> None:
     assert "| tflite int8 | size growth | 229.7 KB | 327.4 KB | +42.5% | <= +5.0% | ❌ fail |" in md
     assert "| tflite int8 | accuracy drop vs source | 98.00% | 97.50% | -0.50 pt |" in md
     assert "Erf, 100%, a:b" in md and "- latency compared: p50 relative to the source model" in md
+    big = CheckResult(artifact="onnx fp32", metric="size", unit="bytes", baseline=914746, now=1327022)
+    md = format_report(CheckReport(checks=[big]), "markdown")
+    assert "| onnx fp32 | size | 893.3 KB | 1,295.9 KB |" in md  # KB, not MB, so the column compares
 
 
 def test_json_and_text() -> None:

@@ -29,7 +29,7 @@ from edgekit.serve.metrics import Metrics
 from edgekit.serve.protocol import HEADER_LENGTH, encode_infer, parse_infer
 from edgekit.serve.served import VERSION, ServedModel
 
-EXTENSIONS = ["binary_tensor_data", "edgekit_classify"]
+EXTENSIONS = ["binary_tensor_data", "classification", "edgekit_classify"]
 OPEN_PREFIX = "/v2/health/"
 
 
@@ -199,7 +199,7 @@ async def infer(request: Request, state: ServerState) -> Response:
         body = await read_body(request, state.config.max_body_bytes, state.config.timeout_s)
         req = parse_infer(body, request.headers.get(HEADER_LENGTH), m.inputs, m.outputs)
         results = await m.run(req.inputs)
-    content, header_length = encode_infer(m.name, VERSION, req, results)
+    content, header_length = encode_infer(m.name, VERSION, req, results, m.labels)
     if header_length is None:
         return Response(content, media_type="application/json")
     return Response(content, media_type="application/octet-stream",

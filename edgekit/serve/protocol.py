@@ -31,10 +31,11 @@ _CLOSE = np.frombuffer(b"]}", dtype=np.uint8)
 
 @dataclass
 class Requested:
-    """One output the client asked for, and whether it wants it as binary."""
+    """One output the client asked for, whether as binary, and whether as its top classes (classification)."""
 
     name: str
     binary: bool
+    classes: int = 0  # the classification extension: the CLASSES best as "score:index[:label]" strings
 
 
 @dataclass
@@ -190,11 +191,32 @@ def _requested(doc: dict[str, Any], outputs: list[WireTensor]) -> list[Requested
             raise bad_request(f"the model has no output {name!r}; its outputs are {sorted(names)}.",
                               f"outputs[{i}].name")
         p = item.get("parameters") if isinstance(item.get("parameters"), dict) else {}
-        if p.get("classification"):
-            raise bad_request("the classification extension is not served on /infer; use /classify.",
+        classes = p.get("classification", 0)
+        if not isinstance(classes, int) or isinstance(classes, bool) or classes < 0:
+            raise bad_request(f"'classification' must be a whole number of classes, got {classes!r}.",
                               f"outputs[{i}].parameters.classification")
-        out.append(Requested(name, bool(p.get("binary_data", binary_all))))
+        out.append(Requested(name, bool(p.get("binary_data", binary_all)), classes))
     return out
+
+
+def classify_output(scores: np.ndarray, k: int, labels: list[str] | None) -> np.ndarray:
+    """Triton's classification extension: per sample (first dim) the K highest scores as "value:index[:label]"."""
+    rows = scores.reshape(scores.shape[0], -1) if scores.ndim > 1 else scores.reshape(1, -1)
+    k = min(k, rows.shape[1])
+    out = []
+    for row in rows.astype(np.float64):
+        order = np.argsort(-row, kind="stable")[:k]
+        out.append([f"{row[i]:f}:{i}" + (f":{labels[i]}" if labels and i < len(labels) else "") for i in order])
+    return np.array(out, dtype=object).reshape((k,) if scores.ndim <= 1 else (rows.shape[0], k))
+
+
+def _bytes_tensor(arr: np.ndarray) -> bytes:
+    """BYTES elements as the v2 binary extension frames them: a 4-byte little-endian length, then the bytes."""
+    parts = []
+    for item in arr.ravel():
+        raw = item.encode() if isinstance(item, str) else bytes(item)
+        parts += [len(raw).to_bytes(4, "little"), raw]
+    return b"".join(parts)
 
 
 def _json_safe(arr: np.ndarray) -> list[Any]:
@@ -204,20 +226,22 @@ def _json_safe(arr: np.ndarray) -> list[Any]:
     return flat.tolist()
 
 
-def encode_infer(model: str, version: str, request: InferRequest, results: dict[str, np.ndarray]
-                 ) -> tuple[bytes, int | None]:
+def encode_infer(model: str, version: str, request: InferRequest, results: dict[str, np.ndarray],
+                 labels: list[str] | None = None) -> tuple[bytes, int | None]:
     """The response body, and the JSON header's length when binary tensors follow it."""
     outs: list[dict[str, Any]] = []
     blobs: list[bytes] = []
     for req in request.outputs:
-        arr = np.ascontiguousarray(results[req.name])
-        entry: dict[str, Any] = {"name": req.name, "datatype": datatype_of(arr.dtype.name), "shape": list(arr.shape)}
+        arr = results[req.name]
+        arr = classify_output(arr, req.classes, labels) if req.classes else np.ascontiguousarray(arr)
+        entry: dict[str, Any] = {"name": req.name, "datatype": "BYTES" if req.classes else datatype_of(arr.dtype.name),
+                                 "shape": list(arr.shape)}
         if req.binary:
-            raw = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+            raw = _bytes_tensor(arr) if req.classes else arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
             entry["parameters"] = {"binary_data_size": len(raw)}
             blobs.append(raw)
         else:
-            entry["data"] = _json_safe(arr)
+            entry["data"] = arr.ravel().tolist() if req.classes else _json_safe(arr)
         outs.append(entry)
     doc: dict[str, Any] = {"model_name": model, "model_version": version, "outputs": outs}
     if request.id is not None:

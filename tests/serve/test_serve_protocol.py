@@ -183,3 +183,21 @@ def test_a_trickled_body_times_out_and_an_endless_one_is_cut_at_the_limit() -> N
     with pytest.raises(RequestError) as big:
         asyncio.run(read_body(request(0.0), limit=100, timeout_s=5))
     assert big.value.status == 413
+
+
+def test_the_classification_extension_as_json_and_binary_bytes() -> None:
+    doc = json.loads(_req())
+    doc["outputs"] = [{"name": "y", "parameters": {"classification": 2, "binary_data": False}}]
+    req = parse_infer(json.dumps(doc).encode(), None, FLOAT_IN, OUTS)
+    scores = np.array([[0.1, 2.5, -1.0], [3.0, 0.0, 1.0]], np.float32)
+    body, n = encode_infer("m", "1", req, {"y": scores}, ["cat", "dog", "emu"])
+    out = json.loads(body)["outputs"][0]
+    assert n is None and out["datatype"] == "BYTES" and out["shape"] == [2, 2]
+    assert out["data"] == ["2.500000:1:dog", "0.100000:0:cat", "3.000000:0:cat", "1.000000:2:emu"]
+    req.outputs[0].binary = True
+    body, n = encode_infer("m", "1", req, {"y": scores}, None)
+    utils = pytest.importorskip("tritonclient.utils")
+    got = utils.deserialize_bytes_tensor(body[n:]).tolist()
+    assert got == [b"2.500000:1", b"0.100000:0", b"3.000000:0", b"1.000000:2"]
+    doc["outputs"][0]["parameters"]["classification"] = "two"
+    assert _fault(json.dumps(doc).encode()).field == "outputs[0].parameters.classification"

@@ -85,6 +85,24 @@ def test_inference_equals_the_in_process_runtime(served, client, model: str, bin
     rt.close()
 
 
+def test_tritonclient_class_count_gets_the_top_classes_with_labels(served, client) -> None:
+    from edgekit.calibration import mnist_split
+
+    meta = client.get_model_metadata("mnist_cnn-int8")
+    inp, out = meta["inputs"][0], meta["outputs"][0]
+    x = (mnist_split()[2][:1].astype(np.float32) / 255).reshape(inp["shape"])
+    infer_in = tritonhttp.InferInput(inp["name"], inp["shape"], "FP32")
+    infer_in.set_data_from_numpy(x)
+    scores = client.infer("mnist_cnn-int8", [infer_in]).as_numpy(out["name"])[0]
+    top = client.infer("mnist_cnn-int8", [infer_in], outputs=[tritonhttp.InferRequestedOutput(
+        out["name"], class_count=3)]).as_numpy(out["name"])
+    assert top.shape == (1, 3)
+    value, index, label = top[0, 0].decode().split(":")
+    names = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+    assert int(index) == int(scores.argmax()) and label == names[int(index)]
+    assert float(value) == pytest.approx(float(scores.max()), abs=1e-5)
+
+
 def test_a_dynamic_batch_runs_in_one_request(served, client) -> None:
     from edgekit.calibration import mnist_split
 

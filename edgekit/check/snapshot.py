@@ -27,7 +27,7 @@ from edgekit.check.files import (
     parse_json,
     read_json,
 )
-from edgekit.errors import EdgekitError, UsageError
+from edgekit.errors import UsageError
 from edgekit.records import Record
 
 BASELINE_KIND = "edgekit-baseline"
@@ -210,20 +210,22 @@ def from_manifest(data: Any, where: str) -> Snapshot:
     return Snapshot(source_path=as_str(src.get("path")), source_sha256=as_str(src.get("sha256")), artifacts=arts)
 
 
-def _inspect(facts: Facts, path: Path, notes: list[str]) -> None:
-    """MACs, parameters and operator types of the file at PATH (edgekit inspect), into FACTS."""
+def _inspect(facts: list[Facts], folder: Path, notes: list[str]) -> None:
+    """MACs, parameters and operator types of each inspectable artifact file (edgekit inspect), into FACTS."""
+    from edgekit.check.compute import read_compute
     from edgekit.formats import inspectable
 
-    if not inspectable(facts.format):
-        return
-    try:
-        from edgekit.inspect import inspect_model
-
-        report = inspect_model(path)
-    except EdgekitError as exc:
-        notes.append(f"{facts.key}: operators and MACs not read ({exc.message})")
-        return
-    facts.macs, facts.params, facts.ops = int(report.macs), int(report.params.count), sorted(report.op_counts)
+    files = [(f.key, folder / f.path) for f in facts if inspectable(f.format)]
+    found = read_compute(files)
+    for f in facts:
+        got = found.get(f.key)
+        if got is None:
+            continue
+        if "error" in got:
+            notes.append(f"{f.key}: operators and MACs not read ({got['error']})")
+            continue
+        f.macs, f.params, f.ops = as_int(got.get("macs")), as_int(got.get("params")), \
+            [str(o) for o in as_list(got.get("ops"))]
 
 
 def _reference_row(rows: list[dict[str, Any]], reference: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
@@ -290,6 +292,7 @@ def from_folder(target: Path, inspect: bool = True) -> Side:
     snap = from_manifest(read_json(manifest, "manifest"), str(manifest))
     folder = manifest.parent
     side = Side(snapshot=snap, where=str(target), folder=folder)
+    present: list[Facts] = []
     for facts in snap.artifacts:
         if facts.status != "ok":
             continue
@@ -298,8 +301,10 @@ def from_folder(target: Path, inspect: bool = True) -> Side:
             facts.status, facts.failure = "missing", f"its path {facts.path!r} is not inside {folder}"
         elif not file.exists():
             facts.status, facts.failure = "missing", f"the manifest lists {facts.path}, which is not in {folder}"
-        elif inspect:
-            _inspect(facts, file, side.notes)
+        else:
+            present.append(facts)
+    if inspect:
+        _inspect(present, folder, side.notes)
     bench = folder / "bench" / "bench.json"
     if bench.is_file():
         add_bench(snap, read_json(bench, "bench report"), str(bench), side.notes)

@@ -133,3 +133,19 @@ def test_an_artifact_that_failed_in_the_baseline_too_is_not_gone(tmp_path: Path,
     assert main(["check", str(base), "--format", "json"]) == EXIT_CHECK  # failing now is a failure
     (r,) = [r for r in json.loads(capsys.readouterr().out)["checks"] if r["verdict"] == "fail"]
     assert (r["artifact"], r["now"]) == ("tflite int8", "failed to convert") and "boom" in r["message"]
+
+
+def test_a_model_file_that_crashes_inspect_is_a_note(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """inspect runs in a child (edgekit.isolate): its crash on a crafted file is a note, check goes on."""
+    import edgekit.isolate
+    from edgekit.errors import RuntimeFailure
+
+    def crashed(*_a: object, **_k: object) -> None:
+        raise RuntimeFailure("edgekit inspect crashed (SIGSEGV) while reading the artifacts' operators and MACs")
+
+    monkeypatch.delenv("EDGEKIT_NO_ISOLATION", raising=False)
+    monkeypatch.setattr(edgekit.isolate, "run_isolated", crashed)
+    out = _out(tmp_path, {"artifacts": [ARTIFACT]})
+    assert main(["check", str(out), "--format", "json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("onnx fp32: operators and MACs not read (edgekit inspect crashed (SIGSEGV)" in n for n in notes)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -42,19 +43,39 @@ class ServedModel:
         self.outputs: list[WireTensor] = []
         self.max_batch = 1
         self.in_service = 0  # requests admitted and not yet answered (see admitted())
+        self.load_seconds = 0.0
         self.info: dict[str, Any] = {}
+        self.options: dict[str, Any] = dict(config.options)  # runtime load options (kernels settled by a child)
 
     # ------------------------------------------------------------------ loading
+    @property
+    def threads(self) -> int | None:
+        return self.config.threads or self.choice.threads
+
     def _open(self) -> Runtime:
         from edgekit.runtimes import get_runtime
 
         rt = get_runtime(self.choice.runtime)()
-        rt.load(self.choice.path, device=self.choice.device, threads=self.config.threads or self.choice.threads,
-                **self.config.options)
+        rt.load(self.choice.path, device=self.choice.device, threads=self.threads, **self.options)
         return rt
+
+    def _first_run_isolated(self) -> None:
+        """Run the model once in a child first, as `edgekit profile` does: LiteRT's kernels can abort the process
+        on a badly quantized model, which would kill the server with a signal; the child's crash becomes a
+        RuntimeFailure naming it, and the kernels the child settled on are the ones the workers load.
+        (LiteRT on the CPU only; EDGEKIT_NO_ISOLATION=1 skips it.)"""
+        from edgekit.profile import _first_run_isolated
+        from edgekit.runtimes import get_runtime
+
+        self.options, note = _first_run_isolated(self.choice.path, get_runtime(self.choice.runtime),
+                                                 self.choice.device, self.threads, 1, dict(self.config.options))
+        if note:
+            self.info["kernels_note"] = note
 
     def load(self) -> None:
         """Load `workers` runtimes, each warmed up with one inference; check labels against the output."""
+        t0 = time.perf_counter()
+        self._first_run_isolated()
         pool = RuntimePool(self._open, workers=self.config.workers, max_queue=self.config.max_queue,
                            batch_timeout_s=self.config.batch_timeout_ms / 1e3, name=self.name)
         pool.start(warmup=lambda rt: rt.run(rt.random_inputs()))
@@ -64,12 +85,13 @@ class ServedModel:
                  for s in rt.inputs]  # the manifest knows the layout where the runtime cannot tell
         self.inputs, self.outputs = wire_tensors(specs), wire_tensors(rt.outputs)
         self.info = {"runtime": self.choice.runtime, "runtime_version": type(rt).version(),
-                     "device": self.choice.device, **rt.info()}
+                     "device": self.choice.device, **self.info, **rt.info()}
         # dynamic batching only where every input's batch is dynamic; otherwise one request at a time
         dynamic = bool(rt.inputs) and all(s.shape and s.shape[0] <= 0 for s in rt.inputs)
         self.max_batch = pool.max_batch = self.config.max_batch if dynamic else 1
         self.pool = pool
-        self.metrics.load_seconds.labels(self.name).set(pool.load_seconds)
+        self.load_seconds = time.perf_counter() - t0  # the child's first run, every worker's load and warm-up
+        self.metrics.load_seconds.labels(self.name).set(self.load_seconds)
         if self.labels is not None and (not self.outputs or self.outputs[0].shape[-1] != len(self.labels)):
             self.labels = None  # --labels names another model's classes (load_models checks that one model fits)
 

@@ -65,7 +65,7 @@ def load_models(config: ServeConfig, say: Callable[[str], None]) -> tuple[list, 
             names = " or ".join((choice.name, *choice.aliases))
             say(f"model {names}: {choice.path.name} ({choice.format} {choice.precision or ''}) on {choice.runtime} "
                 f"{choice.device}, {config.workers} worker(s), max batch {m.max_batch}, "
-                f"loaded in {m.pool.load_seconds:.2f} s" + (", with --labels" if m.labels else ""))
+                f"loaded in {m.load_seconds:.2f} s" + (", with --labels" if m.labels else ""))
         if labels is not None and not any(m.labels for m in served):
             classes = sorted({m.outputs[0].shape[-1] for m in served if m.outputs})
             raise UsageError(f"--labels has {len(labels)} names but the models have {classes} classes.",

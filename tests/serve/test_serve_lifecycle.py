@@ -85,3 +85,20 @@ def test_non_loopback_bind_without_a_token_is_refused(args, env, message, tmp_pa
     proc = subprocess.run([*EDGEKIT, "serve", str(tmp_path / "any.onnx"), *args], capture_output=True, text=True,
                           env={**os.environ, **env}, cwd=REPO, timeout=60)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
+def test_a_model_that_aborts_litert_is_an_error_not_a_dead_server(tmp_path) -> None:
+    """LiteRT's kernels SIGABRT on some badly quantized models: the first run happens in a child, so serve
+    exits 6 with a message naming the crash instead of dying by the signal."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "runtimes"))
+    try:
+        from bad_tflite import aborts_everywhere
+    finally:
+        sys.path.pop(0)
+    bad = aborts_everywhere(tmp_path / "bad.tflite")
+    proc = subprocess.run([*EDGEKIT, "serve", str(bad), "--port", "0"], capture_output=True, text=True, cwd=REPO,
+                          timeout=120)
+    assert proc.returncode == 6, proc.stderr
+    assert "crashed (SIGABRT)" in proc.stderr and "Traceback" not in proc.stderr

@@ -37,7 +37,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-SIZE, CALIB, VAL, RUNS = 96, 128, 300, 30
+SIZE, CALIB, VAL, RUNS = 96, 100, 200, 30
 ONNX_RECIPES = ("plain", "percentile", "entropy", "bias", "equalize", "equalize+bias", "mixed", "auto")
 TFLITE_RECIPES = ("plain", "equalize", "mixed", "auto")
 TARGET_AGREEMENT, TARGET_MACS = 0.97, 0.10

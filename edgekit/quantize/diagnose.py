@@ -17,6 +17,7 @@ ACT_SPREAD = 20.0  # one input channel this many times wider than the median one
 WEIGHT_SPREAD = 50.0
 OUTLIERS = 4.0  # max |x| this many times the 99.9th percentile: MinMax spends the range on rare values
 TOP = 10  # layers kept in the record
+INPUT_DB = 48.0  # about the SQNR of an 8-bit quantized signal (6.02 dB per bit)
 
 
 @dataclass
@@ -81,7 +82,9 @@ def rank(measures: list[LayerMeasure], method: str, samples: int, inputs: str) -
     """Rank layers by the error each one adds (input SQNR minus output SQNR), worst first."""
     layers = []
     for m in measures:
-        added = m.input_sqnr_db - m.sqnr_db if m.input_sqnr_db is not None else -m.sqnr_db
+        # an input above what 8 bits can carry (8-bit pixels are exact: 140 dB) counts as INPUT_DB, or the first
+        # layer would seem to lose 100 dB
+        added = min(m.input_sqnr_db, INPUT_DB) - m.sqnr_db if m.input_sqnr_db is not None else -m.sqnr_db
         pattern, fix = _pattern(m)
         layers.append(LayerDiagnosis(
             name=m.name, op=m.op, sqnr_db=round(m.sqnr_db, 2), cosine=round(m.cosine, 5), added_db=round(added, 2),
@@ -98,12 +101,23 @@ def rank(measures: list[LayerMeasure], method: str, samples: int, inputs: str) -
                + (f", last layer SQNR {final.sqnr_db:.1f} dB" if final else "")
                + (f"; worst: {layers[0].name} ({layers[0].pattern})" if layers else "")
                + (f"; most common among the worst 3: {common}" if layers else ""))
+    noise = [max(added_noise(d.sqnr_db, d.sqnr_db + d.added_db), 0.0) for d in layers]
+    if len(noise) >= 8 and sum(noise) > 0 and max(noise) / sum(noise) < 0.2:
+        summary += (f"; the error accumulates over many layers (the worst adds {max(noise) / sum(noise):.0%} of it): "
+                    "no single layer to fix, so equalization and a few float layers help little; "
+                    "quantization-aware training or a wider model is the usual way out")
     return Diagnosis(method=method, samples=samples, inputs=inputs, layers=tuple(layers[:TOP]),
                      layers_total=len(measures), summary=summary)
+
+
+def added_noise(sqnr_out: float, sqnr_in: float) -> float:
+    """Noise-to-signal power a layer adds: 10^(-out/10) - 10^(-in/10). A layer reading an exact input
+    (144 dB: 8-bit pixels) and giving 38 dB adds less than one going from 30 dB to 25 dB."""
+    return float(10 ** (-sqnr_out / 10) - 10 ** (-min(sqnr_in, 99.0) / 10))
 
 
 def _r(v: float | None) -> float | None:
     return None if v is None or not np.isfinite(v) else round(float(v), 2)
 
 
-__all__ = ["LayerMeasure", "channel_spread", "cosine", "outlier_ratio", "rank", "sqnr_db"]
+__all__ = ["LayerMeasure", "added_noise", "channel_spread", "cosine", "outlier_ratio", "rank", "sqnr_db"]

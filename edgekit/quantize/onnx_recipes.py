@@ -45,7 +45,8 @@ class OnnxRecipeConfig:
 
     calibrate: str = "minmax"  # minmax | percentile | entropy
     equalize: bool = False
-    relu6: str = "replace"  # through ReLU6 when equalizing: replace (by ReLU, as AIMET) | keep (skip those pairs)
+    # through ReLU6 when equalizing: clip (ReLU + per-channel Min: exact) | replace (by ReLU, as AIMET) | keep (skip)
+    relu6: str = "clip"
     bias_correct: bool = False
     float_nodes: tuple[str, ...] = ()  # nodes left in float (mixed precision)
     percentile: float = 99.999
@@ -90,8 +91,9 @@ class OnnxRecipe:
 
         model = onnx.load(str(pre))
         rep = equalize(model, relu6=self.config.relu6, absorb_with=data.samples)
-        data.notes.append(f"equalized {rep.pairs} conv pairs ({rep.sweeps} sweeps), replaced {rep.relu6_replaced} "
-                          f"ReLU6 by ReLU, absorbed {rep.absorbed_channels} channel biases")
+        how = {"clip": "ReLU + a per-channel ceiling", "replace": "ReLU"}.get(rep.relu6_mode, "-")
+        data.notes.append(f"equalized {rep.pairs} conv pairs ({rep.sweeps} sweeps), {rep.relu6_replaced} ReLU6 made "
+                          f"{how}, absorbed {rep.absorbed_channels} channel biases")
         out = data.work / f"{pre.stem}.equalized.onnx"
         onnx.save(model, str(out))
         return out

@@ -60,12 +60,13 @@ def equalize_tflite(blob: bytes, samples: np.ndarray | None = None, sweeps: int 
         masks = _in_masks(f.name(b), wb, c)
         if masks is not None:
             pairs.append((a, b, c, masks))
-    relu6 = 0
+    clipped = []
     for a, _, _, _ in pairs:
         opts = f.sg.operators[a].builtinOptions
         if opts.fusedActivationFunction == _RELU6:
             opts.fusedActivationFunction = _RELU
-            relu6 += 1
+            clipped.append(a)
+    scales: dict[int, np.ndarray] = {}
     done = 0
     for done in range(1, sweeps + 1):  # noqa: B007 - reported
         moved = 0.0
@@ -77,6 +78,7 @@ def equalize_tflite(blob: bytes, samples: np.ndarray | None = None, sweeps: int 
             r1 = np.array([np.abs(wa[_out_index(ka, i)]).max() for i in range(c)], np.float64)
             r2 = np.array([np.abs(wb[m]).max() for m in masks], np.float64)
             s = np.where((r1 > 1e-12) & (r2 > 1e-12), np.sqrt(r1 / np.maximum(r2, 1e-12)), 1.0)
+            scales[a] = scales[a] * s if a in scales else s
             for i in range(c):
                 wa[_out_index(ka, i)] /= s[i]
                 wb[masks[i]] *= s[i]
@@ -89,8 +91,24 @@ def equalize_tflite(blob: bytes, samples: np.ndarray | None = None, sweeps: int 
             moved = max(moved, float(np.abs(np.log(s)).max()))
         if moved < 1e-3:
             break
+    for a in sorted(clipped, reverse=True):  # from the back: inserting ops moves the later indices
+        _ceiling(f, a, scales.get(a))
+    f.reindex()
     return f.to_bytes(), f"equalized {len(pairs)} op pairs of the float TFLite model ({done} sweeps), " \
-                         f"replaced {relu6} fused ReLU6 by ReLU"
+                         f"{len(clipped)} fused ReLU6 made ReLU + a per-channel MINIMUM"
+
+
+def _ceiling(f: FlatModel, a: int, scale: np.ndarray | None) -> None:
+    """After op A (its fused ReLU6 now ReLU): MINIMUM(x, 6 / s_i) per channel, exact in float."""
+    op = f.sg.operators[a]
+    out = int(op.outputs[0])
+    name = f.sg.tensors[out].name
+    base = name.decode() if isinstance(name, bytes) else str(name)
+    relu = f.add_like(f"{base}/relu", out)
+    c = len(scale) if scale is not None else int(f.sg.tensors[out].shape[-1])
+    ceiling = f.add_const(f"{base}/ceiling", (6.0 / (scale if scale is not None else np.ones(c))).astype(np.float32))
+    op.outputs = np.array([relu], np.int32)
+    f.sg.operators.insert(a + 1, f.make_op("MINIMUM", [relu, ceiling], [out]))
 
 
 __all__ = ["equalize_tflite"]

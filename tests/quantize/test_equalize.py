@@ -36,14 +36,20 @@ def test_equalization_keeps_the_float_function_and_evens_ranges(spread_model: Pa
     assert _ranges(model, "w1").max() / np.median(_ranges(model, "w1")) < 5
 
 
-def test_relu6_is_replaced_or_left_alone(tmp_path: Path, samples: np.ndarray) -> None:
-    path = conv_chain(tmp_path / "r6.onnx", spread=100.0, relu6=True)
+def test_relu6_gets_a_per_channel_ceiling_so_the_function_is_kept(tmp_path: Path, samples: np.ndarray) -> None:
+    path = conv_chain(tmp_path / "r6.onnx", spread=100.0, relu6=True)  # the wide channels go far above 6
+    before = _run(str(path), samples)
     keep = onnx.load(str(path))
     assert equalize(keep, relu6="keep").pairs == 0  # every pair has a ReLU6 between: left alone
-    assert sum(n.op_type == "Clip" for n in keep.graph.node) == 3
-    replaced = onnx.load(str(path))
-    rep = equalize(replaced, relu6="replace")
-    assert rep.relu6_replaced == 3 and sum(n.op_type == "Clip" for n in replaced.graph.node) == 0
+    clip = onnx.load(str(path))
+    rep = equalize(clip)
+    ops = [n.op_type for n in clip.graph.node]
+    assert rep.relu6_replaced == 3 and ops.count("Clip") == 0 and ops.count("Min") == 3
+    np.testing.assert_allclose(_run(clip, samples), before, rtol=1e-4, atol=1e-5 * float(np.abs(before).max()))
+    aimet = onnx.load(str(path))
+    equalize(aimet, relu6="replace")  # AIMET's ReLU6 -> ReLU: not the same function once activations pass 6
+    assert [n.op_type for n in aimet.graph.node].count("Min") == 0
+    assert not np.allclose(_run(aimet, samples), before, rtol=1e-3, atol=1e-3 * float(np.abs(before).max()))
 
 
 def test_pairs_skip_a_tensor_read_twice(tmp_path: Path) -> None:

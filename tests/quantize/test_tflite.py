@@ -62,6 +62,14 @@ def test_equalization_keeps_the_float_tflite_and_recovers_int8(tf, spread_saved:
     y0, y1 = run_tflite([tmp_path / "f.tflite", tmp_path / "e.tflite"], xs)
     assert words.startswith("equalized 3 op pairs")
     np.testing.assert_allclose(y1, y0, rtol=1e-4, atol=1e-5 * float(np.abs(y0).max()))
+    r6 = build(tmp_path / "relu6", "relu6", spread=1000.0)  # fused ReLU6 with activations far above 6
+    f6 = float_model(_job(tf, r6, xs, tmp_path / "r6"))
+    e6, words6 = equalize_tflite(f6)
+    (tmp_path / "f6.tflite").write_bytes(f6)
+    (tmp_path / "e6.tflite").write_bytes(e6)
+    z0, z1 = run_tflite([tmp_path / "f6.tflite", tmp_path / "e6.tflite"], xs)
+    assert "3 fused ReLU6 made ReLU + a per-channel MINIMUM" in words6
+    np.testing.assert_allclose(z1, z0, rtol=1e-4, atol=1e-5 * float(np.abs(z0).max()))
     _, choice = quantize_tflite(job, "auto")
     assert [t.recipe for t in choice.trials] == ["plain", "equalize"]
     assert not choice.trials[0].passed and choice.met and choice.chosen == "equalize"

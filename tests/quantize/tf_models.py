@@ -36,6 +36,8 @@ def build(path: Path, pattern: str = "plain", spread: float = 1.0, seed: int = 0
     w = {k: tf.constant(v) for k, v in _weights(seed, spread, head_spread).items()}
 
     def act(x: tf.Tensor) -> tf.Tensor:
+        if pattern == "relu6":
+            return tf.nn.relu6(x)
         return x * tf.nn.relu6(x + 3.0) / 6.0 if pattern == "hard_swish" else tf.nn.relu(x)
 
     class Model(tf.Module):

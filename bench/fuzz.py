@@ -12,7 +12,8 @@ an in-process run cannot judge is judged too:
 - a hang: a case over 10 s is a finding; a worker silent for --kill-after seconds is killed and its case kept;
 - a memory bomb: the worker runs under an address-space limit (--max-gb), so a case that tries to
   allocate gigabytes shows as a MemoryError finding instead of taking the shared machine down.
-Findings are de-duplicated by error and place; the first case of each is copied into --findings.
+Findings are de-duplicated by error and place; the first case of each is copied into --findings, and
+its case number recorded (`edgekit.testing.fuzz.expand(number, target)` gives its edits again).
 """
 
 from __future__ import annotations
@@ -51,13 +52,18 @@ def worker(name: str, cases: int, seed: int, seeds_dir: Path, scratch: Path, dea
     seed_bytes = [f.read_bytes() for f in files]
     done = 0
 
-    def emit(obj: dict[str, Any]) -> None:
-        sys.stdout.write(json.dumps(obj) + "\n")
+    def emit(out: Any, data: bytes, path: Path, case: Any) -> None:
+        line = {"v": out.verdict, "s": round(out.seconds, 4), "e": out.error, "w": out.where, "case": case}
+        if out.verdict == "finding":  # keep its bytes now: the next case overwrites the case file
+            kept = scratch / f"finding-{done}{path.suffix}"
+            kept.write_bytes(data)
+            line["f"] = str(kept)
+        sys.stdout.write(json.dumps(line) + "\n")
         sys.stdout.flush()
 
     for i, data in enumerate(seed_bytes[: max(0, cases)]):  # each seed unmutated first: parsed or refused
-        out = run_case(target, ctx, data, ctx.scratch / f"case{files[i].suffix}")
-        emit({"v": out.verdict, "s": round(out.seconds, 4), "e": out.error, "w": out.where})
+        path = ctx.scratch / f"case{files[i].suffix}"
+        emit(run_case(target, ctx, data, path), data, path, f"seed {files[i].name}")
         done += 1
     chunk = 0
     while done < cases and time.time() < deadline:
@@ -71,8 +77,8 @@ def worker(name: str, cases: int, seed: int, seeds_dir: Path, scratch: Path, dea
             nonlocal done
             if done >= cases or time.time() >= deadline:
                 return
-            out = run_case(target, ctx, mutate(program, seed_bytes), case_path(ctx, files, program))
-            emit({"v": out.verdict, "s": round(out.seconds, 4), "e": out.error, "w": out.where})
+            data, path = mutate(program, seed_bytes), case_path(ctx, files, program)
+            emit(run_case(target, ctx, data, path), data, path, program["case"])
             done += 1
 
         one()
@@ -106,12 +112,13 @@ class Tally:
         self.counts[line["v"]] += 1
         self.max_case_s = max(self.max_case_s, float(line.get("s", 0)))
         if line["v"] == "finding":
-            self.finding("exception" if not line["e"].startswith("hang:") else "slow", line["e"], line["w"], case_file)
+            kind = "exception" if not line["e"].startswith("hang:") else "slow"
+            self.finding(kind, line["e"], line["w"], Path(line["f"]) if line.get("f") else case_file, line.get("case"))
 
-    def finding(self, kind: str, error: str, where: str, case_file: Path | None) -> None:
+    def finding(self, kind: str, error: str, where: str, case_file: Path | None, case: Any = None) -> None:
         key = f"{kind}|{error.split(':')[0]}|{where}"
         entry = self.findings.setdefault(key, {"kind": kind, "error": error, "where": where, "count": 0,
-                                               "case": None})
+                                               "case": None, "case_number": case})
         entry["count"] += 1
         if entry["case"] is None and case_file is not None and case_file.exists():
             self.findings_dir.mkdir(parents=True, exist_ok=True)

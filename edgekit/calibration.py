@@ -269,6 +269,10 @@ def _decode_images(paths: Sequence[Path], shape: list[int], layout: str) -> np.n
                 out[i] = np.asarray(im.resize((w, h), Image.Resampling.BILINEAR))
         except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
             raise UsageError(f"Cannot read the image {p}: {exc}.", hint="Remove or replace it.") from exc
+        except MemoryError as exc:  # a small file whose pixels do not fit in memory (issue 12's fuzz)
+            raise UsageError(f"Cannot decode the image {p}: it does not fit in memory.",
+                             hint="Resize it (calibration images are resized to the model's input anyway), "
+                             "or remove it.") from exc
     return out
 
 

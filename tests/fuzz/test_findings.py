@@ -83,3 +83,20 @@ def test_a_tflite_whose_inputs_name_a_missing_tensor_is_refused(tmp_path: Path) 
     (tmp_path / "m.tflite").write_bytes(bytes(data))
     with pytest.raises(UnsupportedModel, match="does not define"):
         inspect_model(tmp_path / "m.tflite")
+
+
+def test_an_image_that_does_not_fit_in_memory_is_bad_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench/fuzz.py's workers run under an address-space limit: a 95-byte PNG made Pillow's decoder
+    raise MemoryError, which escaped calibration as a traceback."""
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    from edgekit.calibration import load_samples
+
+    def out_of_memory(*_a: object, **_k: object) -> None:
+        raise MemoryError
+
+    (tmp_path / "a.png").write_bytes((SEEDS / "digit.png").read_bytes())
+    monkeypatch.setattr(Image.Image, "convert", out_of_memory)
+    with pytest.raises(UsageError, match="does not fit in memory"):
+        load_samples(str(tmp_path), [1, 1, 28, 28], "NCHW")

@@ -15,10 +15,15 @@ import sys
 import time
 from collections.abc import Callable
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from edgekit._deps import require
 from edgekit.errors import MissingDependency, UsageError
 from edgekit.serve.config import ServeConfig
+
+if TYPE_CHECKING:  # starlette / prometheus-client are imported only once serving starts
+    from edgekit.serve.metrics import Metrics
+    from edgekit.serve.served import ServedModel
 
 
 def _require_stack() -> None:
@@ -48,7 +53,7 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def load_models(config: ServeConfig, say: Callable[[str], None]) -> tuple[list, object]:
+def load_models(config: ServeConfig, say: Callable[[str], None]) -> tuple[list[ServedModel], Metrics]:
     """Resolve and load every PATH; (served models, metrics)."""
     from edgekit.serve.metrics import Metrics
     from edgekit.serve.models import read_labels, resolve_models
@@ -97,7 +102,7 @@ def serve(config: ServeConfig, say: Callable[[str], None] | None = None) -> int:
         sock.close()
         raise
     models = {n: m for m in served for n in (m.name, *m.choice.aliases)}
-    state = ServerState(config=config, models=models, metrics=metrics)  # type: ignore[arg-type]
+    state = ServerState(config=config, models=models, metrics=metrics)
 
     class DrainingServer(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
@@ -145,7 +150,7 @@ def serve(config: ServeConfig, say: Callable[[str], None] | None = None) -> int:
     finally:
         for m in served:
             m.close()
-        metrics.close()  # type: ignore[attr-defined]
+        metrics.close()
         sock.close()
     if not server.started:
         raise UsageError(f"The server could not start on {config.host}:{config.port}.")

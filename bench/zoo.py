@@ -13,8 +13,14 @@ backbone's penultimate features of 500 MNIST training digits (resized to SIZE, 3
 calibration/validation .npz holds the 1,000 MNIST test digits, uint8, in the layout the source reads.
 
     python bench/zoo.py run [--only a,b] [--skip-done] [--timeout 600]   # one model at a time, resumable
+    python bench/zoo.py run --tasks                                     # the non-classifiers (issue 15)
     python bench/zoo.py report                                          # docs/zoo.md from the results
     python bench/zoo.py list
+
+Non-classifiers (issue 15, `TASKS`): a 3-head proposal detector, a U-Net, a CTC digit-string recognizer
+and a third-party-style dynamic-shape ONNX, built and trained briefly on MNIST scenes by bench/zoo_tasks.py,
+each with its own calibration .npz (label masks for the U-Net) and flags (--output-kind, --input-shape);
+their section of docs/zoo.md shows every artifact's worst output judged as its kind.
 
 Per-model results: bench/results/zoo/<model>.json (the run can be stopped and continued).
 Needs `pip install -e '.[convert,dev,zoo]'` (transformers); it is a benchmark, not part of `make test`.
@@ -105,7 +111,14 @@ ZOO: tuple[ZooModel, ...] = (
     _t("convnext_tiny", "ConvNext", "tiny defaults"),
     _k("ConvNeXtTiny"),
 )
-BY_NAME = {m.name: m for m in ZOO}
+# Issue 15: what people deploy besides classifiers, built and trained in code (bench/zoo_tasks.py)
+TASKS: tuple[ZooModel, ...] = (
+    ZooModel("det_faceproposal", "task", "torch .pt2", note="3-head proposal net: obj, cls, box per 8x8 cell"),
+    ZooModel("unet_seg", "task", "torch .pt2", note="U-Net, 11 classes per pixel, label masks"),
+    ZooModel("crnn_digits", "task", "torch .pt2", note="CTC recognizer of 4-digit strings, (N,T,C) output"),
+    ZooModel("east_dyn_onnx", "task", "ONNX opset 12, dynamic N,H,W", note="EAST-style, TorchScript exporter"),
+)
+BY_NAME = {m.name: m for m in (*ZOO, *TASKS)}
 
 
 # ----------------------------------------------------------------------------- data
@@ -257,7 +270,13 @@ def build(name: str) -> None:
     out = RESULTS / "src"
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    rec = (build_keras if m.package == "keras" else build_transformers)(m, out)
+    if m.package == "task":
+        from zoo_tasks import build as build_task  # bench/zoo_tasks.py, beside this file
+
+        rec = build_task(name, out)
+        rec["calib"] = str(Path(rec["calib"]).relative_to(ROOT))
+    else:
+        rec = (build_keras if m.package == "keras" else build_transformers)(m, out)
     rec["file"] = str(Path(rec["file"]).relative_to(ROOT))
     rec["seconds"] = round(time.perf_counter() - t0, 1)
     (out / f"{name}.build.json").write_text(json.dumps(rec, indent=1))
@@ -321,11 +340,13 @@ def _tail(path: Path, n: int = 1500) -> str:
     return text[-n:]
 
 
-def convert_command(src: str, calib: str, out: Path, pixels: str = "0-1") -> list[str]:
-    """The CLI call; uint8 digits are scaled to [0, 1], or kept at 0-255 with mean 0, std 1/255 (PIXELS)."""
+def convert_command(src: str, calib: str, out: Path, pixels: str = "0-1", extra: list[str] | None = None
+                    ) -> list[str]:
+    """The CLI call; uint8 digits are scaled to [0, 1], or kept at 0-255 with mean 0, std 1/255 (PIXELS).
+    EXTRA: a task model's own flags (--output-kind, --input-shape)."""
     return [sys.executable, "-m", "edgekit.cli", "convert", src, "--target", TARGETS, "--quantize", PRECISIONS,
             "--calib", calib, "--calib-size", str(CALIB_SIZE), "--val-size", str(VAL_SIZE), "--out", str(out),
-            *PIXELS[pixels], "--force", "--json"]
+            *PIXELS[pixels], *(extra or []), "--force", "--json"]
 
 
 def run_one(m: ZooModel, timeout: float, max_rss: float) -> dict[str, Any]:
@@ -349,10 +370,14 @@ def run_one(m: ZooModel, timeout: float, max_rss: float) -> dict[str, Any]:
             rec["build"]["log_tail"] = _tail(logs / f"{m.name}.build.log")
             return _save(rec)
         rec["source"] = json.loads(info.read_text())
-        rec["source"]["input"] = f"{SIZE}x{SIZE}x3"
-        src, calib = rec["source"]["file"], str(calibration_npz(rec["source"]["layout"]).relative_to(ROOT))
+        if m.package == "task":  # its own scenes, input size and flags
+            src, calib = rec["source"]["file"], rec["source"]["calib"]
+        else:
+            rec["source"]["input"] = f"{SIZE}x{SIZE}x3"
+            src, calib = rec["source"]["file"], str(calibration_npz(rec["source"]["layout"]).relative_to(ROOT))
     out = RESULTS / "out" / m.name
-    cmd = convert_command(src, calib, out, (rec.get("source") or {}).get("pixels", "0-1"))
+    cmd = convert_command(src, calib, out, (rec.get("source") or {}).get("pixels", "0-1"),
+                          (rec.get("source") or {}).get("args"))
     rec["command"] = " ".join(["python", *cmd[1:]]).replace(str(ROOT) + os.sep, "")
     c = _child(cmd, logs / f"{m.name}.convert.log", timeout, max_rss)
     rec["convert"] = c
@@ -549,9 +574,121 @@ def report() -> Path:
         lines += ["", "Aborted here, to run again where there is room (no result is known for them): "
                   + ", ".join(f"`{r['name']}` ({r.get('status')})" for r in aborted)
                   + f". For instance `python bench/zoo.py run --only {names} --max-rss-gb 16 --timeout 1800`."]
+    lines += task_section(recs)
     DOC.parent.mkdir(parents=True, exist_ok=True)
     DOC.write_text("\n".join(lines) + "\n")
     return DOC
+
+
+_MEASURE = {"classes": ("top1_agreement", "top-1"), "dense": ("pixel_agreement", "px"),
+            "sequence": ("step_agreement", "step"), "regression": ("cosine", "cos")}
+
+
+def _task_cell(a: dict[str, Any] | None) -> str:
+    """A task artifact: its worst output, judged as its kind (per-pixel, per-step, cosine), and mIoU if measured."""
+    if a is None or a.get("status") == "failed":
+        return _cell(a)
+    fid = a.get("fidelity") or {}
+    key, word = _MEASURE.get(fid.get("kind") or "regression", ("cosine", "cos"))
+    v = fid.get(key)
+    value = "-" if v is None else f"{v:.4f}" if key == "cosine" else f"{100 * v:.1f}%"
+    n = len(fid.get("outputs") or []) or 1
+    miou = f", mIoU {fid['miou']:.3f}" if fid.get("miou") is not None else ""
+    mark = "ok" if fid.get("passed") else "ok, **fidelity miss**"
+    return f"{mark}: `{fid.get('output') or '?'}` {word} {value}{miou}" + (f" (worst of {n})" if n > 1 else "")
+
+
+TASKS_HEADING = "## Beyond classifiers (issue 15)"
+
+
+N_TASK_SCENES = 400  # bench/zoo_tasks.N_CALIB: test scenes in each task model's .npz
+
+
+def _held_out(done: list[dict[str, Any]]) -> str:
+    """The held-out sample counts the task models were validated on, as their manifests say."""
+    counts = {(a.get("fidelity") or {}).get("samples") for r in done for a in (r.get("manifest") or {}).get(
+        "artifacts", [])} - {None}
+    return "/".join(str(c) for c in sorted(counts)) or "-"
+
+
+def _task_outputs(man: dict[str, Any]) -> str:
+    """The source's outputs as the first validated artifact judged them: name, shape, kind."""
+    for a in man.get("artifacts", []):
+        outs = (a.get("fidelity") or {}).get("outputs") or []
+        if outs and a["format"] == "onnx":
+            return ", ".join(f"`{o['name']}` {'x'.join(map(str, o['shape'][1:]))} {o['kind']}" for o in outs)
+    return "-"
+
+
+def report_tasks() -> Path:
+    """Rewrite only docs/zoo.md's non-classifier section (the classifier table stays as the last full run wrote it:
+    its results may live on another machine)."""
+    recs = {p.stem: json.loads(p.read_text()) for p in sorted(RESULTS.glob("*.json"))}
+    text = DOC.read_text() if DOC.is_file() else "# Model-zoo coverage\n"
+    head = text.split("\n" + TASKS_HEADING)[0].rstrip("\n")
+    DOC.write_text(head + "\n" + "\n".join(task_section(recs)) + "\n")
+    return DOC
+
+
+def task_section(recs: dict[str, dict[str, Any]]) -> list[str]:
+    """docs/zoo.md's section of non-classifiers (issue 15): one row per TASKS model that has a result."""
+    done = [recs[m.name] for m in TASKS if m.name in recs]
+    lines = ["", TASKS_HEADING, "",
+             "Built and trained in code by `bench/zoo_tasks.py` (no download), briefly (a few hundred steps on the",
+             "bundled MNIST training digits), with real inputs: scenes, lines and digits made of the 1,000 MNIST test",
+             f"digits ({N_TASK_SCENES} per model: {CALIB_SIZE} calibrate, {_held_out(done)} held-out validate).",
+             "Each cell: the artifact's worst output,",
+             "judged as its kind (edgekit.fidelity: `px` per-pixel argmax agreement of a dense map, `step` per-step",
+             "argmax agreement of a sequence, `cos` cosine of a regression map; mIoU where the .npz has label masks);",
+             "`--json` and the manifest hold every output. `task` is the source model's own figure on test data.",
+             f"Bounds: {MAX_SECONDS} s and {MAX_RSS / 2**30:.0f} GiB per model for the whole matrix (`time`: wall",
+             "seconds "
+             "of the convert child; building and training each model is a separate child, "
+             f"{', '.join(str((r.get('build') or {}).get('seconds')) for r in done) or '-'} s here).",
+             f"Run {min((r['date'] for r in done), default='-')} to {max((r['date'] for r in done), default='-')} on "
+             f"{done[0]['machine'] if done else machine()}, shared with five other engineers' builds and tests "
+             "(load average about 9 on 2 cores): every time here is inflated by that load.", "",
+             "| model | source | params | input | outputs | task (source) | " + " | ".join(COLUMNS)
+             + " | time | peak RSS |", "|" + "---|" * (8 + len(COLUMNS))]
+    failures: list[str] = []
+    for r in done:
+        src, man = r.get("source") or {}, r.get("manifest") or {}
+        arts = {_column(a): a for a in man.get("artifacts", [])}
+        status = r.get("status", "?")
+        cells = [_task_cell(arts.get(c)) if man else f"**{status}**" for c in COLUMNS]
+        tpu = (arts.get("edgetpu int8") or {}).get("extra", {}).get("edgetpu") or {}
+        if tpu.get("ops_total"):  # the pre-flight's prediction (no edgetpu_compiler here)
+            cells[-1] += f"; TPU (predicted) {tpu['ops_on_tpu']}/{tpu['ops_total']} ops"
+        conv = r.get("convert") or {}
+        lines.append("| " + " | ".join([f"`{r['name']}`", f"{r['class']} ({r.get('note', '')})",
+                                         _size(src.get("params"), ""), str(src.get("input", "-")),
+                                         _task_outputs(man), str(src.get("task", "-")), *cells,
+                                         _bound(f"{conv.get('seconds', '-')} s", over_time(r)),
+                                         _bound(_size(peak_rss(r)), over_rss(r))]) + " |")
+        for col, a in arts.items():
+            f = a.get("failure") or {}
+            if a.get("status") == "failed":
+                failures.append(f"- `{r['name']}` {col} at {f.get('step')}: {_clean(f.get('message'), 400)}")
+            elif not (a.get("fidelity") or {}).get("passed"):
+                why = "; ".join(a["fidelity"].get("failures") or [])
+                failures.append(f"- `{r['name']}` {col}: {_clean(why, 400)}")
+        if not man:
+            tail = [ln for ln in (conv or r.get("build") or {}).get("log_tail", "").splitlines() if ln.strip()]
+            failures.append(f"- `{r['name']}`: {status}: {_clean(tail[-1] if tail else '(no log)', 300)}")
+    arts_all = [a for r in done for a in (r.get("manifest") or {}).get("artifacts", [])]
+    passing = sum(1 for a in arts_all if a.get("status") == "ok" and (a.get("fidelity") or {}).get("passed"))
+    lines.append(f"\n**{passing} of {len(arts_all)} artifacts of {len(done)} task models made and passing on every "
+                 "output.**")
+    for r in done:
+        for change in ((r.get("manifest") or {}).get("source") or {}).get("changes") or []:
+            failures.append(f"- `{r['name']}` pinned before any step: {change}")
+    if done:
+        lines.append(f"\nCommand per model, e.g.: `{done[-1].get('command', '')}`")
+    lines += ["", "Failures, fidelity misses, and what pinning changed:", ""] + (failures or ["None."])
+    todo = [m.name for m in TASKS if m.name not in recs]
+    if todo:
+        lines += ["", "Not run yet: " + ", ".join(f"`{n}`" for n in todo) + " (`python bench/zoo.py run --tasks`)."]
+    return lines
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -562,23 +699,29 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="build and convert zoo models one at a time, then write docs/zoo.md")
     r.add_argument("--only", default="", help="comma-separated model names (see `list`)")
+    r.add_argument("--tasks", action="store_true", help="run the non-classifier section (issue 15) instead")
     r.add_argument("--skip-done", action="store_true", help="skip models that already have a result JSON")
     r.add_argument("--timeout", type=float, default=600.0, help="wall-clock seconds per build and per convert")
     r.add_argument("--max-rss-gb", type=float, default=8.0,
                    help="kill a build or convert whose process tree holds more than this (GiB; the machine is shared)")
     b = sub.add_parser("build", help="(internal) build one model in this process")
     b.add_argument("name", choices=sorted(BY_NAME))
-    sub.add_parser("report", help="write docs/zoo.md from the results so far")
+    rep = sub.add_parser("report", help="write docs/zoo.md from the results so far")
+    rep.add_argument("--tasks", action="store_true", help="rewrite only the non-classifier section")
     sub.add_parser("list", help="the zoo's model names, in run order")
     args = ap.parse_args(argv)
+    if args.cmd == "report" and args.tasks:
+        print(report_tasks())
+        return 0
     if args.cmd == "build":
         build(args.name)
         return 0
     if args.cmd == "list":
-        print("\n".join(f"{m.name}\t{m.package}\t{m.cls}" for m in ZOO))
+        print("\n".join(f"{m.name}\t{m.package}\t{m.cls}" for m in (*ZOO, *TASKS)))
         return 0
     if args.cmd == "run":
-        names = [n.strip() for n in args.only.split(",") if n.strip()] or [m.name for m in ZOO]
+        names = [n.strip() for n in args.only.split(",") if n.strip()] or [m.name for m in (TASKS if args.tasks
+                                                                                                else ZOO)]
         unknown = [n for n in names if n not in BY_NAME]
         if unknown:
             ap.error(f"unknown model(s): {', '.join(unknown)}; see `python bench/zoo.py list`")
@@ -588,8 +731,8 @@ def main(argv: list[str] | None = None) -> int:
             rec = run_one(BY_NAME[n], args.timeout, args.max_rss_gb * 2**30)
             print(f"{n}: {rec['status']} ({(rec.get('convert') or rec.get('build') or {}).get('seconds')} s)",
                   flush=True)
-            report()
-    print(report())
+            (report_tasks if args.tasks else report)()
+    print((report_tasks if args.tasks else report)())
     return 0
 
 

@@ -1,0 +1,358 @@
+"""The zoo's non-classifiers (issue 15): small task models built in code and trained briefly on real digits.
+
+No download is possible here, so each model is built with torch and trained for a few hundred steps on
+scenes made of the bundled MNIST digits (edgekit.calibration.mnist_split: 4,000 train, 1,000 test):
+- `det_faceproposal`: a fully convolutional 3-head proposal net (as face/object proposal nets are): 64x64
+  scenes with two digits; per 8x8 cell an objectness map "obj" (N,1,8,8), class scores "cls" (N,10,8,8) and
+  a box "box" (N,4,8,8). Saved as .pt2 (outputs named by the dict keys).
+- `unet_seg`: a U-Net (3 levels, skip connections) labelling every pixel of a 32x32 digit: background or
+  its digit, (N,11,32,32); the .npz carries the label masks, so mIoU is measured.
+- `crnn_digits`: a convolutional recognizer reading 4-digit strings (four test digits side by side,
+  32x128), CTC-trained, (N,32,11) per-step scores (blank + 10). Convolutional sequence head, no
+  LSTM: what int8 edge recognizers usually ship.
+- `east_dyn_onnx`: an EAST-style text/digit detector, score map + 4-channel geometry, exported as a
+  third-party exporter writes it: torch's TorchScript exporter at opset 12, dynamic batch, height and width
+  (dim_params), converted with `--input-shape 1,3,64,64`.
+
+Each builder returns the build record bench/zoo.py stores: the source file, its calibration .npz (test
+scenes only; never the training digits), the extra CLI flags (--output-kind for box/geometry maps, which
+are regressions whatever their channel count), and the trained model's own task figure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SCENE, CELL = 64, 8
+STEPS = {"det_faceproposal": 250, "unet_seg": 150, "crnn_digits": 300, "east_dyn_onnx": 150}  # batch 32: a shared CPU
+N_CALIB = 400  # test scenes in each .npz (the zoo calibrates on 100 and validates on 200 of them)
+
+
+def _digits(split: str) -> tuple[np.ndarray, np.ndarray]:
+    from edgekit.calibration import mnist_split
+
+    x_train, y_train, x_test, y_test = mnist_split()
+    x, y = (x_train, y_train) if split == "train" else (x_test, y_test)
+    return np.asarray(x, np.float32) / 255.0, np.asarray(y, np.int64)
+
+
+def scenes(split: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """N 64x64 scenes with two digits (one per half), 3 channels: (x (N,3,64,64), labels (N,2), boxes (N,2,4)).
+
+    Boxes are the digits' ink bounding boxes in pixels (x0, y0, x1, y1).
+    """
+    x, y = _digits(split)
+    rng = np.random.default_rng(seed)
+    img = np.zeros((n, SCENE, SCENE), np.float32)
+    labels = np.zeros((n, 2), np.int64)
+    boxes = np.zeros((n, 2, 4), np.float32)
+    for i in range(n):
+        for j, x0 in enumerate((rng.integers(0, 5), rng.integers(32, 37))):
+            k, y0 = rng.integers(len(x)), rng.integers(0, SCENE - 28)
+            d = x[k]
+            img[i, y0:y0 + 28, x0:x0 + 28] = np.maximum(img[i, y0:y0 + 28, x0:x0 + 28], d)
+            rows, cols = np.nonzero(d > 0.3)
+            boxes[i, j] = (x0 + cols.min(), y0 + rows.min(), x0 + cols.max() + 1, y0 + rows.max() + 1)
+            labels[i, j] = y[k]
+    return np.repeat(img[:, None], 3, axis=1), labels, boxes
+
+
+def _train(model: Any, batches: Any, loss_fn: Any, steps: int, lr: float = 5e-3) -> float:
+    import torch
+
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    loss = torch.zeros(())
+    for step in range(steps):
+        loss = loss_fn(model, *batches(step))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    return float(loss.detach())
+
+
+def _conv(cin: int, cout: int, stride: int = 1) -> Any:
+    import torch
+
+    return torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 3, stride, 1), torch.nn.BatchNorm2d(cout),
+                               torch.nn.ReLU())
+
+
+def _export_pt2(model: Any, example: Any, path: Path) -> None:
+    import torch
+
+    ep = torch.export.export(model, (example,), dynamic_shapes=({0: torch.export.Dim("batch", max=1024)},))
+    torch.export.save(ep, path)
+
+
+def _npz(path: Path, **arrays: np.ndarray) -> Path:
+    np.savez(path, **arrays)
+    return path
+
+
+# ----------------------------------------------------------------------------- the detector
+
+
+def _cell_targets(labels: np.ndarray, boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per 8x8 cell: objectness (N,8,8), class (N,8,8; -1 where no digit), box (N,4,8,8: centre offset, size)."""
+    n, g = len(labels), SCENE // CELL
+    obj, cls, box = np.zeros((n, g, g), np.float32), np.full((n, g, g), -1, np.int64), np.zeros((n, 4, g, g),
+                                                                                                 np.float32)
+    for i in range(n):
+        for (x0, y0, x1, y1), lab in zip(boxes[i], labels[i], strict=True):
+            cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+            gx, gy = int(cx // CELL), int(cy // CELL)
+            obj[i, gy, gx], cls[i, gy, gx] = 1.0, lab
+            box[i, :, gy, gx] = (cx / CELL - gx, cy / CELL - gy, (x1 - x0) / SCENE, (y1 - y0) / SCENE)
+    return obj, cls, box
+
+
+def build_detector(out: Path) -> dict[str, Any]:
+    import torch
+
+    class Proposals(torch.nn.Module):
+        """A fully convolutional proposal net: backbone at stride 8, three 1x1 heads (obj, cls, box)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = torch.nn.Sequential(_conv(3, 16, 2), _conv(16, 32, 2), _conv(32, 48, 2), _conv(48, 48))
+            self.obj, self.cls, self.box = (torch.nn.Conv2d(48, c, 1) for c in (1, 10, 4))
+
+        def forward(self, image: torch.Tensor) -> dict[str, torch.Tensor]:
+            f = self.body(image)
+            return {"obj": torch.sigmoid(self.obj(f)), "cls": self.cls(f), "box": self.box(f)}
+
+    x, labels, boxes = scenes("train", 4000, seed=1)
+    obj, cls, box = (torch.from_numpy(a) for a in _cell_targets(labels, boxes))
+    xt = torch.from_numpy(x)
+    rng = np.random.default_rng(0)
+
+    def batch(_step: int) -> tuple[Any, ...]:
+        idx = torch.from_numpy(rng.integers(0, len(xt), 32))
+        return xt[idx], obj[idx], cls[idx], box[idx]
+
+    def loss(m: Any, xb: Any, ob: Any, cb: Any, bb: Any) -> Any:
+        y = m(xb)
+        pos = ob > 0
+        ce = torch.nn.functional.cross_entropy(y["cls"].permute(0, 2, 3, 1)[pos], cb[pos])
+        l1 = (y["box"] - bb).abs().sum(1)[pos].mean()
+        return torch.nn.functional.binary_cross_entropy(y["obj"][:, 0], ob) * 4 + ce + l1
+
+    torch.manual_seed(0)
+    model = Proposals()
+    final = _train(model, batch, loss, STEPS["det_faceproposal"])
+    xs, ls, bs = scenes("test", N_CALIB, seed=2)
+    with torch.no_grad():
+        y = model(torch.from_numpy(xs))
+    to, tc, _ = _cell_targets(ls, bs)
+    hit = (y["obj"][:, 0].numpy() > 0.5) & (y["cls"].argmax(1).numpy() == tc)
+    false_pos = ((y["obj"][:, 0].numpy() > 0.5) & (to == 0)).sum() / len(xs)
+    path = out / "det_faceproposal.pt2"
+    _export_pt2(model, torch.zeros(2, 3, SCENE, SCENE), path)
+    return {"file": path, "params": sum(p.numel() for p in model.parameters()), "layout": "NCHW",
+            "input": "3x64x64", "calib": _npz(out / "det_faceproposal.npz", x=xs),
+            "args": ["--output-kind", "box=regression"], "outputs": "obj (N,1,8,8), cls (N,10,8,8), box (N,4,8,8)",
+            "task": f"digits found (obj > 0.5, right class) {hit.sum() / to.sum():.1%}, "
+                    f"{false_pos:.2f} false cells per scene", "train_loss": final}
+
+
+# ----------------------------------------------------------------------------- the U-Net
+
+
+def build_unet(out: Path) -> dict[str, Any]:
+    import torch
+
+    class UNet(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.e1, self.e2, self.e3 = _conv(1, 16), _conv(16, 32, 2), _conv(32, 64, 2)
+            self.up = torch.nn.Upsample(scale_factor=2, mode="nearest")
+            self.d2, self.d1 = _conv(64 + 32, 32), _conv(32 + 16, 16)
+            self.head = torch.nn.Conv2d(16, 11, 1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            a = self.e1(x)
+            b = self.e2(a)
+            c = self.e3(b)
+            d = self.d2(torch.cat([self.up(c), b], 1))
+            return self.head(self.d1(torch.cat([self.up(d), a], 1)))
+
+    def data(split: str) -> tuple[np.ndarray, np.ndarray]:
+        x, y = _digits(split)
+        img = np.pad(x, ((0, 0), (2, 2), (2, 2)))[:, None]
+        masks = np.where(img[:, 0] > 0.3, y[:, None, None] + 1, 0).astype(np.int64)
+        return img.astype(np.float32), masks
+
+    x, masks = (torch.from_numpy(a) for a in data("train"))
+    rng = np.random.default_rng(0)
+
+    def batch(_step: int) -> tuple[Any, ...]:
+        idx = torch.from_numpy(rng.integers(0, len(x), 32))
+        return x[idx], masks[idx]
+
+    def loss(m: Any, xb: Any, mb: Any) -> Any:
+        return torch.nn.functional.cross_entropy(m(xb), mb)
+
+    torch.manual_seed(0)
+    model = UNet()
+    final = _train(model, batch, loss, STEPS["unet_seg"])
+    xs, ms = data("test")
+    xs, ms = xs[:N_CALIB], ms[:N_CALIB]
+    with torch.no_grad():
+        pred = model(torch.from_numpy(xs)).argmax(1).numpy()
+    ious = [((pred == c) & (ms == c)).sum() / max(1, ((pred == c) | (ms == c)).sum()) for c in range(11)]
+    path = out / "unet_seg.pt2"
+    _export_pt2(model, torch.zeros(2, 1, 32, 32), path)
+    return {"file": path, "params": sum(p.numel() for p in model.parameters()), "layout": "NCHW",
+            "input": "1x32x32", "calib": _npz(out / "unet_seg.npz", x=xs, masks=ms), "args": [],
+            "outputs": "output (N,11,32,32)", "task": f"mIoU {np.mean(ious):.3f} (11 classes, test digits)",
+            "train_loss": final}
+
+
+# ----------------------------------------------------------------------------- the recognizer
+
+
+def strings(split: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """N 32x128 lines of four digits side by side (each padded to 32x32): (x (N,1,32,128), labels (N,4))."""
+    x, y = _digits(split)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(x), (n, 4))
+    tiles = np.pad(x[idx], ((0, 0), (0, 0), (2, 2), (2, 2)))  # (n, 4, 32, 32)
+    return np.concatenate(list(tiles.transpose(1, 0, 2, 3)), axis=2)[:, None].astype(np.float32), y[idx]
+
+
+def build_crnn(out: Path) -> dict[str, Any]:
+    import torch
+
+    class Recognizer(torch.nn.Module):
+        """Conv features, height collapsed to 1, a temporal conv stack, per-step scores (N, T=32, 11)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = torch.nn.Sequential(_conv(1, 16), torch.nn.MaxPool2d(2), _conv(16, 32), torch.nn.MaxPool2d(2),
+                                            _conv(32, 64), torch.nn.Conv2d(64, 64, (8, 1)), torch.nn.ReLU())
+            self.seq = torch.nn.Sequential(torch.nn.Conv2d(64, 64, (1, 3), padding=(0, 1)), torch.nn.ReLU(),
+                                           torch.nn.Conv2d(64, 64, (1, 3), padding=(0, 1)), torch.nn.ReLU())
+            self.head = torch.nn.Conv2d(64, 11, 1)
+
+        def forward(self, line: torch.Tensor) -> torch.Tensor:
+            y = self.head(self.seq(self.body(line)))  # (N, 11, 1, 32)
+            return y.flatten(2).permute(0, 2, 1)  # (N, 32, 11): blank is class 10
+
+    x, labels = (torch.from_numpy(a) for a in strings("train", 4000, seed=3))
+    rng = np.random.default_rng(0)
+    ctc = torch.nn.CTCLoss(blank=10)
+
+    def batch(_step: int) -> tuple[Any, ...]:
+        idx = torch.from_numpy(rng.integers(0, len(x), 32))
+        return x[idx], labels[idx]
+
+    def loss(m: Any, xb: Any, lb: Any) -> Any:
+        logp = m(xb).log_softmax(2).permute(1, 0, 2)  # (T, N, C)
+        n = len(xb)
+        return ctc(logp, lb, torch.full((n,), logp.shape[0], dtype=torch.long), torch.full((n,), 4, dtype=torch.long))
+
+    torch.manual_seed(0)
+    model = Recognizer()
+    final = _train(model, batch, loss, STEPS["crnn_digits"])
+    xs, ls = strings("test", N_CALIB, seed=4)
+    with torch.no_grad():
+        best = model(torch.from_numpy(xs)).argmax(2).numpy()
+    right = sum(greedy(b) == list(t) for b, t in zip(best, ls, strict=True))
+    path = out / "crnn_digits.pt2"
+    _export_pt2(model, torch.zeros(2, 1, 32, 128), path)
+    return {"file": path, "params": sum(p.numel() for p in model.parameters()), "layout": "NCHW",
+            "input": "1x32x128", "calib": _npz(out / "crnn_digits.npz", x=xs), "args": [],
+            "outputs": "output (N,32,11)", "task": f"4-digit strings read exactly (greedy CTC) {right / len(xs):.1%}",
+            "train_loss": final}
+
+
+def greedy(best: np.ndarray, blank: int = 10) -> list[int]:
+    """Greedy CTC decoding of per-step argmaxes: repeats merged, blanks dropped."""
+    out, prev = [], blank
+    for s in best.tolist():
+        if s != prev and s != blank:
+            out.append(s)
+        prev = s
+    return out
+
+
+# ----------------------------------------------------------------------------- the third-party ONNX
+
+
+def build_east(out: Path) -> dict[str, Any]:
+    import torch
+
+    class East(torch.nn.Module):
+        """EAST-style: features at stride 4, a score map (sigmoid) and 4 distances to the box edges per pixel."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = torch.nn.Sequential(_conv(3, 16, 2), _conv(16, 32, 2), _conv(32, 32))
+            self.score, self.geo = torch.nn.Conv2d(32, 1, 1), torch.nn.Conv2d(32, 4, 1)
+
+        def forward(self, image: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            f = self.body(image)
+            return torch.sigmoid(self.score(f)), torch.relu(self.geo(f))
+
+    def targets(boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n, g = len(boxes), SCENE // 4
+        score, geo = np.zeros((n, 1, g, g), np.float32), np.zeros((n, 4, g, g), np.float32)
+        cy, cx = (np.mgrid[0:g, 0:g] * 4 + 2).astype(np.float32)
+        for i in range(n):
+            for x0, y0, x1, y1 in boxes[i]:
+                inside = (cx >= x0) & (cx < x1) & (cy >= y0) & (cy < y1)
+                score[i, 0][inside] = 1.0
+                for k, d in enumerate((cx - x0, cy - y0, x1 - cx, y1 - cy)):
+                    geo[i, k][inside] = d[inside] / 32.0
+        return score, geo
+
+    x, _, boxes = scenes("train", 4000, seed=5)
+    score, geo = (torch.from_numpy(a) for a in targets(boxes))
+    xt = torch.from_numpy(x)
+    rng = np.random.default_rng(0)
+
+    def batch(_step: int) -> tuple[Any, ...]:
+        idx = torch.from_numpy(rng.integers(0, len(xt), 32))
+        return xt[idx], score[idx], geo[idx]
+
+    def loss(m: Any, xb: Any, sb: Any, gb: Any) -> Any:
+        s, g = m(xb)
+        return torch.nn.functional.binary_cross_entropy(s, sb) + ((g - gb).abs() * sb).sum() / sb.sum().clamp(min=1)
+
+    torch.manual_seed(0)
+    model = East().eval()
+    final = _train(model, batch, loss, STEPS["east_dyn_onnx"])
+    xs, _, bs = scenes("test", N_CALIB, seed=6)
+    with torch.no_grad():
+        s, _ = model(torch.from_numpy(xs))
+    ts, _ = targets(bs)
+    pred = s.numpy() > 0.5
+    iou = (pred & (ts > 0)).sum() / max(1, (pred | (ts > 0)).sum())
+    path = out / "east_dyn_onnx.onnx"
+    dyn = {0: "batch", 2: "height", 3: "width"}
+    torch.onnx.export(model, (torch.zeros(1, 3, SCENE, SCENE),), str(path), dynamo=False, opset_version=12,
+                      input_names=["image"], output_names=["score", "geo"],
+                      dynamic_axes={"image": dyn, "score": {0: "batch", 2: "h4", 3: "w4"},
+                                    "geo": {0: "batch", 2: "h4", 3: "w4"}})
+    return {"file": path, "params": sum(p.numel() for p in model.parameters()), "layout": "NCHW",
+            "input": "3xHxW (dynamic; pinned 3x64x64)", "calib": _npz(out / "east_dyn_onnx.npz", x=xs),
+            "args": ["--input-shape", "1,3,64,64", "--output-kind", "geo=regression"],
+            "outputs": "score (N,1,H/4,W/4), geo (N,4,H/4,W/4)",
+            "task": f"text-pixel IoU of the score map {iou:.3f}", "train_loss": final}
+
+
+BUILDERS = {"det_faceproposal": build_detector, "unet_seg": build_unet, "crnn_digits": build_crnn,
+            "east_dyn_onnx": build_east}
+
+
+def build(name: str, out: Path) -> dict[str, Any]:
+    """Build and train task model NAME into OUT; its build record (paths as Path objects)."""
+    import torch
+
+    torch.set_num_threads(2)
+    return BUILDERS[name](out)

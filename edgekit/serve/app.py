@@ -179,6 +179,11 @@ async def model_metadata(request: Request, state: ServerState) -> Response:
     return JSONResponse(state.model(request.path_params["name"]).metadata())
 
 
+async def model_config(request: Request, state: ServerState) -> Response:
+    _check_version(request)
+    return JSONResponse(state.model(request.path_params["name"]).triton_config())
+
+
 async def model_ready(request: Request, state: ServerState) -> Response:
     _check_version(request)
     m = state.model(request.path_params["name"])
@@ -262,6 +267,7 @@ def build_app(state: ServerState) -> Any:
         routes += [
             _route(base, model_metadata, state, "model_metadata", ["GET"]),
             _route(base + "/ready", model_ready, state, "model_ready", ["GET"]),
+            _route(base + "/config", model_config, state, "model_config", ["GET"]),
             _route(base + "/infer", infer, state, "infer", ["POST"]),
         ]
     routes.append(_route("/v2/models/{name}/classify", classify, state, "classify", ["POST"]))

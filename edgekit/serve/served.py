@@ -164,5 +164,18 @@ class ServedModel:
                 "inputs": [w.metadata() for w in self.inputs], "outputs": [w.metadata() for w in self.outputs],
                 "parameters": params}
 
+    def triton_config(self) -> dict[str, Any]:
+        """Triton's model configuration in its JSON form (`GET .../config`, tritonclient's get_model_config).
+
+        max_batch_size 0 with the batch in dims (-1 where dynamic): a request may carry any batch the model
+        takes, which Triton's config says this way; `--max-batch` is edgekit's own server-side batching."""
+        def tensors(wires: list[WireTensor]) -> list[dict[str, Any]]:
+            return [{"name": w.name, "data_type": f"TYPE_{w.datatype}", "dims": list(w.shape)} for w in wires]
+
+        return {"name": self.name, "platform": PLATFORMS.get(self.choice.format, self.choice.format),
+                "max_batch_size": 0, "input": tensors(self.inputs), "output": tensors(self.outputs),
+                "instance_group": [{"count": self.config.workers, "kind": "KIND_CPU" if self.choice.device == "cpu"
+                                    else "KIND_GPU" if self.choice.device == "gpu" else "KIND_MODEL"}]}
+
 
 __all__ = ["PLATFORMS", "VERSION", "ServedModel"]

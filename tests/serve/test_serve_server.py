@@ -62,6 +62,9 @@ def test_health_metadata_and_names(served, client) -> None:
     assert fp32["inputs"] == [{"name": "x", "datatype": "FP32", "shape": [-1, 1, 28, 28]}]
     with pytest.raises(InferenceServerException, match="no model named"):
         client.get_model_metadata("nope")
+    config = client.get_model_config("mnist_cnn-fp32")  # Triton's own endpoint, as tritonclient reads it
+    assert config["input"] == [{"name": "x", "data_type": "TYPE_FP32", "dims": [-1, 1, 28, 28]}]
+    assert config["max_batch_size"] == 0 and config["instance_group"][0]["kind"] == "KIND_CPU"
 
 
 @pytest.mark.parametrize("binary", [False, True], ids=["json", "binary"])

@@ -165,7 +165,13 @@ def _per_channel_ceiling(g: Graph, p: Pair) -> None:
     shape = [1, len(p.scale)] + ([1, 1] if p.b.op_type == "Conv" else [])
     ceiling = f"{out}_ceiling"
     g.set_init(ceiling, (6.0 / p.scale).reshape(shape).astype(np.float32))
-    nodes = g.model.graph.node
+    graph = g.model.graph
+    for vi in list(graph.value_info):  # the quantizer calibrates only tensors whose type it knows
+        if vi.name == out:
+            copy = graph.value_info.add()
+            copy.CopyFrom(vi)
+            copy.name = relu_out
+    nodes = graph.node
     k = next(i for i, n in enumerate(nodes) if n is p.act or n.name == p.act.name)
     nodes.insert(k + 1, helper.make_node("Min", [relu_out, ceiling], [out], name=f"{p.act.name}_ceiling"))
 

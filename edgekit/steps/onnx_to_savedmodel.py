@@ -134,11 +134,14 @@ class OnnxToSavedModel(Step):
         onnx2tf_errors = vendor_errors("onnx2tf", step=self.name, what="ONNX -> TensorFlow conversion failed",
                                        describe=lambda exc: _unsupported_op(log.getvalue(), exc),
                                        hint=lambda exc: _hint(exc, inp.layout))
+        # absolute before scratch_cwd changes the folder: a relative --out (edgekit-out/<stem> by default) would
+        # otherwise be read inside the scratch folder, where the file is not
+        src_path, out_path = absolute(private), absolute(out)
         try:
             with onnx2tf_errors, _env_for_onnx2tf(samples[:20]), contextlib.redirect_stdout(log), scratch_cwd():
                 onnx2tf.convert(  # in a scratch folder: onnx2tf and onnxsim write by relative names
-                    input_onnx_file_path=absolute(private),
-                    output_folder_path=absolute(out),
+                    input_onnx_file_path=src_path,
+                    output_folder_path=out_path,
                     batch_size=batch,
                     output_signaturedefs=True,
                     copy_onnx_input_output_names_to_tflite=True,

@@ -77,7 +77,7 @@ def correct_biases(src: Path, dst: Path, data: Any, config: Any) -> Path:
     """
     import onnx
 
-    from edgekit.quantize.onnx_recipes import quantize
+    from edgekit.quantize.ort import quantize
 
     model, qdq = onnx.load(str(src)), onnx.load(str(dst))
     g, qg = Graph(model), Graph(qdq)

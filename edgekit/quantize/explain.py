@@ -44,6 +44,9 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
     progress(f"{art.path}: {diag.lines()[0]}")
     for line in diag.lines()[1:]:
         progress(line)
+    if not fid.passed and choice.requested != "auto":
+        progress(f"{art.path}: --int8-recipe auto tries the recovery recipes (equalization, bias correction, "
+                 "calibration statistics, mixed precision where the target allows float layers)")
     return diag
 
 

@@ -2,7 +2,7 @@
 
 Static int8 follows onnxruntime's recipe: `quant_pre_process` (shape inference + graph fusion,
 BatchNorm folded into the convolutions), then `quantize_static` in QDQ format, per-channel int8
-weights, calibrated on the user's representative data; `--int8-recipe` (default auto) adds the
+weights, calibrated on the user's representative data; `--int8-recipe` (auto, or a named one) adds the
 recovery recipes of edgekit.quantize (equalization, bias correction, calibration statistic, mixed
 precision) where the plain recipe misses the int8 thresholds.
 

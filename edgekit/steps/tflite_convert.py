@@ -3,7 +3,7 @@
 Full-integer int8 uses the representative dataset (the user's calibration samples in the
 SavedModel's layout), TFLITE_BUILTINS_INT8 only (so an op without an int8 kernel fails here,
 loudly, instead of falling back to float), and the requested I/O type (int8, uint8 or float32).
-`--int8-recipe` (default auto) chooses how: edgekit.quantize.tflite_recipes (plain, equalize, mixed
+`--int8-recipe` (default plain; auto searches) chooses how: edgekit.quantize.tflite_recipes (plain, equalize, mixed
 precision by selective quantization; an integer-only target such as the Edge TPU never gets float layers).
 """
 

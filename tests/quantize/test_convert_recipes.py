@@ -56,7 +56,7 @@ def test_a_miss_is_diagnosed_without_being_asked(spread_model: Path, calib: Path
 
 
 def test_explain_diagnoses_a_pass_too_and_auto_recovers(spread_model: Path, calib: Path, tmp_path: Path) -> None:
-    manifest = _convert(spread_model, calib, tmp_path / "auto", explain=True)
+    manifest = _convert(spread_model, calib, tmp_path / "auto", explain=True, int8_recipe="auto")
     art = manifest.artifacts[0]
     rec = art.extra["int8_recipe"]
     assert rec["trials"][0]["recipe"] == "plain" and not rec["trials"][0]["passed"]

@@ -18,7 +18,7 @@ from edgekit.quantize.onnx_graph import Graph, run_batches, session, with_output
 from edgekit.quantize.records import Diagnosis
 
 LAYER_OPS = ("Conv", "Gemm", "MatMul", "ConvTranspose")
-MAX_SAMPLES = 64  # every intermediate of every layer is held in memory: keep the set small
+MAX_SAMPLES = 32  # every intermediate of every layer is held in memory, and a miss is diagnosed unasked
 
 
 def measure(float_path: Path, qdq_path: Path, x: np.ndarray) -> list[LayerMeasure]:

@@ -26,6 +26,7 @@ AUTO_ORDER = ("plain", "equalize")
 LAYER_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "BATCH_MATMUL")
 PASS_THROUGH = ("MEAN", "RESHAPE", "MAX_POOL_2D", "AVERAGE_POOL_2D", "RELU", "RELU6", "PAD", "SQUEEZE")
 MAX_PROBES = 24
+DIAGNOSIS_SAMPLES = 32  # the debugger runs every op twice per sample; a miss is diagnosed unasked
 
 
 @dataclass
@@ -278,7 +279,7 @@ def diagnose_tflite(choice: RecipeChoice, x: np.ndarray, inputs: str) -> Diagnos
     cal = Path(choice.float_model).read_bytes()
     debug_model = convert.mlir_quantize(cal, fully_quantize=False, enable_numeric_verify=True,
                                         denylisted_nodes=list(choice.float_nodes) or None)
-    xs = x[:64].astype(np.float32)
+    xs = x[:DIAGNOSIS_SAMPLES].astype(np.float32)
 
     def dataset() -> Iterator[list[np.ndarray]]:
         for i in range(len(xs)):

@@ -136,7 +136,7 @@ def parse_infer(body: bytes, header_length: str | None, inputs: list[WireTensor]
         if not isinstance(item, dict):
             raise bad_request("each input must be an object with name, shape, datatype and data.", where)
         name = item.get("name")
-        if name not in by_name:
+        if not isinstance(name, str) or name not in by_name:  # a list or an object cannot be looked up
             raise bad_request(f"the model has no input {name!r}; its inputs are {list(by_name)}.", f"{where}.name")
         if name in arrays:
             raise bad_request(f"input {name!r} is given twice.", f"{where}.name")
@@ -187,7 +187,7 @@ def _requested(doc: dict[str, Any], outputs: list[WireTensor]) -> list[Requested
     out = []
     for i, item in enumerate(items):
         name = item.get("name") if isinstance(item, dict) else None
-        if name not in names:
+        if not isinstance(name, str) or name not in names:  # {"name": {...}} was a TypeError (issue 12's fuzz)
             raise bad_request(f"the model has no output {name!r}; its outputs are {sorted(names)}.",
                               f"outputs[{i}].name")
         p = item.get("parameters") if isinstance(item.get("parameters"), dict) else {}

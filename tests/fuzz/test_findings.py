@@ -100,3 +100,22 @@ def test_an_image_that_does_not_fit_in_memory_is_bad_input(tmp_path: Path, monke
     monkeypatch.setattr(Image.Image, "convert", out_of_memory)
     with pytest.raises(UsageError, match="does not fit in memory"):
         load_samples(str(tmp_path), [1, 1, 28, 28], "NCHW")
+
+
+@pytest.mark.parametrize("where", ["inputs", "outputs"])
+def test_a_request_naming_a_tensor_by_an_object_is_a_400(where: str) -> None:
+    """{"outputs": [{"name": {...}}]} made `name in names` raise TypeError (unhashable) in the server."""
+    pytest.importorskip("edgekit.serve.protocol")
+    from edgekit.artifact import TensorSpec
+    from edgekit.serve.errors import RequestError
+    from edgekit.serve.protocol import parse_infer
+    from edgekit.serve.tensors import wire_tensors
+
+    spec = TensorSpec(name="x", shape=[1, 4], dtype="float32")
+    doc = {"inputs": [{"name": "x", "shape": [1, 4], "datatype": "FP32", "data": [0, 1, 2, 3]}],
+           "outputs": [{"name": "y"}]}
+    doc[where][0]["name"] = {"a": 1}
+    with pytest.raises(RequestError) as exc:
+        parse_infer(json.dumps(doc).encode(), None, wire_tensors([spec]),
+                    wire_tensors([TensorSpec(name="y", shape=[1, 2], dtype="float32")]))
+    assert exc.value.status == 400 and exc.value.field == f"{where}[0].name"

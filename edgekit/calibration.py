@@ -20,6 +20,7 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -290,6 +291,17 @@ def _open_folder(folder: Path, spec: str, shape: list[int], layout: str, mean, s
     return _Source(f"images:{spec}", len(paths), labels, take)
 
 
+def npz_arrays(z: Any, name: str) -> dict[str, np.ndarray]:
+    """Every member of an open .npz; UsageError for one that is not a .npy array (numpy hands its raw bytes
+    back, and every reader then failed on them: issue 12's fuzz)."""
+    arrays = {k: z[k] for k in z.files}
+    odd = [k for k, v in arrays.items() if not isinstance(v, np.ndarray)]
+    if odd:
+        raise UsageError(f"{name}: the member '{odd[0]}' is not a .npy array.",
+                         hint="Save it with np.savez(path, name=array, ...).")
+    return arrays
+
+
 def _read_arrays(path: Path, name: str) -> tuple[np.ndarray, np.ndarray | None]:
     # numpy raises ValueError/OSError/EOFError/BadZipFile (and worse) for damaged files: the user's input
     with vendor_errors("numpy", error=UsageError, what=f"Cannot read {name}",
@@ -298,13 +310,14 @@ def _read_arrays(path: Path, name: str) -> tuple[np.ndarray, np.ndarray | None]:
         if path.suffix.lower() == ".npy":
             return np.load(path, mmap_mode="r", allow_pickle=False), None
         with np.load(path, allow_pickle=False) as z:
-            files = list(z.files)
+            arrays = npz_arrays(z, name)
+            files = list(arrays)
             if not files:
                 raise UsageError(f"{name} holds no arrays.", hint="Save it with np.savez(path, x=x, y=y).")
             if "x" in files:
-                return z["x"], (z["y"] if "y" in files else None)
-            x = z[files[0]]
-            y = z[files[1]] if len(files) > 1 else None
+                return arrays["x"], arrays.get("y")
+            x = arrays[files[0]]
+            y = arrays[files[1]] if len(files) > 1 else None
             if y is not None and (y.ndim != 1 or not np.issubdtype(y.dtype, np.integer)):
                 y = None  # a second array that is not a label vector is not labels
             return x, y

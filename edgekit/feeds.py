@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from edgekit.border import vendor_errors
-from edgekit.calibration import _fit, _to_float, random_samples, split_indices
+from edgekit.calibration import _fit, _to_float, npz_arrays, random_samples, split_indices
 from edgekit.errors import UsageError
 
 MASKS_KEY = "masks"
@@ -42,7 +42,7 @@ def _open_npz(spec: str) -> dict[str, np.ndarray]:
     with vendor_errors("numpy", error=UsageError, what=f"Cannot read {spec}",
                        hint="Save it with np.savez(path, name=array, ...) (no pickled objects)."), \
             np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+        return npz_arrays(z, spec)
 
 
 def split_named(spec: str | None, inputs: Sequence[tuple[str, list[int], str]], layout: str, *, calib_size: int,

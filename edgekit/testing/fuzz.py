@@ -3,7 +3,8 @@
 A target writes one case (bytes) where its parser reads it and calls the parser the way edgekit's
 commands do. The verdict of a case (`run_case`):
 - "ok": parsed; "refused": an EdgekitError (or, for the server's decoding, its RequestError): both fine;
-- "finding": any other exception (a traceback a user would see), or a case slower than HANG_S.
+- "finding": any other exception (a traceback a user would see), an InternalError (edgekit calling its
+  own bug), or a case slower than HANG_S.
 A crash of the process (a native reader) is seen by whoever runs the cases in a child: bench/fuzz.py.
 
 Cases are mutations of the real seed files (`edgekit.testing.fuzz_seeds`): hypothesis draws a 64-bit
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgekit.errors import EdgekitError
+from edgekit.errors import EdgekitError, InternalError
 
 HANG_S = 10.0
 INTERESTING = (0, 1, -1, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 0x7FFFFFFF, -0x80000000, 0xFFFFFFFF, 0x10000, 64)
@@ -373,6 +374,8 @@ def run_case(target: Target, ctx: Context, data: bytes, path: Path) -> Outcome:
     try:
         target.run(path, ctx)
         verdict, error, where = "ok", "", ""
+    except InternalError as exc:  # edgekit's own "this is a bug" answer: a clean exit 1, but a bug all the same
+        verdict, error, where = "finding", f"InternalError: {exc.message[:300]}", _where(exc)
     except allowed:
         verdict, error, where = "refused", "", ""
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - judging them is the point

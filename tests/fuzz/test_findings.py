@@ -119,3 +119,26 @@ def test_a_request_naming_a_tensor_by_an_object_is_a_400(where: str) -> None:
         parse_infer(json.dumps(doc).encode(), None, wire_tensors([spec]),
                     wire_tensors([TensorSpec(name="y", shape=[1, 2], dtype="float32")]))
     assert exc.value.status == 400 and exc.value.field == f"{where}[0].name"
+
+
+def test_an_npz_member_that_is_not_an_array_is_bad_input(tmp_path: Path) -> None:
+    """A flipped bit in a member's name ('y.npy' -> 'y.np?') makes numpy hand back raw bytes for it: the
+    named-input reader (edgekit.feeds) died on `bytes.ndim`."""
+    import io
+    import zipfile
+
+    import numpy as np
+
+    from edgekit.calibration import load_samples
+    from edgekit.feeds import split_named
+
+    buf = io.BytesIO()
+    np.save(buf, np.zeros((4, 28, 28), np.uint8))
+    path = tmp_path / "data.npz"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("x.npy", buf.getvalue())
+        z.writestr("y", b"not an array")
+    with pytest.raises(UsageError, match="not a .npy array"):
+        split_named(str(path), [("x", [1, 1, 28, 28], "float32")], "NCHW", calib_size=2, val_size=2, batch=1)
+    with pytest.raises(UsageError, match="not a .npy array"):
+        load_samples(str(path), [1, 1, 28, 28], "NCHW")

@@ -98,7 +98,7 @@ class BenchReport(Record):
                              f"({SCHEMA_VERSION}).", hint="Upgrade edgekit to read it.")
         try:  # a hand-edited or hostile file: a field of the wrong kind is bad input, not a crash (issue 12)
             return super().from_dict(d)
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
             raise UsageError(f"Not a valid edgekit bench report: {type(exc).__name__}: {exc}.",
                              hint="Pass the bench.json `edgekit bench` wrote, unedited.") from exc
 

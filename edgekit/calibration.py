@@ -291,6 +291,16 @@ def _open_folder(folder: Path, spec: str, shape: list[int], layout: str, mean, s
     return _Source(f"images:{spec}", len(paths), labels, take)
 
 
+def open_npz(path: Path, name: str) -> Any:
+    """np.load of a .npz, refusing a file that is a single .npy array under a .npz name (np.load returns
+    an array then, not the archive the caller opens as a context manager: issue 12's fuzz)."""
+    z = np.load(path, allow_pickle=False)
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise UsageError(f"{name} is a single .npy array, not a .npz archive of named arrays.",
+                         hint="Name it .npy, or save it with np.savez(path, x=x, y=y).")
+    return z
+
+
 def npz_arrays(z: Any, name: str) -> dict[str, np.ndarray]:
     """Every member of an open .npz; UsageError for one that is not a .npy array (numpy hands its raw bytes
     back, and every reader then failed on them: issue 12's fuzz)."""
@@ -309,7 +319,7 @@ def _read_arrays(path: Path, name: str) -> tuple[np.ndarray, np.ndarray | None]:
                        "(no pickled objects)."):
         if path.suffix.lower() == ".npy":
             return np.load(path, mmap_mode="r", allow_pickle=False), None
-        with np.load(path, allow_pickle=False) as z:
+        with open_npz(path, name) as z:
             arrays = npz_arrays(z, name)
             files = list(arrays)
             if not files:

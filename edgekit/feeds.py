@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from edgekit.border import vendor_errors
-from edgekit.calibration import _fit, _to_float, npz_arrays, random_samples, split_indices
+from edgekit.calibration import _fit, _to_float, npz_arrays, open_npz, random_samples, split_indices
 from edgekit.errors import UsageError
 
 MASKS_KEY = "masks"
@@ -41,7 +41,7 @@ def _open_npz(spec: str) -> dict[str, np.ndarray]:
                          f"'{spec}' is not one.", hint="np.savez('data.npz', <input name>=samples, ...)")
     with vendor_errors("numpy", error=UsageError, what=f"Cannot read {spec}",
                        hint="Save it with np.savez(path, name=array, ...) (no pickled objects)."), \
-            np.load(path, allow_pickle=False) as z:
+            open_npz(path, spec) as z:
         return npz_arrays(z, spec)
 
 

@@ -142,3 +142,28 @@ def test_an_npz_member_that_is_not_an_array_is_bad_input(tmp_path: Path) -> None
         split_named(str(path), [("x", [1, 1, 28, 28], "float32")], "NCHW", calib_size=2, val_size=2, batch=1)
     with pytest.raises(UsageError, match="not a .npy array"):
         load_samples(str(path), [1, 1, 28, 28], "NCHW")
+
+
+def test_an_npy_under_an_npz_name_is_bad_input(tmp_path: Path) -> None:
+    """np.load returns an array, not an archive, for a .npy renamed .npz: `with ... as z` was an InternalError."""
+    import numpy as np
+
+    from edgekit.calibration import load_samples
+    from edgekit.feeds import split_named
+
+    path = tmp_path / "data.npz"
+    with open(path, "wb") as f:
+        np.save(f, np.zeros((4, 28, 28), np.uint8))
+    with pytest.raises(UsageError, match="single .npy array"):
+        split_named(str(path), [("x", [1, 1, 28, 28], "float32")], "NCHW", calib_size=2, val_size=2, batch=1)
+    with pytest.raises(UsageError, match="single .npy array"):
+        load_samples(str(path), [1, 1, 28, 28], "NCHW")
+
+
+def test_an_infinite_figure_in_a_bench_report_is_bad_input() -> None:
+    from edgekit.bench_report import BenchReport
+
+    doc = json.loads((SEEDS / "bench.json").read_text())
+    doc["results"][0]["schema_version"] = float("inf")  # int(inf) in ProfileResult.from_dict: OverflowError
+    with pytest.raises(UsageError):
+        BenchReport.from_dict(doc)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from edgekit import jsonsafe
 from edgekit.errors import UsageError
 from edgekit.fsutil import atomic_write_json
 from edgekit.records import Record
@@ -395,11 +396,11 @@ class Manifest:
                 hint="Pass the manifest.json (or the output folder) that `edgekit convert` wrote.",
             )
         try:
-            data = json.loads(p.read_text())
+            data = jsonsafe.loads(p.read_bytes())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise UsageError(f"{p} is not a readable manifest: {exc}.") from exc
-        except RecursionError as exc:
-            raise UsageError(f"{p} is nested too deeply to be an edgekit manifest.") from exc
+        except jsonsafe.TooDeep as exc:
+            raise UsageError(f"{p} is nested too deeply to be an edgekit manifest ({exc}).") from exc
         if not isinstance(data, dict) or "artifacts" not in data:
             raise UsageError(f"{p} is JSON but not an edgekit manifest (no 'artifacts' list).")
         try:  # a hand-edited or hostile file: a field of the wrong kind is bad input, not a crash (issue 12)

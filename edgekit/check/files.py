@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from edgekit import jsonsafe
 from edgekit.errors import UsageError
 
 # manifest.json and bench.json of a conversion are kilobytes; a baseline is smaller still
 MAX_BYTES = 32 * 1024 * 1024
-MAX_DEPTH = 1000  # the recursion limit while parsing JSON: edgekit's files nest a few levels deep
 
 
 def read_text(path: Path, what: str) -> str:
@@ -40,24 +39,14 @@ def read_text(path: Path, what: str) -> str:
 
 
 def parse_json(text: str, where: str) -> Any:
-    """TEXT as JSON, or UsageError naming WHERE (malformed, or nested beyond what a parser should follow).
-
-    The recursion limit is held at MAX_DEPTH while parsing: a library imported earlier may have raised it
-    (PyTorch does), and a file of 200,000 nested brackets then overflows the C stack instead of raising.
-    """
-    old, depth, frame = sys.getrecursionlimit(), 0, sys._getframe()
-    while frame is not None:  # the limit counts the frames already on the stack
-        depth, frame = depth + 1, frame.f_back
-    sys.setrecursionlimit(depth + MAX_DEPTH)
+    """TEXT as JSON, or UsageError naming WHERE (malformed, or nested beyond what a parser should follow)."""
     try:
-        return json.loads(text)
+        return jsonsafe.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).",
                          hint="Pass the file edgekit wrote, unedited (or re-run the command that writes it).") from exc
-    except RecursionError as exc:
-        raise UsageError(f"{where} is nested too deeply to be an edgekit file.") from exc
-    finally:
-        sys.setrecursionlimit(old)
+    except jsonsafe.TooDeep as exc:
+        raise UsageError(f"{where} is nested too deeply to be an edgekit file ({exc}).") from exc
 
 
 def read_json(path: Path, what: str) -> Any:

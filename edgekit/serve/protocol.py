@@ -12,21 +12,18 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from edgekit import jsonsafe
 from edgekit.serve.errors import bad_request
 from edgekit.serve.tensors import DATATYPES, KNOWN_DATATYPES, WireTensor, datatype_of
 
 HEADER_LENGTH = "inference-header-content-length"
 MAX_DIMS = 16  # no CNN input has more; bounds the nesting of JSON data as well
 MAX_JSON_DEPTH = 64  # request object + inputs list + tensor + MAX_DIMS levels of data, with room to spare
-_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_OPEN = np.frombuffer(b"[{", dtype=np.uint8)
-_CLOSE = np.frombuffer(b"]}", dtype=np.uint8)
 
 
 @dataclass
@@ -47,27 +44,15 @@ class InferRequest:
 
 def json_depth(data: bytes) -> int:
     """How deep DATA's arrays and objects nest (brackets inside strings not counted), without recursing."""
-    if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:
-        return 0  # cannot be deeper than the limit: skip the scan (every small request)
-    bare = _STRINGS.sub(b'""', data)
-    codes = np.frombuffer(bare, dtype=np.uint8)
-    step = np.isin(codes, _OPEN).astype(np.int32) - np.isin(codes, _CLOSE).astype(np.int32)
-    return int(np.cumsum(step).max(initial=0))
+    return jsonsafe.depth(data)
 
 
 def load_json(data: bytes, what: str = "body") -> Any:
-    """JSON from DATA, or a 400: malformed, not UTF-8, or nested deeper than MAX_JSON_DEPTH.
-
-    The depth is checked before parsing: json's C parser recurses once per level, and where a library
-    has raised the recursion limit, a body of 50,000 '[' overflows the C stack (a segfault, seen here)
-    before RecursionError is raised.
-    """
-    if json_depth(data) > MAX_JSON_DEPTH:
-        raise bad_request(f"the JSON nests deeper than {MAX_JSON_DEPTH} levels.", what)
+    """JSON from DATA, or a 400: malformed, not UTF-8, or nested deeper than MAX_JSON_DEPTH (edgekit.jsonsafe)."""
     try:
-        return json.loads(data)
-    except RecursionError:
-        raise bad_request("the JSON is nested too deeply.", what) from None
+        return jsonsafe.loads(data, MAX_JSON_DEPTH)
+    except jsonsafe.TooDeep:
+        raise bad_request(f"the JSON nests deeper than {MAX_JSON_DEPTH} levels.", what) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise bad_request(f"the request is not valid JSON: {exc}.", what) from None
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from edgekit import jsonsafe
 from edgekit._deps import require
 from edgekit.border import all_text, vendor_errors, vendor_message
 from edgekit.errors import UnsupportedModel, UsageError
@@ -73,8 +74,9 @@ def read_config(path: Path, kind: str) -> dict[str, Any] | None:
     except (OSError, zipfile.BadZipFile, EOFError, RuntimeError, ValueError) as exc:
         raise _corrupt(path, vendor_message(exc, 300)) from exc
     try:
-        config = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else str(raw))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        # a Keras config nests a dozen levels deep; a hostile one is refused before the parser recurses
+        config = jsonsafe.loads(raw if isinstance(raw, bytes) else str(raw), max_depth=256)
+    except (UnicodeDecodeError, json.JSONDecodeError, jsonsafe.TooDeep) as exc:
         raise _corrupt(path, f"its model config is not valid JSON ({exc})") from exc
     if not isinstance(config, dict):
         raise _corrupt(path, "its model config is not a JSON object")

@@ -16,12 +16,12 @@ compile=False.
 from __future__ import annotations
 
 import contextlib
-import json
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from edgekit import jsonsafe
 from edgekit._deps import require
 from edgekit.border import all_text, vendor_errors, vendor_message
 from edgekit.errors import UnsupportedModel
@@ -32,10 +32,10 @@ _KERAS2_MODULES = ("tf_keras.", "keras.engine.", "keras.src.engine.")
 def written_by(path: Path, kind: str) -> str | None:
     """The Keras version the file records (`keras_version`), or None where it records none."""
     raw: Any = None
-    with contextlib.suppress(OSError, KeyError, ValueError, zipfile.BadZipFile, RuntimeError):
+    with contextlib.suppress(OSError, KeyError, ValueError, AttributeError, zipfile.BadZipFile, RuntimeError):
         if kind == "keras":
             with zipfile.ZipFile(path) as zf:
-                raw = json.loads(zf.read("metadata.json").decode("utf-8")).get("keras_version")
+                raw = jsonsafe.loads(zf.read("metadata.json")).get("keras_version")
         else:
             h5py = require("h5py", extra="convert", purpose="read .h5 Keras models")
             with h5py.File(path, "r") as f:

@@ -128,7 +128,7 @@ def profile_artifact(path: str | Path, runtime: str | None = None, device: str =
         profile_dev = detect_profile(kind="gpu" if dev in ("cuda", "tensorrt") else dev)
     threads = settings.threads or (profile_dev.threads if profile_dev else None)
     artifact, notes = describe_artifact(path, fmt)
-    options, kernels_note = _first_run_isolated(path, cls, dev, threads, settings.batch, dict(options or {}))
+    options, kernels_note = first_run_isolated(path, cls, dev, threads, settings.batch, dict(options or {}))
     if kernels_note:
         notes.append(f"measured with {cls.label()}'s builtin kernels (no delegate): {kernels_note}")
 
@@ -199,7 +199,7 @@ def profile_artifact(path: str | Path, runtime: str | None = None, device: str =
     )
 
 
-def _first_run_isolated(path: Path, cls: type[Runtime], dev: str, threads: int | None, batch: int,
+def first_run_isolated(path: Path, cls: type[Runtime], dev: str, threads: int | None, batch: int,
                         options: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """Load PATH and run it once in a child process first, where its runtime can crash natively on a model.
 
@@ -293,4 +293,5 @@ def _compute(path: Path, fmt: str, rt: Any, batch: int, p50_ms: float, dev: str,
     return out
 
 
-__all__ = ["REQUIRED", "SCHEMA_VERSION", "MeasureSettings", "ProfileResult", "artifact_macs", "profile_artifact"]
+__all__ = ["REQUIRED", "SCHEMA_VERSION", "MeasureSettings", "ProfileResult", "artifact_macs", "first_run_isolated",
+           "profile_artifact"]

@@ -64,10 +64,10 @@ class ServedModel:
         on a badly quantized model, which would kill the server with a signal; the child's crash becomes a
         RuntimeFailure naming it, and the kernels the child settled on are the ones the workers load.
         (LiteRT on the CPU only; EDGEKIT_NO_ISOLATION=1 skips it.)"""
-        from edgekit.profile import _first_run_isolated
+        from edgekit.profile import first_run_isolated
         from edgekit.runtimes import get_runtime
 
-        self.options, note = _first_run_isolated(self.choice.path, get_runtime(self.choice.runtime),
+        self.options, note = first_run_isolated(self.choice.path, get_runtime(self.choice.runtime),
                                                  self.choice.device, self.threads, 1, dict(self.config.options))
         if note:
             self.info["kernels_note"] = note

@@ -43,8 +43,11 @@ _LOGGERS = ("tensorflow", "absl", "tf2onnx", "onnx2tf", "h5py", "onnxruntime", "
 _WARNING_MODULES = (r"(keras|tf_keras|tensorflow|tf2onnx|onnx2tf|onnx|onnxruntime|onnxscript|torch|google|absl|h5py)"
                     r"(\.|$)")
 
+# The filter ignores SIGINT/SIGTERM: a Ctrl-C reaches the whole process group, and a filter that died
+# with it would swallow edgekit's own "interrupted" line; it ends when its input closes (edgekit exits).
 _FILTER_CODE = (
-    "import re,sys\n"
+    "import re,signal,sys\n"
+    "signal.signal(signal.SIGINT,signal.SIG_IGN);signal.signal(signal.SIGTERM,signal.SIG_IGN)\n"
     "p=re.compile(sys.argv[1])\n"
     "o=sys.stdout.buffer\n"
     "for b in sys.stdin.buffer:\n"

@@ -75,7 +75,7 @@ def pin(model: Any, shapes: dict[str, Sequence[int]], min_opset: int | None = No
                 continue
             if i == 0:
                 continue  # the batch stays free: each step fixes its own
-            if dim.HasField("dim_param") and dim.dim_param:
+            if dim.HasField("dim_param") and dim.dim_param and dim.dim_param != "?":  # Paddle2ONNX names all "?"
                 make_dim_param_fixed(graph, dim.dim_param, int(want))
             else:
                 dim.Clear()

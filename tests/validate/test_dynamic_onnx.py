@@ -69,6 +69,19 @@ def test_input_shape_pins_the_graph_and_records_each_change(models: dict[str, Pa
     assert not any("opset" in c for c in static.changes)
 
 
+def test_dims_all_named_question_mark_are_pinned_one_by_one(models: dict[str, Path], tmp_path: Path) -> None:
+    """Paddle2ONNX (PP-OCR's cls) names every unknown dim "?": height and width are pinned each to its own size."""
+    import onnx
+
+    m = onnx.load(str(models["heads12"]))
+    for d in m.graph.input[0].type.tensor_type.shape.dim[2:]:
+        d.dim_param = "?"
+    onnx.save(m, str(tmp_path / "paddle.onnx"))
+    src = _load(tmp_path / "paddle.onnx", input_shape=[1, 3, 32, 48])
+    assert src.input_shape == [-1, 3, 32, 48]
+    assert src.run_outputs({"image": np.zeros((2, 3, 32, 48), np.float32)})["geo"].shape == (2, 4, 16, 24)
+
+
 def test_several_inputs_are_named(models: dict[str, Path]) -> None:
     src = _load(models["two_in"])
     assert [n for n, _, _ in src.inputs] == ["image", "mask"]

@@ -117,6 +117,10 @@ TASKS: tuple[ZooModel, ...] = (
     ZooModel("unet_seg", "task", "torch .pt2", note="U-Net, 11 classes per pixel, label masks"),
     ZooModel("crnn_digits", "task", "torch .pt2", note="CTC recognizer of 4-digit strings, (N,T,C) output"),
     ZooModel("east_dyn_onnx", "task", "ONNX opset 12, dynamic N,H,W", note="EAST-style, TorchScript exporter"),
+    # trained third-party ONNX from the rapidocr-onnxruntime wheel (Paddle2ONNX exports), on text rendered with PIL
+    ZooModel("ppocr_det", "task", "PP-OCRv4 det ONNX, dynamic N,H,W", note="DB text detector, trained"),
+    ZooModel("ppocr_rec", "task", "PP-OCRv4 rec ONNX, dynamic N,W", note="text-line CTC recogniser, trained"),
+    ZooModel("ppocr_cls", "task", "PP-OCR v2.0 cls ONNX, dynamic N,H,W", note="0/180 orientation, trained"),
 )
 BY_NAME = {m.name: m for m in (*ZOO, *TASKS)}
 
@@ -637,6 +641,9 @@ def task_section(recs: dict[str, dict[str, Any]]) -> list[str]:
              "Built and trained in code by `bench/zoo_tasks.py` (no download), briefly (a few hundred steps on the",
              "bundled MNIST training digits), with real inputs: scenes, lines and digits made of the 1,000 MNIST test",
              f"digits ({N_TASK_SCENES} per model: {CALIB_SIZE} calibrate, {_held_out(done)} held-out validate).",
+             "The `ppocr_*` rows are trained third-party models (PP-OCR ONNX from the `rapidocr-onnxruntime` wheel,",
+             "Paddle2ONNX exports) on text rendered with PIL (pages for det, word lines for rec, lines and their",
+             "180-degree rotations, labelled, for cls), preprocessed as PP-OCR does.",
              "Each cell: the artifact's worst output,",
              "judged as its kind (edgekit.fidelity: `px` per-pixel argmax agreement of a dense map, `step` per-step",
              "argmax agreement of a sequence, `cos` cosine of a regression map; mIoU where the .npz has label masks);",

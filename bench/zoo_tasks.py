@@ -1,4 +1,5 @@
-"""The zoo's non-classifiers (issue 15): small task models built in code and trained briefly on real digits.
+"""The zoo's non-classifiers (issue 15): task models built in code and trained briefly on real digits, and trained
+third-party PP-OCR ONNX models.
 
 No download is possible here, so each model is built with torch and trained for a few hundred steps on
 scenes made of the bundled MNIST digits (edgekit.calibration.mnist_split: 4,000 train, 1,000 test):
@@ -13,6 +14,11 @@ scenes made of the bundled MNIST digits (edgekit.calibration.mnist_split: 4,000 
 - `east_dyn_onnx`: an EAST-style text/digit detector, score map + 4-channel geometry, exported as a
   third-party exporter writes it: torch's TorchScript exporter at opset 12, dynamic batch, height and width
   (dim_params), converted with `--input-shape 1,3,64,64`.
+- `ppocr_det`, `ppocr_rec`, `ppocr_cls`: TRAINED third-party models, the PP-OCR ONNX files shipped in the
+  rapidocr-onnxruntime wheel (the `zoo` extra; only its .onnx files are read): a DB text detector (dynamic H/W,
+  pinned 320x320), a CTC text-line recogniser ((N,T,6625) scores, pinned 48x320) and a 0/180 orientation
+  classifier (48x192, labels in the .npz). Inputs are text rendered with PIL's default font, preprocessed as
+  PP-OCR does (det: BGR uint8 + ImageNet mean/std flags; rec/cls: float (x/255-0.5)/0.5, zero-padded right).
 
 Each builder returns the build record bench/zoo.py stores: the source file, its calibration .npz (test
 scenes only; never the training digits), the extra CLI flags (--output-kind for box/geometry maps, which
@@ -21,6 +27,7 @@ are regressions whatever their channel count), and the trained model's own task 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -346,8 +353,152 @@ def build_east(out: Path) -> dict[str, Any]:
             "task": f"text-pixel IoU of the score map {iou:.3f}", "train_loss": final}
 
 
+# ----------------------------------------------------------------------------- trained third-party: PP-OCR
+
+WORDS = ("edge", "model", "invoice", "total", "station", "north", "river", "paper", "signal", "market", "garden",
+         "window", "number", "street", "coffee", "ticket", "orange", "silver", "yellow", "summer", "winter", "camera",
+         "receipt", "battery", "Monday", "Friday", "London", "Paris", "Berlin", "Open", "Exit", "Push", "Pull",
+         "2024", "17:45", "No. 38", "EUR 12.50", "$4.99", "Platform 9", "Room 214")
+OCR_FILES = {"ppocr_det": "ch_PP-OCRv4_det_infer.onnx", "ppocr_rec": "ch_PP-OCRv4_rec_infer.onnx",
+             "ppocr_cls": "ch_ppocr_mobile_v2.0_cls_infer.onnx"}
+
+
+def ocr_model(name: str) -> Path:
+    """The trained .onnx inside the rapidocr-onnxruntime wheel (the `zoo` extra), found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("rapidocr_onnxruntime")
+    if spec is None or spec.origin is None:
+        raise SystemExit("rapidocr-onnxruntime is not installed: pip install -e '.[zoo]'")
+    return Path(spec.origin).parent / "models" / OCR_FILES[name]
+
+
+def _line_text(rng: np.random.Generator) -> str:
+    return " ".join(str(w) for w in rng.choice(WORDS, int(rng.integers(1, 4))))
+
+
+def _render(text: str, size: int, rng: np.random.Generator) -> np.ndarray:
+    """TEXT in the default font at SIZE px, dark ink on a light, slightly coloured background: (h, w, 3) uint8 RGB,
+    cropped to the ink with a small margin."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.load_default(size=size)
+    x0, y0, x1, y1 = font.getbbox(text)
+    pad = max(2, size // 6)
+    bg = tuple(int(v) for v in rng.integers(200, 256, 3))
+    ink = tuple(int(v) for v in rng.integers(0, 70, 3))
+    img = Image.new("RGB", (x1 - x0 + 2 * pad, y1 - y0 + 2 * pad), bg)
+    ImageDraw.Draw(img).text((pad - x0, pad - y0), text, font=font, fill=ink)
+    return np.asarray(img)
+
+
+def _line_tensor(rgb: np.ndarray, width: int, height: int = 48) -> np.ndarray:
+    """PP-OCR's rec/cls preprocessing: BGR, resized to HEIGHT (aspect kept, width capped), (x/255-0.5)/0.5,
+    zero-padded on the right to WIDTH: (3, HEIGHT, WIDTH) float32."""
+    from PIL import Image
+
+    h, w = rgb.shape[:2]
+    nw = min(width, max(1, int(np.ceil(height * w / h))))
+    img = np.asarray(Image.fromarray(rgb).resize((nw, height), Image.BILINEAR), np.float32)[:, :, ::-1]
+    out = np.zeros((3, height, width), np.float32)
+    out[:, :, :nw] = (img.transpose(2, 0, 1) / 255.0 - 0.5) / 0.5
+    return out
+
+
+def _ort(path: Path, x: np.ndarray) -> np.ndarray:
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    return np.concatenate([sess.run(None, {name: x[i:i + 16]})[0] for i in range(0, len(x), 16)])
+
+
+def _ocr_record(path: Path, **kw: Any) -> dict[str, Any]:
+    import onnx
+
+    m = onnx.load(str(path))
+    consts = [a.t for n in m.graph.node if n.op_type == "Constant" for a in n.attribute if a.name == "value"]
+    params = sum(int(np.prod(t.dims)) for t in (*m.graph.initializer, *consts))  # Paddle2ONNX: weights as Constant
+    local = kw["calib"].with_suffix(".onnx")  # beside its .npz, so the recorded command names no site-packages
+    shutil.copyfile(path, local)
+    return {"file": local, "params": params, "layout": "NCHW", **kw}
+
+
+def build_ppocr_det(out: Path) -> dict[str, Any]:
+    """Pages of 320x320 with 3-6 lines of words at 14-30 px; DB's probability map (N,1,H,W) at full size."""
+    from PIL import Image
+
+    rng = np.random.default_rng(21)
+    pages = np.zeros((N_CALIB, 320, 320, 3), np.uint8)
+    boxes: list[list[tuple[int, int, int, int]]] = [[] for _ in range(N_CALIB)]
+    for i in range(N_CALIB):
+        pages[i] = rng.integers(215, 256, 3)  # a light, slightly coloured page
+        y = int(rng.integers(4, 30))
+        for _ in range(int(rng.integers(3, 7))):
+            line = _render(_line_text(rng), int(rng.integers(14, 31)), rng)
+            h, w = line.shape[:2]
+            if w > 310:
+                line = np.asarray(Image.fromarray(line).resize((310, h)))
+                w = 310
+            if y + h > 316:
+                break
+            x = int(rng.integers(2, 320 - w - 1))
+            pages[i, y:y + h, x:x + w] = line
+            boxes[i].append((x, y, x + w, y + h))
+            y += h + int(rng.integers(4, 24))
+    x = np.ascontiguousarray(pages[:, :, :, ::-1].transpose(0, 3, 1, 2))  # BGR, NCHW, uint8
+    path = ocr_model("ppocr_det")
+    mean, std = np.array([0.485, 0.456, 0.406], np.float32), np.array([0.229, 0.224, 0.225], np.float32)
+    prob = _ort(path, ((x[:100] / np.float32(255) - mean[:, None, None]) / std[:, None, None]).astype(np.float32))
+    found = prob[:, 0] > 0.3  # DB's binarisation threshold; it marks each line's shrunk core
+    hits = [found[i, y0:y1, x0:x1].mean() > 0.25 for i in range(100) for x0, y0, x1, y1 in boxes[i]]
+    return _ocr_record(path, input="3xHxW (dynamic; pinned 3x320x320)",
+                       calib=_npz(out / "ppocr_det.npz", x=x),
+                       args=["--input-shape", "1,3,320,320", "--mean", "0.485,0.456,0.406",
+                             "--std", "0.229,0.224,0.225"],
+                       task=f"lines found (> 1/4 of the line's box at p > 0.3) {np.mean(hits):.1%} of {len(hits)}; "
+                            f"page marked {found.mean():.1%} (100 test pages)")
+
+
+def _lines(n: int, seed: int, width: int, rotate: bool = False) -> tuple[np.ndarray, list[str]]:
+    """N rendered lines as PP-OCR tensors; ROTATE: each line turned 180 degrees before preprocessing."""
+    rng = np.random.default_rng(seed)
+    texts = [_line_text(rng) for _ in range(n)]
+    crops = [_render(t, int(rng.integers(20, 40)), rng) for t in texts]
+    return np.stack([_line_tensor(c[::-1, ::-1] if rotate else c, width) for c in crops]), texts
+
+
+def build_ppocr_rec(out: Path) -> dict[str, Any]:
+    """Lines of 1-3 words, (N,3,48,320); CTC scores (N,40,6625) over PP-OCR's character list."""
+    import onnx
+
+    path = ocr_model("ppocr_rec")
+    x, texts = _lines(N_CALIB, 22, 320)
+    meta = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
+    chars = ["<blank>", *meta["character"].splitlines(), " "]
+    best = _ort(path, x[:100]).argmax(2)
+    read = ["".join(chars[c] for c in greedy(b, blank=0)) for b in best]
+    right = sum(r.strip() == t for r, t in zip(read, texts[:100], strict=True))
+    return _ocr_record(path, input="3x48xW (dynamic; pinned 3x48x320)",
+                       calib=_npz(out / "ppocr_rec.npz", x=x), args=["--input-shape", "1,3,48,320"],
+                       task=f"lines read exactly (greedy CTC) {right}% of 100")
+
+
+def build_ppocr_cls(out: Path) -> dict[str, Any]:
+    """Lines of 1-3 words and their 180-degree rotations (labels 0/1), (N,3,48,192); (N,2) scores."""
+    path = ocr_model("ppocr_cls")
+    xs = np.empty((N_CALIB, 3, 48, 192), np.float32)
+    xs[0::2], xs[1::2] = _lines(N_CALIB // 2, 23, 192)[0], _lines(N_CALIB // 2, 23, 192, rotate=True)[0]
+    y = np.tile([0, 1], N_CALIB // 2).astype(np.int64)
+    acc = (_ort(path, xs[:200]).argmax(1) == y[:200]).mean()
+    return _ocr_record(path, input="3x48x192 (dynamic; pinned)",
+                       calib=_npz(out / "ppocr_cls.npz", x=xs, y=y), args=["--input-shape", "1,3,48,192"],
+                       task=f"orientation accuracy {acc:.1%} (200 test lines, half rotated 180)")
+
+
 BUILDERS = {"det_faceproposal": build_detector, "unet_seg": build_unet, "crnn_digits": build_crnn,
-            "east_dyn_onnx": build_east}
+            "east_dyn_onnx": build_east, "ppocr_det": build_ppocr_det, "ppocr_rec": build_ppocr_rec,
+            "ppocr_cls": build_ppocr_cls}
 
 
 def build(name: str, out: Path) -> dict[str, Any]:

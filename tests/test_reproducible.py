@@ -62,3 +62,15 @@ def test_two_runs_give_identical_artifacts(bundled_conversion, bundled_pt2: Path
     sa, sb = stable_part(a), stable_part(b)
     assert sa["options"].pop("out_dir") != sb["options"].pop("out_dir")
     assert differences(sa, sb) == []
+
+
+@pytest.mark.slow  # one more onnx2tf conversion, in this process, after the shared one
+def test_a_second_conversion_in_one_process_gives_the_same_bytes(bundled_conversion, bundled_pt2: Path,
+                                                                  tmp_path: Path) -> None:
+    # Keras's per-process layer-name counters reached the TFLite file: the Python API's second conversion
+    # (and the test suite's) gave other bytes than the first until onnx_to_savedmodel reset them
+    from edgekit.pipeline import convert
+
+    again = convert(bundled_pt2, "tflite", "fp32", calib="mnist", out=tmp_path / "again")
+    first = bundled_conversion.manifest_path.parent / "mnist_cnn.fp32.tflite"
+    assert sha256_file(again.manifest_path.parent / "mnist_cnn.fp32.tflite") == sha256_file(first)

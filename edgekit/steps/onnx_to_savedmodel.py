@@ -42,6 +42,12 @@ def _env_for_onnx2tf(samples_nhwc: np.ndarray) -> Iterator[None]:
     bindir = str(Path(sys.executable).parent)
     os.environ["PATH"] = bindir + os.pathsep + old_path
     o2t.download_test_image_data = lambda: samples_nhwc
+    # Keras names layers from per-process counters ("tf.nn.convolution_3"), and the names reach the TFLite
+    # file: without this, a second conversion in one process (the Python API, the test suite) gave other
+    # bytes than the first. onnx2tf seeds once at import; seeding per conversion keeps it as a fresh process.
+    tf_keras = sys.modules["tf_keras"]
+    tf_keras.backend.reset_uids()
+    tf_keras.utils.set_random_seed(0)
     try:
         yield
     finally:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from edgekit.artifact import Fidelity, OutputFidelity, TensorSpec
+from edgekit.batching import rows_per_chunk
 from edgekit.border import vendor_errors
 from edgekit.errors import RuntimeFailure
 from edgekit.fidelity.kinds import kind_of
@@ -94,7 +95,7 @@ def _outputs(runtime: Runtime, feeds: dict[str, np.ndarray], layout_from: str, l
     xs = {s.name: to_layout(_feed_for(s.name, feeds, len(specs)), layout_from, layout_to).astype(np.float32)
           for s in specs}
     first = specs[0]
-    batch = first.shape[0] if first.shape and first.shape[0] > 0 else 64
+    batch = first.shape[0] if first.shape and first.shape[0] > 0 else rows_per_chunk(xs.values(), 64)
     total = len(next(iter(xs.values())))
     outs: dict[str, list[np.ndarray]] = {o.name: [] for o in runtime.outputs}
     for i in range(0, total, batch):

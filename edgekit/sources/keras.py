@@ -28,6 +28,7 @@ import numpy as np
 
 from edgekit import jsonsafe
 from edgekit._deps import require
+from edgekit.batching import rows_per_chunk
 from edgekit.border import all_text, vendor_errors, vendor_message
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.fsutil import sha256_file
@@ -216,8 +217,9 @@ def make_predict(model: Any, dtype: str, max_batch: int = PREDICT_BATCH) -> Call
 
     def predict(x: np.ndarray) -> np.ndarray:
         outs = []
-        for i in range(0, len(x), max_batch):
-            y = model(np.ascontiguousarray(x[i:i + max_batch], dtype=dtype), training=False)
+        step = rows_per_chunk([x], max_batch)
+        for i in range(0, len(x), step):
+            y = model(np.ascontiguousarray(x[i:i + step], dtype=dtype), training=False)
             if isinstance(y, dict):
                 y = next(iter(y.values()))
             elif isinstance(y, (list, tuple)):
@@ -236,8 +238,9 @@ def make_predict_outputs(model: Any, dtype: str, names: list[str], max_batch: in
     def predict_outputs(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         x = next(iter(feeds.values()))
         outs: dict[str, list[np.ndarray]] = {}
-        for i in range(0, len(x), max_batch):
-            y = model(np.ascontiguousarray(x[i:i + max_batch], dtype=dtype), training=False)
+        step = rows_per_chunk([x], max_batch)
+        for i in range(0, len(x), step):
+            y = model(np.ascontiguousarray(x[i:i + step], dtype=dtype), training=False)
             if not isinstance(y, dict):
                 ys = list(y) if isinstance(y, (list, tuple)) else [y]
                 y = dict(zip(names if len(names) == len(ys) else [f"output_{j}" for j in range(len(ys))], ys,

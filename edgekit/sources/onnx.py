@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from edgekit._deps import require
+from edgekit.batching import rows_per_chunk
 from edgekit.border import all_text, vendor_errors
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.fsutil import sha256_file
@@ -145,13 +146,14 @@ def load(path: Path, opts: LoadOptions, kind: str = "onnx") -> Source:
     names = [i.name for i in inputs]
     out_names = [o.name for o in session.get_outputs()]
     first = names[0]
-    max_batch = shapes[first][0] if shapes[first][0] > 0 else 256
+    max_batch = shapes[first][0] if shapes[first][0] > 0 else 0
 
     def predict_outputs(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         total = len(feeds[first])
+        step = max_batch or rows_per_chunk((feeds[n] for n in names), 256)  # static batch, or chunks by bytes
         parts: list[list[np.ndarray]] = [[] for _ in out_names]
-        for i in range(0, total, max_batch):
-            got = session.run(out_names, {n: feeds[n][i:i + max_batch].astype(types[n]) for n in names})
+        for i in range(0, total, step):
+            got = session.run(out_names, {n: feeds[n][i:i + step].astype(types[n]) for n in names})
             for part, y in zip(parts, got, strict=True):
                 part.append(np.asarray(y))
         return {n: np.concatenate(p).astype(np.float32) for n, p in zip(out_names, parts, strict=True)}

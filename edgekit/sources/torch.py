@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from edgekit._deps import require
+from edgekit.batching import rows_per_chunk
 from edgekit.border import vendor_errors, vendor_message
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.fsutil import sha256_file
@@ -127,10 +128,11 @@ def _make_predict_outputs(module: Any, max_batch: int) -> Any:
 
     def predict_outputs(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         x = next(iter(feeds.values()))
+        step = max_batch or rows_per_chunk([x], 256)  # MAX_BATCH: the module's static batch, 0 when free
         outs: dict[str, list[np.ndarray]] = {}
         with torch.no_grad():
-            for i in range(0, len(x), max_batch):
-                y = module(torch.from_numpy(np.ascontiguousarray(x[i:i + max_batch], dtype=np.float32)))
+            for i in range(0, len(x), step):
+                y = module(torch.from_numpy(np.ascontiguousarray(x[i:i + step], dtype=np.float32)))
                 for name, t in named_outputs(y).items():
                     outs.setdefault(name, []).append(t.detach().cpu().numpy().astype(np.float32))
         return {name: np.concatenate(parts) for name, parts in outs.items()}
@@ -178,12 +180,12 @@ def load(path: Path | None, opts: LoadOptions, kind: str) -> Source:
             hint="Pass --input-shape N,C,H,W (batch first, NCHW for PyTorch), e.g. --input-shape 1,1,28,28.",
         )
     static_batch = shape[0] if shape[0] > 0 else 0
-    predict = _make_predict(module, static_batch or 256)
+    predict = _make_predict(module, static_batch or 0)
     probe = np.zeros([1 if d <= 0 else d for d in shape], dtype=np.float32)
     with vendor_errors("torch", error=UsageError, describe=lambda exc: vendor_message(exc, 300, last=True),
                        what=f"The model does not accept an input of shape {_fmt(probe.shape)}",
                        hint="Pass the shape the model was trained on with --input-shape N,C,H,W."):
-        names = list(_make_predict_outputs(module, static_batch or 256)({"input": probe}))
+        names = list(_make_predict_outputs(module, static_batch or 0)({"input": probe}))
     if static_batch == 0 and kind != "torch-exported":
         shape = [-1, *shape[1:]]  # eager modules accept any batch
     return Source(
@@ -199,7 +201,7 @@ def load(path: Path | None, opts: LoadOptions, kind: str) -> Source:
         sha256=sha256_file(path) if path else "",
         extra={"module": module},
         output_names=names,
-        predict_outputs=_make_predict_outputs(module, static_batch or 256),
+        predict_outputs=_make_predict_outputs(module, static_batch or 0),
     )
 
 

@@ -1,0 +1,97 @@
+"""The model zoo's catalogue and settings: which models, at what size, under which bounds.
+
+Shared by bench/zoo.py (building and running them) and bench/zoo_report.py (docs/zoo.md), so that the
+report reads the same list and bounds the runner used without importing the runner.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "zoo"
+DOC = ROOT / "docs" / "zoo.md"
+SIZE = 160
+N_HEAD = 500  # training digits the head is fitted on (never in the .npz)
+N_BN = 64  # training digits the BatchNorm statistics are taken from
+TARGETS, PRECISIONS = "onnx,tflite,edgetpu", "fp32,int8"
+CALIB_SIZE, VAL_SIZE = 100, 200
+MAX_SECONDS, MAX_RSS = 180, 4 * 2**30  # issue 8's bounds for the whole matrix on this 2-core machine
+
+
+@dataclass(frozen=True)
+class ZooModel:
+    """One zoo entry: where it comes from and how it is built."""
+
+    name: str
+    package: str  # keras | transformers | edgekit
+    cls: str  # keras.applications function, or transformers <Family> (Config / ForImageClassification)
+    kwargs: dict[str, Any] = field(default_factory=dict)  # config overrides (transformers)
+    note: str = ""
+
+
+def _k(cls: str) -> ZooModel:
+    return ZooModel(f"keras_{cls.lower()}", "keras", cls)
+
+
+def _t(name: str, family: str, note: str = "", **kwargs: Any) -> ZooModel:
+    return ZooModel(f"hf_{name}", "transformers", family, kwargs, note)
+
+
+# Ordered small and cheap first, so that a run cut short has covered the most families. Every keras.applications
+# family under 30 M parameters (RegNet is not in Keras 3's applications; VGG and InceptionResNetV2 are over 30 M).
+ZOO: tuple[ZooModel, ...] = (
+    ZooModel("mnist_cnn", "edgekit", "models/mnist_cnn.pt2", note="bundled, trained"),
+    _k("MobileNetV3Small"),
+    _t("mobilenet_v2", "MobileNetV2", "1.0, 224 config"),
+    _t("resnet18", "ResNet", "ResNet-18", layer_type="basic", depths=[2, 2, 2, 2],
+       hidden_sizes=[64, 128, 256, 512]),
+    _t("convnextv2_atto", "ConvNextV2", "atto", depths=[2, 2, 6, 2], hidden_sizes=[40, 80, 160, 320]),
+    _k("EfficientNetB0"),
+    _t("efficientnet_b0", "EfficientNet", "B0", width_coefficient=1.0, depth_coefficient=1.0,
+       image_size=SIZE, hidden_dim=1280, dropout_rate=0.2),
+    _k("MobileNetV2"),
+    _t("mobilenet_v1", "MobileNetV1", "1.0"),
+    _t("regnet_y_400mf", "RegNet", "RegNetY-400MF", hidden_sizes=[48, 104, 208, 440], depths=[1, 3, 6, 6],
+       groups_width=8, layer_type="y"),
+    _k("MobileNet"),
+    _k("MobileNetV3Large"),
+    _t("mobilevit_s", "MobileViT", "small", image_size=SIZE),
+    _k("EfficientNetV2B0"),
+    _t("levit_128s", "Levit", "128S", image_size=SIZE),
+    _t("hgnetv2", "HGNetV2", "HGNetV2Config defaults"),
+    _k("NASNetMobile"),
+    _k("DenseNet121"),
+    _t("bit_resnetv2_50", "Bit", "BiT-ResNetV2-50 defaults"),
+    _t("poolformer_s12", "PoolFormer", "S12 defaults"),
+    _k("ResNet50"),
+    _k("ResNet50V2"),
+    _k("Xception"),
+    _k("InceptionV3"),
+    _t("convnext_tiny", "ConvNext", "tiny defaults"),
+    _k("ConvNeXtTiny"),
+)
+# Issue 15: what people deploy besides classifiers, built and trained in code (bench/zoo_tasks.py)
+TASKS: tuple[ZooModel, ...] = (
+    ZooModel("det_faceproposal", "task", "torch .pt2", note="3-head proposal net: obj, cls, box per 8x8 cell"),
+    ZooModel("unet_seg", "task", "torch .pt2", note="U-Net, 11 classes per pixel, label masks"),
+    ZooModel("crnn_digits", "task", "torch .pt2", note="CTC recognizer of 4-digit strings, (N,T,C) output"),
+    ZooModel("east_dyn_onnx", "task", "ONNX opset 12, dynamic N,H,W", note="EAST-style, TorchScript exporter"),
+    # trained third-party ONNX from the rapidocr-onnxruntime wheel (Paddle2ONNX exports), on text rendered with PIL
+    ZooModel("ppocr_det", "task", "PP-OCRv4 det ONNX, dynamic N,H,W", note="DB text detector, trained"),
+    ZooModel("ppocr_rec", "task", "PP-OCRv4 rec ONNX, dynamic N,W", note="text-line CTC recogniser, trained"),
+    ZooModel("ppocr_cls", "task", "PP-OCR v2.0 cls ONNX, dynamic N,H,W", note="0/180 orientation, trained"),
+)
+BY_NAME = {m.name: m for m in (*ZOO, *TASKS)}
+
+
+def machine() -> str:
+    """This machine in words: OS, architecture, CPU model, cores, memory."""
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").is_file() else ""
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{platform.system()} {platform.machine()}, {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB"

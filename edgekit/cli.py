@@ -69,6 +69,13 @@ def _report(error: EdgekitError, raised: BaseException) -> int:
     return error.exit_code
 
 
+def _interrupted() -> int:
+    """Say what a Ctrl-C left behind; its exit code."""
+    sys.stderr.write("interrupted: outputs of earlier runs were left as they were.\n")
+    sys.stderr.flush()
+    return 130
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, map edgekit errors to their exit codes. Returns (and exits with) the code."""
     import os
@@ -88,13 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rv = app(args=argv, prog_name="edgekit", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
+        if code == 130:  # typer (non-standalone) turns a Ctrl-C into a silent return of 130; no command returns it
+            code = _interrupted()
     except EdgekitError as exc:
         code = _report(exc, exc)
     except typer.Exit as exc:
         code = exc.exit_code
     except (typer.Abort, KeyboardInterrupt):
-        sys.stderr.write("interrupted: outputs of earlier runs were left as they were.\n")
-        code = 130
+        code = _interrupted()
     except Exception as exc:
         # usage errors of typer's (vendored) click: they know how to show themselves
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):

@@ -14,7 +14,8 @@ Models (no downloads; small inputs, the machine has 2 cores):
   block each, BatchNorm, identity/projection shortcuts), prepared the same way;
 - mnist_mobilenet: a small MobileNetV2 (alpha 0.35, 32 x 32) actually trained on 4,000 MNIST digits (the
   realistic case).
-Calibration: CALIB MNIST training digits the head never saw; validation: VAL MNIST test digits (labelled).
+Calibration: CALIB MNIST training digits the head never saw (auto calibrates on half of them and judges on the
+other half, then rebuilds its choice on all); validation: VAL MNIST test digits (labelled).
 Figures per recipe: top-1 agreement and cosine against the float model of the same format, accuracy
 (and the float model's), size, latency (1 thread, batch 1, median of RUNS), ops left in float and their
 share of MACs, whether the search judged it to meet the thresholds, seconds.
@@ -37,9 +38,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-SIZE, CALIB, VAL, RUNS = 96, 100, 200, 30
-ONNX_RECIPES = ("plain", "bias", "equalize", "equalize+bias", "mixed", "auto")  # percentile, entropy: in auto's trials
-TFLITE_RECIPES = ("plain", "equalize", "mixed", "auto")
+SIZE, CALIB, VAL, RUNS = 96, 400, 200, 30
+# percentile, entropy and mixed precision: in auto's trials (mixed on its own is auto's last step on plain)
+ONNX_RECIPES = ("plain", "uint8", "bias", "equalize", "equalize+bias", "auto")
+TFLITE_RECIPES = ("plain", "equalize", "auto")
 TARGET_AGREEMENT, TARGET_MACS = 0.97, 0.10
 
 
@@ -182,43 +184,28 @@ def judge(y_ref: np.ndarray, y: np.ndarray, labels: np.ndarray) -> dict[str, flo
 
 
 def onnx_latency(path: Path, x: np.ndarray) -> float:
-    import onnxruntime as ort
+    from edgekit.quantize.onnx_graph import latency_ms
 
-    so = ort.SessionOptions()
-    so.intra_op_num_threads, so.inter_op_num_threads, so.log_severity_level = 1, 1, 3
-    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-    name, one = sess.get_inputs()[0].name, x[:1]
-    for _ in range(3):
-        sess.run(None, {name: one})
-    times = []
-    for _ in range(RUNS):
-        t0 = time.perf_counter()
-        sess.run(None, {name: one})
-        times.append(time.perf_counter() - t0)
-    return round(1000 * float(np.median(times)), 3)
+    return round(latency_ms(path, x, RUNS), 3)
 
 
 def tflite_latency(path: Path) -> float:
-    from edgekit.runtimes.litert_io import interpreter_class
+    from edgekit.quantize.tflite_run import latency_ms
 
-    it = interpreter_class()(model_path=str(path), num_threads=1)
-    it.allocate_tensors()
-    d = it.get_input_details()[0]
-    it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
-    for _ in range(3):
-        it.invoke()
-    times = []
-    for _ in range(RUNS):
-        t0 = time.perf_counter()
-        it.invoke()
-        times.append(time.perf_counter() - t0)
-    return round(1000 * float(np.median(times)), 3)
+    return round(latency_ms(str(path), RUNS), 3)
+
+
+def trial_words(t: Any) -> str:
+    more = f"[{t.float_nodes} float, {100 * t.macs_float_fraction:.1f}% MACs]" if t.float_nodes else ""
+    return f"{t.recipe}{more}: {t.top1_agreement}"
 
 
 def row(choice: Any, fig: dict[str, float], size: int, latency: float, seconds: float) -> dict[str, Any]:
-    return {**fig, "size_bytes": size, "latency_ms": latency, "chosen": choice.chosen, "met_on_calibration": choice.met,
-            "ops_in_float": len(choice.float_nodes), "macs_float_fraction": round(choice.macs_float_fraction, 4),
-            "trials": [t.recipe + (f"[{t.float_nodes} float]" if t.float_nodes else "") for t in choice.trials],
+    return {**fig, "size_bytes": size, "latency_ms": latency, "chosen": choice.chosen, "met_in_search": choice.met,
+            "judged_on": choice.judged_on, "ops_in_float": len(choice.float_nodes),
+            "macs_float_fraction": round(choice.macs_float_fraction, 4), "cost": choice.cost,
+            "float_input_noise_agreement": choice.float_input_noise_agreement, "why": choice.why_words() or None,
+            "trials": [trial_words(t) for t in choice.trials],
             "seconds": round(seconds, 1)}
 
 
@@ -252,10 +239,11 @@ def run_onnx(model: Any, work: Path, xc: np.ndarray, xv: np.ndarray, yv: np.ndar
         y = run_batches(session(str(dst)), xv, batch=32)[0]
         out[recipe] = row(choice, judge(y_float, y, yv), dst.stat().st_size, onnx_latency(dst, xv), secs)
         log(f"  onnx {recipe}: {out[recipe]['top1_agreement']:.1%} agreement, {choice.chosen}")
-        if recipe == "plain":
-            diag = diagnose(Path(choice.float_model or pre), dst, xv[:64], "mnist-test")
-            out["plain_diagnosis"] = {"summary": diag.summary,
-                                      "worst": [f"{d.name} ({d.op}): {d.pattern}" for d in diag.layers[:3]]}
+        if recipe in ("plain", "auto"):  # auto's with the why (what --explain shows)
+            diag = diagnose(Path(choice.float_model or pre), dst, xv[:32], "mnist-test")
+            out[f"{recipe}_diagnosis"] = {"summary": diag.summary + (f"; {choice.why_words()}" if choice.why_words()
+                                                                      else ""),
+                                          "worst": [f"{d.name} ({d.op}): {d.pattern}" for d in diag.layers[:3]]}
     return out
 
 
@@ -315,7 +303,8 @@ def verdict(res: dict[str, Any]) -> dict[str, Any]:
             ok = a["top1_agreement"] >= TARGET_AGREEMENT and a["macs_float_fraction"] <= TARGET_MACS
             gap = round(100 * max(0.0, TARGET_AGREEMENT - a["top1_agreement"]), 2)
             excess = round(100 * max(0.0, a["macs_float_fraction"] - TARGET_MACS), 2)
-            out[fmt] = {"met": ok, "agreement_gap_points": gap, "macs_float_excess_points": excess}
+            out[fmt] = {"met": ok, "agreement": a["top1_agreement"], "macs_float_fraction": a["macs_float_fraction"],
+                        "agreement_gap_points": gap, "macs_float_excess_points": excess, "why": a.get("why")}
     tpu, plain = res.get("tflite", {}).get("edgetpu_auto"), res.get("tflite", {}).get("edgetpu_plain")
     if tpu and plain:
         on, total = (int(v) for v in tpu["tpu_ops"].split(" of "))

@@ -40,6 +40,11 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
         art.extra["diagnosis_error"] = f"{type(exc).__name__}: {exc}"[:400]
         progress(f"{art.path}: int8 diagnosis could not run ({type(exc).__name__}: {str(exc)[:200]})")
         return None
+    why = choice.why_words()
+    if why:  # the model's own sensitivity, or the float share it needed (issue 9)
+        import dataclasses
+
+        diag = dataclasses.replace(diag, summary=f"{diag.summary}; {why}")
     fid.diagnosis = diag.to_dict()
     progress(f"{art.path}: {diag.lines()[0]}")
     for line in diag.lines()[1:]:

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+LATENCY_RUNS = 20  # the recipe's latency delta: median of this many single-threaded runs after 3 warm-ups
+
 
 class Graph:
     """An ONNX model with its initializers as numpy arrays and the reader/writer maps of its tensors."""
@@ -123,6 +125,28 @@ def run_batches(sess: Any, x: np.ndarray, names: list[str] | None = None, batch:
     return [np.concatenate(p) for p in parts]
 
 
+def latency_ms(path: Path, x: np.ndarray, runs: int = LATENCY_RUNS) -> float:
+    """Median milliseconds of one run of PATH on one batch of X (its static batch, or 1), one thread."""
+    import time
+
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads, so.inter_op_num_threads, so.log_severity_level = 1, 1, 3
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    inp = sess.get_inputs()[0]
+    n = inp.shape[0] if inp.shape and isinstance(inp.shape[0], int) and inp.shape[0] > 0 else 1
+    feed = {inp.name: np.resize(x[:n], (n, *x.shape[1:])).astype(np.float32)}
+    for _ in range(3):
+        sess.run(None, feed)
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        sess.run(None, feed)
+        times.append(time.perf_counter() - t0)
+    return float(1000 * np.median(times))
+
+
 def with_outputs(model: Any, names: list[str]) -> Any:
     """A copy of MODEL that also returns tensors NAMES (float, shape left to the runtime)."""
     import onnx
@@ -136,4 +160,4 @@ def with_outputs(model: Any, names: list[str]) -> Any:
     return m
 
 
-__all__ = ["Graph", "name_nodes", "node_macs", "run_batches", "session", "with_outputs"]
+__all__ = ["Graph", "latency_ms", "name_nodes", "node_macs", "run_batches", "session", "with_outputs"]

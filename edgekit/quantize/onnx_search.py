@@ -1,12 +1,14 @@
 """The ONNX int8 recipe search: the recipe asked for, or `auto`'s order, judged against the float model.
 
-auto: plain, then the float-free recipes (equalize, equalize+bias, percentile, entropy, bias), then
-mixed precision on the best of those. Mixed precision measures, for each layer, what leaving it and
-the layer that feeds it in float gains at the model's output (onnxruntime keeps a tensor quantized
-while its producer or a reader is quantized, so a layer alone rarely helps), reusing the base recipe's
-calibration ranges; then it tries growing sets of the most rewarding layers, smallest first. The
-first candidate that meets the int8 thresholds is chosen; where none does, the best one is kept and
-the record says it missed (validation then judges it on held-out samples, and the diagnosis says why).
+auto: plain, then the float-free recipes (uint8, equalize, equalize+bias, percentile, entropy, bias), then
+mixed precision on the best of those. The recipes calibrate on part of the calibration samples and are
+judged on the rest (edgekit.quantize.search.split). Mixed precision measures each layer group's own damage
+(only that group quantized, reusing the base recipe's calibration ranges; a group is a layer with the
+layer that feeds it, since onnxruntime keeps a tensor quantized while its producer or a reader is), ranks
+the groups by damage per MAC and bisects for the smallest prefix that meets the thresholds, past the 10%
+of MACs where the model needs it (the record says how much). The first candidate that meets the int8
+thresholds is chosen; where none does, the best one is kept and the record says it missed (validation
+then judges it on held-out samples, and the diagnosis says why).
 """
 
 from __future__ import annotations
@@ -22,13 +24,27 @@ import numpy as np
 from edgekit.errors import UsageError
 from edgekit.quantize.onnx_recipes import ONNX_RECIPES, OnnxRecipe, QuantData, quantize
 from edgekit.quantize.records import RecipeChoice, RecipeTrial
-from edgekit.quantize.search import Judged, Log, best, float_sets, judge, macs_fraction, say, trial
+from edgekit.quantize.search import (
+    Judged,
+    Log,
+    best,
+    input_noise_agreement,
+    judge,
+    macs_fraction,
+    prefix_nodes,
+    ranked_units,
+    say,
+    smallest_float_set,
+    split,
+    trial,
+)
 
-AUTO_ORDER = ("plain", "equalize", "equalize+bias", "percentile", "entropy", "bias")
+AUTO_ORDER = ("plain", "uint8", "equalize", "equalize+bias", "percentile", "entropy", "bias")
 NAMES = (*ONNX_RECIPES, "mixed")
 # ops between two layers that onnxruntime quantizes too: left in float with them, or the tensor stays int8
 PASS_THROUGH = ("Relu", "Clip", "Identity", "Flatten", "Reshape", "GlobalAveragePool", "AveragePool", "MaxPool")
-MAX_PROBES = 16  # layers whose float gain is measured one by one (the cheap ranking picks them)
+MAX_PROBES = 64  # layer groups whose damage is measured one by one (the largest by MACs where there are more)
+PROBE_SAMPLES = 32  # damage is a noise power, not a count: fewer samples measure it well enough
 
 
 def check_name(requested: str) -> None:
@@ -46,18 +62,24 @@ def _run(path: Path, x: np.ndarray) -> np.ndarray:
 
 
 class _Search:
-    def __init__(self, pre: Path, data: QuantData, log: Log) -> None:
+    def __init__(self, pre: Path, data: QuantData, log: Log, searching: bool) -> None:
         import onnx
 
         from edgekit.quantize.onnx_graph import node_macs
 
-        self.pre, self.data, self.log = pre, data, log
-        self.y_ref = _run(pre, data.samples)
+        self.pre, self.log = pre, log
+        n = len(data.samples)  # a named recipe is not searched for: calibrated and judged on every sample
+        calib_idx, judge_idx, self.judged_on = split(n) if searching else (
+            np.arange(n), np.arange(n), f"{n} calibration samples against the fp32 model")
+        self.data = replace(data, samples=data.samples[calib_idx])  # the recipes calibrate on these
+        self.x = data.samples[judge_idx]  # and are judged on these
+        self.y_ref = _run(pre, self.x)
         self.model = onnx.load(str(pre))
         self.macs = node_macs(self.model)
         # (judged, float layers, (recipe, float model, int8 model, its folder))
         self.kept: list[tuple[Judged, int, tuple[OnnxRecipe, Path, Path, Path]]] = []
         self.trials: list[RecipeTrial] = []
+        self.chosen: int | None = None  # the candidate mixed precision chose (bisection does not end on it)
 
     def candidate(self, label: str, recipe: OnnxRecipe, make: Callable[[Path, QuantData], Path]) -> bool:
         t0 = time.perf_counter()
@@ -65,7 +87,7 @@ class _Search:
         work.mkdir(exist_ok=True)
         out = work / "model.int8.onnx"
         src = make(out, replace(self.data, work=work, cache=self.data.cache or work / "calibration.json"))
-        judged = judge(self.y_ref, _run(out, self.data.samples))
+        judged = judge(self.y_ref, _run(out, self.x))
         nodes = recipe.config.float_nodes
         self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
         say(self.log, label, judged, len(nodes))
@@ -76,8 +98,9 @@ class _Search:
         recipe = ONNX_RECIPES[name]()
         return self.candidate(name, recipe, lambda out, data: recipe.build(self.pre, out, data))
 
-    def units(self) -> list[tuple[str, ...]]:
-        """Each quantized layer with the layer that writes its input (through activations): kept in float together."""
+    def units(self) -> tuple[list[tuple[str, ...]], tuple[str, ...]]:
+        """Each quantized layer with the layer that writes its input (through activations), kept in float together;
+        then one group of every other node (Add, Concat, pooling ...): with it, the whole model is float."""
         from edgekit.quantize.diagnose_onnx import LAYER_OPS
         from edgekit.quantize.onnx_graph import Graph
 
@@ -93,60 +116,100 @@ class _Search:
             if prod is not None and prod.op_type in LAYER_OPS:
                 path.append(prod.name)
             out.append(tuple(reversed(path)))
-        return out
+        if len(out) > MAX_PROBES:  # the units holding the most MACs
+            keep = set(sorted(range(len(out)), key=lambda k: -sum(self.macs.get(n, 0) for n in out[k]))[:MAX_PROBES])
+            out = [u for k, u in enumerate(out) if k in keep]
+        covered = {n for u in out for n in u}
+        return out, tuple(n.name for n in self.model.graph.node if n.name not in covered)
 
     def mixed(self, base_index: int) -> bool:
         """Mixed precision on candidate BASE_INDEX's float model and calibration ranges."""
-        from edgekit.quantize.diagnose import sqnr_db
-
         _, _, (base, src, out, work) = self.kept[base_index]
         cache = work / "calibration.json"
         data = replace(self.data, work=work, cache=cache if cache.is_file() else None)
-        base_db = sqnr_db(self.y_ref, _run(out, self.data.samples))
-        units = self.units()
-        if len(units) > MAX_PROBES:  # probe the units holding the most MACs' worth of layers first
-            units = sorted(units, key=lambda u: -sum(self.macs.get(n, 0) for n in u))[:MAX_PROBES]
-        gains: list[tuple[float, tuple[str, ...]]] = []
-        probe = work / "probe.int8.onnx"
-        for unit in units:
-            quantize(src, probe, data, replace(base.config, float_nodes=unit))
-            gains.append((sqnr_db(self.y_ref, _run(probe, self.data.samples)) - base_db, unit))
+        units, rest = self.units()
+        everything = tuple(n.name for n in self.model.graph.node)
+        if base.config.bias_correct:  # SRC's biases are corrected for every layer: floated ones must not be
+            src = base.prepare(self.pre, replace(data, notes=[]))
+            data = replace(data, cache=None)
+        probe, x, y_ref = work / "probe.int8.onnx", self.x[:PROBE_SAMPLES], self.y_ref[:PROBE_SAMPLES]
+        damage: list[tuple[float, tuple[str, ...]]] = []
+        for unit in units:  # only UNIT quantized: its own damage at the output
+            floated = tuple(n for n in everything if n not in set(unit))
+            quantize(src, probe, data, replace(base.config, float_nodes=floated))
+            damage.append((float(((_run(probe, x) - y_ref).astype(np.float64) ** 2).mean()), unit))
         probe.unlink(missing_ok=True)
-        ranked = [unit for gain, unit in sorted(gains, key=lambda g: -g[0]) if gain > 0]
-        self.log(f"int8 mixed precision: probed {len(units)} layer groups on {base.name}; most rewarding: "
-                 + ", ".join(f"{'+'.join(u)} ({gain:+.1f} dB)" for gain, u in sorted(gains, key=lambda g: -g[0])[:3]))
-        for nodes in float_sets(ranked, self.macs):
+        ranked = ranked_units(damage, self.macs) + ([rest] if rest else [])
+        worst = sorted(damage, key=lambda d: -d[0])[:3]
+        self.log(f"int8 mixed precision: measured {len(units)} layer groups alone on {base.name}; most damaging: "
+                 + ", ".join(f"{'+'.join(u)}" for _, u in worst))
+        tried: dict[tuple[str, ...], int] = {}
+
+        def passes(nodes: tuple[str, ...]) -> bool:
             recipe = base.with_float(nodes)
 
             def make(o: Path, d: QuantData, r: OnnxRecipe = recipe) -> Path:
+                if r.config.bias_correct:  # corrected again, for the layers still quantized only
+                    return r.build(self.pre, o, replace(d, cache=None))
                 quantize(src, o, replace(d, cache=data.cache), r.config)  # the base's float model and ranges
                 return src
 
-            if self.candidate(f"mixed[{base.name}]", recipe, make):
-                return True
-        return False
+            ok = self.candidate(f"mixed[{base.name}]", recipe, make)
+            tried[nodes] = len(self.kept) - 1
+            return ok
+
+        k = smallest_float_set(ranked, self.macs, passes)
+        if k is None:
+            return False
+        self.chosen = tried[prefix_nodes(ranked, k)]
+        return True
 
 
 def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Log,
                   float_free: bool = False) -> RecipeChoice:
     """Quantize PRE (the pre-processed fp32 ONNX) to DST with the recipe REQUESTED (or auto); the record."""
     check_name(requested)
-    s = _Search(pre, data, log)
+    s = _Search(pre, data, log, searching=requested in ("auto", "mixed"))
     names = AUTO_ORDER if requested == "auto" else ("plain",) if requested == "mixed" else (requested,)
     met = any(s.try_recipe(name) for name in names)  # any() stops at the first that meets the thresholds
     if not met and requested in ("auto", "mixed") and not float_free:
         met = s.mixed(best([(j, n, r) for j, n, r in s.kept]))
-    pick = len(s.kept) - 1 if met else best([(j, n, r) for j, n, r in s.kept])
+    pick = (s.chosen if s.chosen is not None else len(s.kept) - 1) if met else best([(j, n, r) for j, n, r in s.kept])
     _, _, (recipe, src, out, _) = s.kept[pick]
-    shutil.copyfile(out, dst)
+    if len(s.data.samples) < len(data.samples):  # judged on a held-out part: rebuilt on every calibration sample
+        work = data.work / "chosen"
+        work.mkdir(exist_ok=True)
+        src = recipe.build(pre, dst, replace(data, work=work, cache=None))
+    else:
+        shutil.copyfile(out, dst)
     t = s.trials[pick]
     if not met:
-        log(f"int8: no recipe met the thresholds on the calibration samples; keeping the best, {t.recipe}")
+        log(f"int8: no recipe met the thresholds on the samples the search judges; keeping the best, {t.recipe}")
+    noise = input_noise_agreement(lambda x: _run(pre, x), s.x, s.y_ref)
     return RecipeChoice(
-        requested=requested, chosen=t.recipe, config=recipe.config.to_dict(), met=met,
-        judged_on=f"{len(data.samples)} calibration samples against the fp32 model",
+        requested=requested, chosen=t.recipe, config=recipe.config.to_dict(), met=met, judged_on=s.judged_on,
         float_nodes=recipe.config.float_nodes, macs_float_fraction=t.macs_float_fraction, trials=tuple(s.trials),
-        notes=tuple(dict.fromkeys(data.notes)), float_model=str(src))
+        notes=tuple(dict.fromkeys(data.notes)), float_model=str(src), cost=_cost(s, dst, pre, t.recipe),
+        float_input_noise_agreement=None if noise is None else round(noise, 4))
+
+
+def _cost(s: _Search, dst: Path, pre: Path, chosen: str) -> dict[str, object]:
+    """Size and latency of the artifact against plain int8 (and the fp32 model): what the recipe cost."""
+    from edgekit.quantize.onnx_graph import latency_ms
+    from edgekit.quantize.search import cost_record
+
+    if chosen == "plain":  # nothing to compare with: no latency measured on the default path
+        return {"size_bytes": dst.stat().st_size, "fp32_size_bytes": pre.stat().st_size, "size_delta_bytes": 0,
+                "latency_delta_ms": 0.0}
+    plain = next((k[2] for _, _, k in s.kept if k[0].name == "plain" and not k[0].config.float_nodes), None)
+    if plain is None:  # a named recipe: plain is built to be compared with
+        work = s.data.work / "plain-for-cost"
+        work.mkdir(exist_ok=True)
+        plain = work / "model.int8.onnx"
+        ONNX_RECIPES["plain"]().build(s.pre, plain, replace(s.data, work=work, cache=None))
+    paths = {"artifact": dst, "plain": plain, "fp32": pre}
+    return cost_record({k: p.stat().st_size for k, p in paths.items() if p is not None},
+                       {k: latency_ms(p, s.x) for k, p in paths.items() if p is not None})
 
 
 __all__ = ["AUTO_ORDER", "NAMES", "check_name", "quantize_onnx"]

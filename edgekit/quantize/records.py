@@ -23,6 +23,10 @@ def _value(v: Any) -> Any:
     return v
 
 
+INT8_TOP1 = 0.97  # the int8 top-1 agreement threshold (edgekit.precisions), for the words only
+MACS_BUDGET = 0.10  # the share of MACs in float that issue 9 calls cheap (edgekit.quantize.search.AUTO_MACS_TARGET)
+
+
 @dataclass(frozen=True)
 class RecipeTrial:
     """One recipe tried by the search, judged against the float model on the calibration samples."""
@@ -62,6 +66,12 @@ class RecipeChoice:
     notes: tuple[str, ...] = ()
     # Edge TPU graph fixes (edgekit.edgetpu.fixes): what was applied, the pre-flight of plain int8 before and after
     edgetpu_fixes: dict[str, Any] | None = None
+    # what the recipe cost against plain int8 (edgekit.quantize.search.cost_record): size_bytes, latency_ms,
+    # plain_/fp32_ twins, size_delta_bytes, latency_delta_ms (0 by definition for plain itself)
+    cost: dict[str, Any] | None = None
+    # the fp32 model's top-1 agreement with itself under input noise of half an int8 step (on the samples the
+    # search judges): below the threshold, no int8 artifact with an int8 input can meet it
+    float_input_noise_agreement: float | None = None
     # where diagnosis finds the float twin of the artifact (a staging path: never written to the manifest)
     float_model: str | None = field(default=None, compare=False, metadata={"json": False})
 
@@ -77,15 +87,34 @@ class RecipeChoice:
         v["trials"] = tuple(RecipeTrial.from_dict(t) for t in v.get("trials") or ())
         return cls(**v)
 
+    def why_words(self) -> str:
+        """Why the model needed float layers past the budget, or cannot meet the int8 thresholds at all ('' if not)."""
+        out = []
+        noise = self.float_input_noise_agreement
+        if noise is not None and noise < INT8_TOP1:
+            out.append(f"the fp32 model itself keeps its top-1 on only {noise:.0%} of samples when its input moves by "
+                       "half an int8 step: its decision turns on differences below 8-bit resolution, so no artifact "
+                       f"with an int8 input can agree {INT8_TOP1:.0%} (float layers, up to the whole model, are the "
+                       "only way)")
+        if self.float_nodes and self.macs_float_fraction > MACS_BUDGET:
+            out.append(f"it {'needed' if self.met else 'was given'} {100 * self.macs_float_fraction:.0f}% of its MACs "
+                       f"in float ({len(self.float_nodes)} ops), over the {100 * MACS_BUDGET:.0f}% budget"
+                       + ("" if self.met else ", and still missed"))
+        return "; ".join(out)
+
     def cost_words(self) -> str:
         """'equalize', 'mixed[plain] (3 ops in float, 4.1% of MACs)': what the table shows."""
         fixes = sum((self.edgetpu_fixes or {}).get("applied", {}).values())
         more = f" + {fixes} Edge TPU fix{'es' if fixes != 1 else ''}" if fixes else ""
+        delta = (self.cost or {}).get("latency_delta_ms")
+        if delta:
+            more += f", {delta:+.2f} ms vs plain"
         n = len(self.float_nodes)
         if not n:
             return self.chosen + more
-        return (f"{self.chosen} ({n} op{'s' if n != 1 else ''} in float, {100 * self.macs_float_fraction:.1f}% of MACs)"
-                + more)
+        over = f", over the {100 * MACS_BUDGET:.0f}% budget" if self.macs_float_fraction > MACS_BUDGET else ""
+        return (f"{self.chosen} ({n} op{'s' if n != 1 else ''} in float, {100 * self.macs_float_fraction:.1f}% of MACs"
+                f"{over})" + more)
 
 
 @dataclass(frozen=True)

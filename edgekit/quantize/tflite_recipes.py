@@ -1,6 +1,7 @@
-"""TFLite int8 recipes and their search: plain (the converter, as edgekit always did), equalize (cross-layer
-equalization of the float flatbuffer before calibration) and mixed precision (selective quantization:
-the TFLite quantizer's denylisted nodes stay float), and the diagnosis by the TFLite quantization debugger.
+"""TFLite int8 recipes (their search: edgekit.quantize.tflite_search): plain (the converter, as edgekit always
+did), equalize (cross-layer equalization of the float flatbuffer before calibration) and mixed precision
+(selective quantization: the TFLite quantizer's denylisted nodes stay float), and the diagnosis by the TFLite
+quantization debugger.
 
 The converter's own path calibrates and quantizes in one call; the other recipes split it as the
 quantization debugger does: calibrate once (`_experimental_calibrate_only`, or the calibrator on an
@@ -9,7 +10,6 @@ edited float model), then `mlir_quantize` the calibrated model as often as candi
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,15 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.quantize.records import Diagnosis, RecipeChoice, RecipeTrial
-from edgekit.quantize.search import Judged, best, float_sets, judge, macs_fraction, say, trial
-from edgekit.quantize.tflite_run import run_tflite
+from edgekit.quantize.records import Diagnosis, RecipeChoice
 
 TFLITE_RECIPES = ("plain", "equalize", "mixed")
 AUTO_ORDER = ("plain", "equalize")
 LAYER_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "BATCH_MATMUL")
 PASS_THROUGH = ("MEAN", "RESHAPE", "MAX_POOL_2D", "AVERAGE_POOL_2D", "RELU", "RELU6", "PAD", "SQUEEZE")
-MAX_PROBES = 24
+MAX_PROBES = 64  # layer groups whose damage is measured alone (the largest by MACs where there are more)
 DIAGNOSIS_SAMPLES = 32  # the debugger runs every op twice per sample; a miss is diagnosed unasked
 
 
@@ -113,79 +111,6 @@ def _write(job: TfliteJob, name: str, blob: bytes) -> Path:
     return path
 
 
-class _Search:
-    def __init__(self, job: TfliteJob) -> None:
-        from edgekit.tflite_model import read_tflite
-
-        self.job = job
-        ref_path = _write(job, "float.tflite", float_model(job))
-        self.y_ref = run_tflite([ref_path], job.samples)[0]
-        if self.y_ref is None:
-            raise RuntimeError("the float TFLite model did not run on the calibration samples")
-        fm = read_tflite(ref_path)
-        self.macs = {fm.tensors[op.outputs[0]].name: fm.op_macs(op) for op in fm.ops if op.outputs}
-        self.kept: list[tuple[Judged, int, tuple[str, bytes, tuple[str, ...], Path | None]]] = []
-        self.trials: list[RecipeTrial] = []
-
-    def judge_many(self, cands: list[tuple[str, bytes, tuple[str, ...], Path | None]]) -> int | None:
-        """Judge CANDS (label, model, float nodes, calibrated model); index of the first that passes, or None."""
-        t0 = time.perf_counter()
-        paths = [_write(self.job, f"candidate-{len(self.kept) + i}.tflite", c[1]) for i, c in enumerate(cands)]
-        ys = run_tflite(paths, self.job.samples)
-        first = None
-        for (label, blob, nodes, cal), y, path in zip(cands, ys, paths, strict=True):
-            path.unlink(missing_ok=True)
-            judged = judge(self.y_ref, y) if y is not None else Judged(False, float("nan"), None,
-                                                                       ["LiteRT could not run it"])
-            self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
-            self.kept.append((judged, len(nodes), (label, blob, nodes, cal)))
-            say(self.job.log, label, judged, len(nodes))
-            if judged.passed and first is None:
-                first = len(self.kept) - 1
-        return first
-
-    def recipe(self, name: str) -> int | None:
-        if name == "plain" and self.job.fixed is None:
-            return self.judge_many([("plain", plain(self.job), (), None)])
-        if name == "plain":  # the fixed float model, calibrated and quantized as the converter would
-            cal_path = _write(self.job, "plain.calibrated.tflite", calibrated(self.job, self.job.fixed))
-            return self.judge_many([("plain", quantized(self.job, cal_path.read_bytes()), (), cal_path)])
-        from edgekit.quantize.tflite_equalize import equalize_tflite
-
-        edited, words = equalize_tflite(self.job.fixed or float_model(self.job), self.job.samples)
-        self.job.notes.append(words)
-        cal = calibrated(self.job, edited)
-        cal_path = _write(self.job, "equalize.calibrated.tflite", cal)
-        return self.judge_many([("equalize", quantized(self.job, cal), (), cal_path)])
-
-    def mixed(self) -> int | None:
-        """Selective quantization on the best float-free candidate's calibration: probe, rank, grow."""
-        from edgekit.quantize.diagnose import sqnr_db
-
-        k = best([(j, n, r) for j, n, r in self.kept])
-        _, _, (base, _, _, cal_path) = self.kept[k]
-        if cal_path is None:
-            cal_path = _write(self.job, "plain.calibrated.tflite", calibrated(self.job))
-        cal = cal_path.read_bytes()
-        units = _units(cal_path)
-        if len(units) > MAX_PROBES:
-            units = sorted(units, key=lambda u: -sum(self.macs.get(n, 0) for n in u))[:MAX_PROBES]
-        base_y = run_tflite([_write(self.job, "base.tflite", quantized(self.job, cal))], self.job.samples)[0]
-        paths = [_write(self.job, f"probe-{i}.tflite", quantized(self.job, cal, u)) for i, u in enumerate(units)]
-        ys = run_tflite(paths, self.job.samples)
-        base_db = sqnr_db(self.y_ref, base_y) if base_y is not None else -99.0
-        gains = sorted(((sqnr_db(self.y_ref, y) - base_db if y is not None else -99.0, u)
-                        for y, u in zip(ys, units, strict=True)), key=lambda g: -g[0])
-        for p in paths:
-            p.unlink(missing_ok=True)
-        self.job.log(f"int8 mixed precision: probed {len(units)} layer groups on {base}; most rewarding: "
-                     + ", ".join(f"{len(u)} ops ending {u[-1]} ({g:+.1f} dB)" for g, u in gains[:3]))
-        ranked = [u for g, u in gains if g > 0]
-        cands = [(f"mixed[{base}]", quantized(self.job, cal, nodes), nodes, cal_path)
-                 for nodes in float_sets(ranked, self.macs)]
-        return self.judge_many(cands) if cands else None
-
-
 def _units(cal_path: Path) -> list[tuple[str, ...]]:
     """Each layer op with the ops back to the layer that feeds it, named by their output tensors."""
     from edgekit.tflite_model import read_tflite
@@ -207,64 +132,10 @@ def _units(cal_path: Path) -> list[tuple[str, ...]]:
 
 
 def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) -> tuple[bytes, RecipeChoice]:
-    """The int8 model by the recipe REQUESTED (or auto), and the record of how it was chosen."""
-    if requested not in ("auto", *TFLITE_RECIPES):
-        job.notes.append(f"recipe '{requested}' exists for ONNX only; TFLite used auto's recipes instead")
-        requested = "auto"
-    if requested == "mixed" and float_free:
-        job.notes.append("mixed precision leaves layers in float, which the Edge TPU cannot run: not tried")
-    fixes = _edgetpu_fixes(job) if job.edgetpu_fixes else None
-    s = _Search(job)
-    names = AUTO_ORDER if requested == "auto" else ("plain",) if requested == "mixed" else (requested,)
-    pick = None
-    for name in names:
-        pick = s.recipe(name)
-        if pick is not None:
-            break
-    if pick is None and requested in ("auto", "mixed") and not float_free:
-        pick = s.mixed()
-    met = pick is not None
-    if pick is None:
-        pick = best([(j, n, r) for j, n, r in s.kept])
-        job.log("int8: no recipe met the thresholds on the calibration samples; keeping the best, "
-                f"{s.trials[pick].recipe}")
-    _, _, (label, blob, nodes, cal_path) = s.kept[pick]
-    if cal_path is None:  # the diagnosis re-quantizes a calibrated twin with the debugger's checks
-        cal_path = _write(job, "plain.calibrated.tflite", calibrated(job))
-    t = s.trials[pick]
-    if fixes is not None and fixes.get("applied"):
-        fixes["preflight_after"] = _preflight_counts(job, blob)
-        job.log(f"Edge TPU fixes: {fixes['words']}; predicted ops on the TPU {_counts_words(fixes['preflight_before'])}"
-                f" -> {_counts_words(fixes['preflight_after'])}")
-    return blob, RecipeChoice(
-        requested=requested, chosen=label, config={"recipe": label.split(" ")[0], "denylisted_nodes": list(nodes),
-                                                   "io_dtype": job.io_dtype},
-        met=met, judged_on=f"{len(job.samples)} calibration samples against the fp32 TFLite model",
-        float_nodes=nodes, macs_float_fraction=t.macs_float_fraction, trials=tuple(s.trials),
-        notes=tuple(dict.fromkeys(job.notes)), float_model=str(cal_path), edgetpu_fixes=fixes)
+    """The int8 model by the recipe REQUESTED (or auto), and its record: the search lives in tflite_search."""
+    from edgekit.quantize.tflite_search import quantize_tflite as search
 
-
-def _edgetpu_fixes(job: TfliteJob) -> dict[str, Any]:
-    """Apply the Edge TPU graph fixes to the float model (job.fixed); the pre-flight of plain int8 without them."""
-    from edgekit.edgetpu.fixes import apply_fixes
-
-    fixed, report = apply_fixes(float_model(job))
-    out: dict[str, Any] = {"applied": dict(report.applied), "words": report.words()}
-    if report.applied:
-        job.fixed = fixed
-        out["preflight_before"] = _preflight_counts(job, plain(job))
-    return out
-
-
-def _preflight_counts(job: TfliteJob, blob: bytes) -> dict[str, Any]:
-    from edgekit.edgetpu.preflight import preflight
-
-    pf = preflight(_write(job, "preflight.tflite", blob))
-    return {"ops_on_tpu": pf.ops_on_tpu, "ops_total": pf.ops_total, "macs_on_tpu_fraction": pf.macs_on_tpu_fraction}
-
-
-def _counts_words(c: dict[str, Any]) -> str:
-    return f"{c['ops_on_tpu']} of {c['ops_total']}"
+    return search(job, requested, float_free)
 
 
 def diagnose_tflite(choice: RecipeChoice, x: np.ndarray, inputs: str) -> Diagnosis:

@@ -11,11 +11,12 @@ import numpy as np
 from edgekit.errors import RuntimeFailure
 
 
-def run_tflite(paths: list[Path], x: np.ndarray) -> list[np.ndarray | None]:
-    """First output of each model on every sample of X (float in, float out); None for one that failed."""
+def run_tflite(paths: list[Path], x: np.ndarray, latency: bool = False) -> list[np.ndarray | None]:
+    """First output of each model on every sample of X (float in, float out); None for one that failed.
+    LATENCY: instead, each model's median milliseconds per invoke (one thread), as a 1-element array."""
     from edgekit.isolate import isolation_enabled, run_isolated
 
-    request = {"paths": [str(p) for p in paths]}
+    request = {"paths": [str(p) for p in paths], "latency": latency}
     if not isolation_enabled():
         answer, arrays = _run_in_child(request, {"x": x})
     else:
@@ -25,7 +26,7 @@ def run_tflite(paths: list[Path], x: np.ndarray) -> list[np.ndarray | None]:
         except RuntimeFailure:
             if len(paths) == 1:
                 return [None]
-            return [run_tflite([p], x)[0] for p in paths]  # one of them crashed the child: find which
+            return [run_tflite([p], x, latency)[0] for p in paths]  # one of them crashed the child: find which
     return [arrays.get(f"y{i}") for i in range(len(paths))]
 
 
@@ -37,6 +38,9 @@ def _run_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tup
     out: dict[str, np.ndarray] = {}
     errors: dict[str, str] = {}
     for i, path in enumerate(request["paths"]):
+        if request.get("latency"):
+            out[f"y{i}"] = np.array([latency_ms(path)])
+            continue
         runtime = runtime_for_format("tflite")()
         try:
             runtime.load(Path(path))
@@ -58,4 +62,24 @@ def _run_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tup
     return {"errors": errors}, out
 
 
-__all__ = ["run_tflite"]
+def latency_ms(path: str, runs: int = 20) -> float:
+    """Median milliseconds of one invoke of PATH on zeros, one thread, after 3 warm-ups."""
+    import time
+
+    from edgekit.runtimes.litert_io import interpreter_class
+
+    it = interpreter_class()(model_path=path, num_threads=1)
+    it.allocate_tensors()
+    d = it.get_input_details()[0]
+    it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
+    for _ in range(3):
+        it.invoke()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        it.invoke()
+        times.append(time.perf_counter() - t0)
+    return float(1000 * np.median(times))
+
+
+__all__ = ["latency_ms", "run_tflite"]

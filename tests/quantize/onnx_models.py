@@ -86,3 +86,22 @@ def head_spread(path: Path, spread: float = 100.0, seed: int = 0) -> Path:
         inits[name].CopyFrom(numpy_helper.from_array(value, name))
     onnx.save(model, str(path))
     return path
+
+
+def weight_outliers(path: Path, factor: float = 30.0, seed: int = 0) -> Path:
+    """`conv_chain` with one input weight of every output channel of the three convolutions FACTOR times larger:
+    per-channel weight scales are set by that one weight, so the others keep few levels (7-bit weights lose
+    what 8-bit ones keep)."""
+    import onnx
+    from onnx import numpy_helper
+
+    conv_chain(path, 1.0, seed=seed)
+    model = onnx.load(str(path))
+    for init in model.graph.initializer:
+        if init.name in ("w1", "w2", "w3"):
+            w = numpy_helper.to_array(init).copy()
+            flat = w.reshape(w.shape[0], -1)
+            flat[:, 0] *= factor
+            init.CopyFrom(numpy_helper.from_array(flat.reshape(w.shape), init.name))
+    onnx.save(model, str(path))
+    return path

@@ -33,6 +33,9 @@ def test_manifest_records_the_recipe_and_what_it_cost(head_model: Path, calib: P
     rec = art.extra["int8_recipe"]
     assert rec["requested"] == "mixed" and rec["met"] is True and rec["chosen"].startswith("mixed[plain]")
     assert "fc" in rec["float_nodes"] and 0 < rec["macs_float_fraction"] < 0.5
+    cost = rec["cost"]  # what the recipe cost against plain int8: size and latency, measured
+    assert cost["size_bytes"] == art.size_bytes and cost["plain_size_bytes"] > 0 and cost["latency_ms"] > 0
+    assert cost["latency_delta_ms"] == pytest.approx(cost["latency_ms"] - cost["plain_latency_ms"], abs=2e-3)
     assert [t["recipe"] for t in rec["trials"]][0] == "plain" and rec["trials"][0]["passed"] is False
     assert art.fidelity is not None and art.fidelity.passed and art.fidelity.diagnosis is None  # passed, not asked
 

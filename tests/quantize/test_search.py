@@ -11,10 +11,10 @@ import pytest
 
 from edgekit.errors import UsageError
 from edgekit.quantize.diagnose_onnx import diagnose
-from edgekit.quantize.onnx_recipes import Plain, QuantData
+from edgekit.quantize.onnx_recipes import Plain, QuantData, Uint8
 from edgekit.quantize.onnx_search import check_name, quantize_onnx
 from edgekit.quantize.records import Diagnosis, RecipeChoice
-from edgekit.quantize.search import float_sets, judge
+from edgekit.quantize.search import input_noise_agreement, judge, ranked_units, smallest_float_set, split, wilson_low
 
 
 def _search(model: Path, samples: np.ndarray, tmp_path: Path, requested: str) -> RecipeChoice:
@@ -27,9 +27,11 @@ def _search(model: Path, samples: np.ndarray, tmp_path: Path, requested: str) ->
 def test_auto_stops_at_equalization_on_the_channel_range_problem(spread_model: Path, samples: np.ndarray,
                                                                  tmp_path: Path) -> None:
     choice = _search(spread_model, samples, tmp_path, "auto")
-    assert [t.recipe for t in choice.trials] == ["plain", "equalize"]
-    assert not choice.trials[0].passed and choice.trials[1].passed
-    assert choice.chosen == "equalize" and choice.met and choice.float_nodes == ()
+    names = [t.recipe for t in choice.trials]
+    assert names[:3] == ["plain", "uint8", "equalize"] and names[-1] in ("equalize", "equalize+bias")
+    assert not any(t.passed for t in choice.trials[:2]) and choice.trials[-1].passed
+    assert choice.chosen == names[-1] and choice.met and choice.float_nodes == ()
+    assert "held-out" in choice.judged_on and choice.cost and choice.cost["latency_ms"] > 0
 
 
 def test_mixed_precision_meets_what_plain_misses(head_model: Path, samples: np.ndarray, tmp_path: Path) -> None:
@@ -47,10 +49,35 @@ def test_mixed_precision_meets_what_plain_misses(head_model: Path, samples: np.n
     assert judge(y, q).passed
 
 
-def test_float_sets_grow_smallest_first_and_stop_at_the_macs_limit() -> None:
-    macs = {"a": 10, "b": 10, "c": 60, "d": 20}
-    sets = float_sets([("a",), ("a", "b"), ("c",), ("d",)], macs, limit=0.5)
-    assert sets == [("a",), ("a", "b")]  # adding c would leave 80% of the MACs in float
+def test_float_set_search_bisects_past_the_budget_and_ranks_by_damage_per_mac() -> None:
+    macs = {f"l{i}": 10 for i in range(20)}
+    ranked = [(f"l{i}",) for i in range(20)]
+    calls: list[int] = []
+
+    def needs(k: int):  # passes once the first K layers are float
+        def passes(nodes: tuple[str, ...]) -> bool:
+            calls.append(len(nodes))
+            return len(nodes) >= k
+        return passes
+
+    assert smallest_float_set(ranked, macs, needs(7)) == 7  # 35% of the MACs: past the 10% budget, found
+    assert calls[0] == 2 and calls[1] == 20 and len(calls) <= 2 + 5  # budget, everything, then bisection
+    calls.clear()
+    assert smallest_float_set(ranked, macs, needs(1)) == 1 and len(calls) <= 2
+    assert smallest_float_set(ranked, macs, lambda _n: False) is None
+    # damage per MAC: a small layer with half the damage of a big one goes first
+    assert ranked_units([(4.0, ("big",)), (2.0, ("small",))], {"big": 100, "small": 10}) == [("small",), ("big",)]
+
+
+def test_the_search_judges_on_held_out_samples_with_a_margin() -> None:
+    calib, held, words = split(200)
+    assert len(held) == 100 and not set(calib) & set(held) and "held-out" in words
+    assert len(split(20)[1]) == 20  # too few to split: all of them, said so
+    y = np.eye(10, dtype=np.float32)[np.arange(100) % 10] * 5
+    off = y.copy()
+    off[:2] = np.roll(off[:2], 1, axis=1)  # 98% agreement on 100 samples: lower bound under 97%
+    assert wilson_low(0.98, 100, 1.0) < 0.97 < wilson_low(0.99, 100, 1.0)
+    assert not judge(y, off).passed and judge(y, off, z=0).passed
 
 
 def test_diagnosis_names_the_wide_channels_and_the_fix(spread_model: Path, samples: np.ndarray,
@@ -79,3 +106,41 @@ def test_unknown_recipe_is_a_usage_error_with_a_suggestion() -> None:
     with pytest.raises(UsageError) as exc:
         check_name("equalise")
     assert "equalize" in (exc.value.hint or "") + exc.value.message
+
+
+def test_uint8_full_weights_recover_what_seven_bit_weights_lose(samples: np.ndarray, tmp_path: Path) -> None:
+    from onnx_models import weight_outliers
+
+    from edgekit.quantize.diagnose import sqnr_db
+    from edgekit.quantize.onnx_graph import run_batches, session
+
+    model = weight_outliers(tmp_path / "outliers.onnx", 30.0)
+    y = run_batches(session(str(model)), samples)[0]
+    out = {}
+    for recipe in (Plain(), Uint8()):
+        (tmp_path / recipe.name).mkdir()
+        recipe.build(model, tmp_path / f"{recipe.name}.onnx", QuantData("x", samples, 1, tmp_path / recipe.name))
+        out[recipe.name] = run_batches(session(str(tmp_path / f"{recipe.name}.onnx")), samples)[0]
+    assert sqnr_db(y, out["uint8"]) > sqnr_db(y, out["plain"]) + 4  # a bit of weight resolution: ~6 dB
+    assert not judge(y, out["plain"]).passed and (out["uint8"].argmax(1) == y.argmax(1)).mean() > 0.85
+
+
+def test_a_model_whose_top1_turns_below_int8_resolution_is_named_as_such() -> None:
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((64, 10)).astype(np.float32)
+    wide = rng.random((200, 64)).astype(np.float32)  # the samples differ across the whole input range
+    tight = (0.5 + 0.002 * (wide - 0.5)).astype(np.float32)  # they differ by less than an int8 step of [0, 1]
+    tight[:, :2] = (0.0, 1.0)
+
+    def agreement(x: np.ndarray) -> float | None:  # a bias centres the logits on the samples (as the bench's heads)
+        bias = (x @ w).mean(0)
+        return input_noise_agreement(lambda v: v @ w - bias, x, x @ w - bias)
+
+    noisy, calm = agreement(tight), agreement(wide)
+    assert noisy is not None and noisy < 0.8 and calm is not None and calm > 0.97
+    rec = RecipeChoice(requested="auto", chosen="mixed[plain]", config={}, met=True, judged_on="x",
+                       float_nodes=("a", "b"), macs_float_fraction=0.4, float_input_noise_agreement=noisy)
+    why = rec.why_words()
+    assert "half an int8 step" in why and "40% of its MACs in float" in why and "over the 10% budget" in why
+    assert "over the 10% budget" in rec.cost_words()
+    assert RecipeChoice(requested="auto", chosen="plain", config={}, met=True, judged_on="x").why_words() == ""

@@ -1,0 +1,230 @@
+"""The TFLite int8 recipe search: the recipe asked for, or `auto`'s order (plain, equalize, then mixed precision
+on the best of them), judged against the float TFLite model, and what the chosen recipe cost.
+
+As for ONNX (edgekit.quantize.onnx_search): when searching, the recipes calibrate on part of the calibration
+samples and are judged on the rest (edgekit.quantize.search.split), and the chosen recipe is rebuilt on all of
+them. Mixed precision measures each layer group's own damage (only that group quantized: every other op on the
+quantizer's denylist), ranks the groups by damage per MAC and bisects for the smallest prefix that meets the
+thresholds, past 10% of the MACs where the model needs it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgekit.quantize.records import RecipeChoice, RecipeTrial
+from edgekit.quantize.search import (
+    Judged,
+    best,
+    cost_record,
+    input_noise_agreement,
+    judge,
+    macs_fraction,
+    prefix_nodes,
+    ranked_units,
+    say,
+    smallest_float_set,
+    split,
+    trial,
+)
+from edgekit.quantize.tflite_recipes import (
+    AUTO_ORDER,
+    MAX_PROBES,
+    TFLITE_RECIPES,
+    TfliteJob,
+    _units,
+    _write,
+    calibrated,
+    float_model,
+    plain,
+    quantized,
+)
+from edgekit.quantize.tflite_run import run_tflite
+
+PROBE_SAMPLES = 32  # damage is a noise power, not a count: fewer samples measure it well enough
+Candidate = tuple[str, bytes, tuple[str, ...], Path | None]  # label, model, float ops, calibrated model
+
+
+class _Search:
+    def __init__(self, job: TfliteJob, searching: bool) -> None:
+        from edgekit.tflite_model import read_tflite
+
+        self.all = job
+        n = len(job.samples)
+        calib_idx, judge_idx, self.judged_on = split(n) if searching else (
+            np.arange(n), np.arange(n), f"{n} calibration samples against the fp32 TFLite model")
+        self.job = replace(job, samples=job.samples[calib_idx])  # the recipes calibrate on these
+        self.x = job.samples[judge_idx]  # and are judged on these
+        self.ref_path = _write(job, "float.tflite", float_model(job))
+        self.y_ref = run_tflite([self.ref_path], self.x)[0]
+        if self.y_ref is None:
+            raise RuntimeError("the float TFLite model did not run on the calibration samples")
+        fm = read_tflite(self.ref_path)
+        self.macs = {fm.tensors[op.outputs[0]].name: fm.op_macs(op) for op in fm.ops if op.outputs}
+        self.kept: list[tuple[Judged, int, Candidate]] = []
+        self.trials: list[RecipeTrial] = []
+
+    def judge_many(self, cands: list[Candidate]) -> int | None:
+        """Judge CANDS; index of the first that passes, or None."""
+        t0 = time.perf_counter()
+        paths = [_write(self.job, f"candidate-{len(self.kept) + i}.tflite", c[1]) for i, c in enumerate(cands)]
+        ys = run_tflite(paths, self.x)
+        first = None
+        for (label, blob, nodes, cal), y, path in zip(cands, ys, paths, strict=True):
+            path.unlink(missing_ok=True)
+            judged = judge(self.y_ref, y) if y is not None else Judged(False, float("nan"), None,
+                                                                       ["LiteRT could not run it"])
+            self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
+            self.kept.append((judged, len(nodes), (label, blob, nodes, cal)))
+            say(self.job.log, label, judged, len(nodes))
+            if judged.passed and first is None:
+                first = len(self.kept) - 1
+        return first
+
+    def recipe(self, name: str) -> int | None:
+        blob, cal_path = build(self.job, name, ())
+        return self.judge_many([(name, blob, (), cal_path)])
+
+    def mixed(self) -> int | None:
+        """Selective quantization on the best float-free candidate's calibration: damage alone, rank, bisect."""
+        k = best([(j, n, r) for j, n, r in self.kept])
+        _, _, (base, _, _, cal_path) = self.kept[k]
+        if cal_path is None:
+            cal_path = _write(self.job, "plain.calibrated.tflite", calibrated(self.job))
+        cal = cal_path.read_bytes()
+        units = _units(cal_path)
+        if len(units) > MAX_PROBES:
+            units = sorted(units, key=lambda u: -sum(self.macs.get(n, 0) for n in u))[:MAX_PROBES]
+        everything = _op_names(cal_path)
+        covered = {n for u in units for n in u}
+        rest = tuple(n for n in everything if n not in covered)
+        paths = [_write(self.job, f"probe-{i}.tflite", quantized(self.job, cal, tuple(n for n in everything
+                                                                                     if n not in set(u))))
+                 for i, u in enumerate(units)]  # only U quantized
+        x, y_ref = self.x[:PROBE_SAMPLES], self.y_ref[:PROBE_SAMPLES]
+        ys = run_tflite(paths, x)
+        for p in paths:
+            p.unlink(missing_ok=True)
+        damage = [(float(((y - y_ref).astype(np.float64) ** 2).mean()) if y is not None else float("inf"), u)
+                  for y, u in zip(ys, units, strict=True)]
+        ranked = ranked_units(damage, self.macs) + ([rest] if rest else [])
+        self.job.log(f"int8 mixed precision: measured {len(units)} layer groups alone on {base}; most damaging: "
+                     + ", ".join(f"{len(u)} ops ending {u[-1]}" for _, u in sorted(damage, key=lambda d: -d[0])[:3]))
+        tried: dict[tuple[str, ...], int] = {}
+
+        def passes(nodes: tuple[str, ...]) -> bool:
+            ok = self.judge_many([(f"mixed[{base}]", quantized(self.job, cal, nodes), nodes, cal_path)]) is not None
+            tried[nodes] = len(self.kept) - 1
+            return ok
+
+        found = smallest_float_set(ranked, self.macs, passes)
+        return None if found is None else tried[prefix_nodes(ranked, found)]
+
+
+def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Path | None]:
+    """The int8 model of recipe BASE (plain | equalize) with NODES in float, calibrated on JOB's samples; and the
+    calibrated float model it was quantized from (None for the converter's own plain path)."""
+    if base == "plain" and job.fixed is None and not nodes:
+        return plain(job), None
+    edited = job.fixed
+    if base == "equalize":
+        from edgekit.quantize.tflite_equalize import equalize_tflite
+
+        edited, words = equalize_tflite(job.fixed or float_model(job), job.samples)
+        job.notes.append(words)
+    cal_path = _write(job, f"{base}.calibrated.tflite", calibrated(job, edited))
+    return quantized(job, cal_path.read_bytes(), nodes), cal_path
+
+
+def _op_names(path: Path) -> tuple[str, ...]:
+    from edgekit.tflite_model import read_tflite
+
+    m = read_tflite(path)
+    return tuple(dict.fromkeys(m.tensors[op.outputs[0]].name for op in m.ops if op.outputs))
+
+
+def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) -> tuple[bytes, RecipeChoice]:
+    """The int8 model by the recipe REQUESTED (or auto), and the record of how it was chosen."""
+    if requested not in ("auto", *TFLITE_RECIPES):
+        job.notes.append(f"recipe '{requested}' exists for ONNX only; TFLite used auto's recipes instead")
+        requested = "auto"
+    if requested == "mixed" and float_free:
+        job.notes.append("mixed precision leaves layers in float, which the Edge TPU cannot run: not tried")
+    fixes = _edgetpu_fixes(job) if job.edgetpu_fixes else None
+    s = _Search(job, searching=requested in ("auto", "mixed"))
+    names = AUTO_ORDER if requested == "auto" else ("plain",) if requested == "mixed" else (requested,)
+    pick = None
+    for name in names:
+        pick = s.recipe(name)
+        if pick is not None:
+            break
+    if pick is None and requested in ("auto", "mixed") and not float_free:
+        pick = s.mixed()
+    met = pick is not None
+    if pick is None:
+        pick = best([(j, n, r) for j, n, r in s.kept])
+        job.log("int8: no recipe met the thresholds on the samples the search judges; keeping the best, "
+                f"{s.trials[pick].recipe}")
+    _, _, (label, blob, nodes, cal_path) = s.kept[pick]
+    base = label.split("[")[-1].rstrip("]")
+    if len(s.job.samples) < len(job.samples):  # judged on a held-out part: rebuilt on every calibration sample
+        blob, cal_path = build(job, base, nodes)
+    if cal_path is None:  # the diagnosis re-quantizes a calibrated twin with the debugger's checks
+        cal_path = _write(job, "plain.calibrated.tflite", calibrated(job))
+    t = s.trials[pick]
+    if fixes is not None and fixes.get("applied"):
+        fixes["preflight_after"] = _preflight_counts(job, blob)
+        job.log(f"Edge TPU fixes: {fixes['words']}; predicted ops on the TPU {_counts_words(fixes['preflight_before'])}"
+                f" -> {_counts_words(fixes['preflight_after'])}")
+    noise = input_noise_agreement(lambda x: run_tflite([s.ref_path], x)[0], s.x, s.y_ref)
+    return blob, RecipeChoice(
+        requested=requested, chosen=label, config={"recipe": base, "denylisted_nodes": list(nodes),
+                                                   "io_dtype": job.io_dtype},
+        met=met, judged_on=s.judged_on.replace("fp32 model", "fp32 TFLite model"),
+        float_nodes=nodes, macs_float_fraction=t.macs_float_fraction, trials=tuple(s.trials),
+        notes=tuple(dict.fromkeys(job.notes)), float_model=str(cal_path), edgetpu_fixes=fixes,
+        cost=_cost(s, blob, label), float_input_noise_agreement=None if noise is None else round(noise, 4))
+
+
+def _cost(s: _Search, blob: bytes, label: str) -> dict[str, Any]:
+    """Size and latency of the artifact against plain int8 (and the fp32 model)."""
+    if label == "plain":  # nothing to compare with: no latency measured on the default path
+        return {"size_bytes": len(blob), "fp32_size_bytes": s.ref_path.stat().st_size, "size_delta_bytes": 0,
+                "latency_delta_ms": 0.0}
+    plain_blob = next((k[1] for _, _, k in s.kept if k[0] == "plain"), None) or build(s.job, "plain", ())[0]
+    paths = {"artifact": _write(s.job, "cost-artifact.tflite", blob),
+             "plain": _write(s.job, "cost-plain.tflite", plain_blob), "fp32": s.ref_path}
+    lat = run_tflite(list(paths.values()), s.x[:1], latency=True)
+    return cost_record({k: p.stat().st_size for k, p in paths.items()},
+                       {k: float(v[0]) if v is not None else float("nan") for k, v in zip(paths, lat, strict=True)})
+
+
+def _edgetpu_fixes(job: TfliteJob) -> dict[str, Any]:
+    """Apply the Edge TPU graph fixes to the float model (job.fixed); the pre-flight of plain int8 without them."""
+    from edgekit.edgetpu.fixes import apply_fixes
+
+    fixed, report = apply_fixes(float_model(job))
+    out: dict[str, Any] = {"applied": dict(report.applied), "words": report.words()}
+    if report.applied:
+        job.fixed = fixed
+        out["preflight_before"] = _preflight_counts(job, plain(job))
+    return out
+
+
+def _preflight_counts(job: TfliteJob, blob: bytes) -> dict[str, Any]:
+    from edgekit.edgetpu.preflight import preflight
+
+    pf = preflight(_write(job, "preflight.tflite", blob))
+    return {"ops_on_tpu": pf.ops_on_tpu, "ops_total": pf.ops_total, "macs_on_tpu_fraction": pf.macs_on_tpu_fraction}
+
+
+def _counts_words(c: dict[str, Any]) -> str:
+    return f"{c['ops_on_tpu']} of {c['ops_total']}"
+
+
+__all__ = ["build", "quantize_tflite"]

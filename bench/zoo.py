@@ -279,8 +279,8 @@ def _child(cmd: list[str], log: Path, timeout: float, max_rss: float) -> dict[st
             "seconds": round(time.perf_counter() - t0, 1),
             "peak_rss_bytes": usage.ru_maxrss * 1024,  # Linux: KiB; the child and its waited-for children
             "peak_tree_rss_bytes": tree_peak,  # sampled every 0.5 s: PSS of the child and its live children
-            "load_avg": {"mean": round(sum(loads) / len(loads), 2), "max": max(loads), "cores": os.cpu_count()}
-            if loads else None}
+            "load_avg": {"mean": round(sum(loads) / len(loads), 2), "max": round(max(loads), 2),
+                         "cores": os.cpu_count()} if loads else None}
 
 
 def _tail(path: Path, n: int = 1500) -> str:

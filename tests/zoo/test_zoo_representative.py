@@ -34,7 +34,8 @@ ZERO_TO_255 = ["--mean", "0", "--std", repr(1 / 255)]  # the zoo's flags for a m
 
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """64 real MNIST test digits at 32x32x3, uint8, labelled, in either layout."""
+    """128 real MNIST test digits at 32x32x3, uint8, labelled, in either layout: edgekit holds out the last quarter
+    (32) for validation and calibrates on 32 of the others (MATRIX)."""
     d = tmp_path_factory.mktemp("zoo-digits")
     return {layout: families.digits_npz(d / f"digits_{layout.lower()}.npz", layout) for layout in ("NCHW", "NHWC")}
 

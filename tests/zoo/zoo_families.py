@@ -28,7 +28,7 @@ SIZE = 32  # input height and width
 CLASSES = 10
 
 
-def digits_npz(path: Path, layout: str, n: int = 64) -> Path:
+def digits_npz(path: Path, layout: str, n: int = 128) -> Path:
     """N real MNIST test digits at SIZE x SIZE x 3, uint8, in LAYOUT ("NCHW" or "NHWC"), with their labels."""
     from PIL import Image
 

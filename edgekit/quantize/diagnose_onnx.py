@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.quantize.diagnose import LayerMeasure, channel_spread, cosine, outlier_ratio, rank, sqnr_db
-from edgekit.quantize.onnx_graph import Graph, run_batches, session, with_outputs
+from edgekit.quantize.diagnose import LayerMeasure, channel_spread, rank
+from edgekit.quantize.onnx_graph import Graph
+from edgekit.quantize.ort_layers import compare_layers
 from edgekit.quantize.records import Diagnosis
 
 LAYER_OPS = ("Conv", "Gemm", "MatMul", "ConvTranspose")
-MAX_SAMPLES = 32  # every intermediate of every layer is held in memory, and a miss is diagnosed unasked
+MAX_SAMPLES = 32  # a miss is diagnosed unasked: each sample is a run of both models
 
 
 def measure(float_path: Path, qdq_path: Path, x: np.ndarray) -> list[LayerMeasure]:
@@ -32,28 +33,22 @@ def measure(float_path: Path, qdq_path: Path, x: np.ndarray) -> list[LayerMeasur
                                      if n.op_type in LAYER_OPS and n.name in qnodes]
     if not layers:
         return []
-    x = x[:MAX_SAMPLES]
-    f_names = list(dict.fromkeys(t for n, _ in layers for t in (n.input[0], n.output[0])))
-    q_names = list(dict.fromkeys(t for _, q in layers for t in (q.input[0], q.output[0])))
-    f_vals = dict(zip(f_names, run_batches(session(with_outputs(fm, f_names), optimize=False), x, f_names, 16),
-                      strict=True))
-    q_vals = dict(zip(q_names, run_batches(session(with_outputs(qm, q_names), optimize=False), x, q_names, 16),
-                      strict=True))
+    # folded chunk by chunk (edgekit.quantize.ort_layers): the whole tensors of 32 samples took PP-OCR past 5 GB
+    stats = compare_layers(fm, qm, [((n.input[0], n.output[0]), (q.input[0], q.output[0])) for n, q in layers],
+                           x[:MAX_SAMPLES])
     out = []
-    for fnode, qnode in layers:
-        f_in, q_in = f_vals[fnode.input[0]], q_vals[qnode.input[0]]
-        f_out, q_out = f_vals[fnode.output[0]], q_vals[qnode.output[0]]
-        if f_out.shape != q_out.shape:
+    for (fnode, qnode), s in zip(layers, stats, strict=True):
+        if not s.out.same_shape:
             continue
         quantized = qnode.input[0] != fnode.input[0] or qnode.input[1] != fnode.input[1]
         w = fg.inits.get(fnode.input[1]) if len(fnode.input) > 1 else None
         out.append(LayerMeasure(
             name=fnode.name, op=_op_words(fnode, fg) + ("" if quantized else " (float)"),
-            sqnr_db=sqnr_db(f_out, q_out), cosine=cosine(f_out, q_out),
-            input_sqnr_db=sqnr_db(f_in, q_in) if f_in.shape == q_in.shape else None,
-            act_spread=channel_spread(f_in, 1) if f_in.ndim >= 2 else None,
+            sqnr_db=s.out.sqnr_db(), cosine=s.out.cosine(),
+            input_sqnr_db=s.inp.sqnr_db() if s.inp.same_shape else None,
+            act_spread=s.act.spread() if s.input_ndim >= 2 else None,
             weight_spread=channel_spread(w, 0) if w is not None and w.ndim >= 2 else None,
-            outlier_ratio=outlier_ratio(f_out)))
+            outlier_ratio=s.top.ratio() if s.top is not None else None))
     return out
 
 

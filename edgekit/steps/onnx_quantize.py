@@ -128,12 +128,19 @@ class OnnxQuantize(Step):
         from edgekit.quantize.onnx_graph import name_nodes
         from edgekit.quantize.onnx_recipes import QuantData
         from edgekit.quantize.onnx_search import quantize_onnx
+        from edgekit.quantize.ort_prep import unshare_biases
 
         assert inp.path is not None
         pre = ctx.work / f"{ctx.stem}.int8-pre.onnx"
         _pre_process(inp.path, pre, ctx.log)
         model = onnx.load(str(pre))
         name_nodes(model)  # mixed precision and the diagnosis name nodes; the exporters leave some unnamed
+        shared = unshare_biases(model)  # onnxruntime's own copies can take another tensor's name (ort_prep)
+        notes = [f"{len(shared)} bias initializer(s) read by several nodes copied per node before quantization "
+                 "(onnxruntime names its copies without checking the graph's tensor names, "
+                 "microsoft/onnxruntime#24705)"] if shared else []
+        for note in notes:
+            ctx.log(f"int8: {note}")
         onnx.save(model, str(pre))
         inits = {i.name for i in model.graph.initializer}
         names = [i.name for i in model.graph.input if i.name not in inits]
@@ -151,5 +158,6 @@ class OnnxQuantize(Step):
             quantize(pre, dst, QuantData(names[0], named[names[0]], batch, work, feeds=named), OnnxRecipeConfig())
             choice = plain_int8_choice(ctx.options.int8_recipe, OnnxRecipeConfig().to_dict(), len(samples))
             return inp.derive(kind="onnx", path=dst, precision="int8", quantization=choice)
-        choice = quantize_onnx(pre, dst, QuantData(names[0], samples, batch, work), ctx.options.int8_recipe, ctx.log)
+        data = QuantData(names[0], samples, batch, work, notes=notes)
+        choice = quantize_onnx(pre, dst, data, ctx.options.int8_recipe, ctx.log)
         return inp.derive(kind="onnx", path=dst, precision="int8", quantization=choice)

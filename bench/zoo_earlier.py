@@ -21,6 +21,8 @@ from pathlib import Path
 
 _MARK = re.compile(r"^`([^`]+)`(?: \(earlier run, ([^)]*)\))?$")
 _BULLET = re.compile(r"^- `([^`]+)`(?: \(earlier run, ([^)]*)\))?(.*)$")
+ROW_DATES = "Each row's run (UTC):"  # the line that dates each row run for a page (see `row_dates`)
+ROW_DATES_RE = r"^(?:- )?Each row's run \(UTC\): (.*)$"
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,13 @@ def span(start: str | None, end: str | None) -> str:
     return f"{a:%Y-%m-%d %H:%M} UTC to {b:%Y-%m-%d %H:%M} UTC"
 
 
+def row_dates(recs: list[dict[str, str]]) -> str:
+    """ROW_DATES followed by each record's name and start, to the minute: what dates a row once it is kept."""
+    when = [f"`{r['name']}` {dt.datetime.fromisoformat(r['date']).astimezone(dt.timezone.utc):%Y-%m-%d %H:%M}"
+            for r in recs]
+    return f"{ROW_DATES} {', '.join(when)}."
+
+
 def split_row(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split(" | ")]
 
@@ -70,6 +79,9 @@ def parse_section(lines: list[str], date_pattern: str, failures_after: str) -> d
     text = "\n".join(lines)
     m = re.search(date_pattern, text, re.M)
     page_run = span(m.group(1), m.group(2)) if m else "date unknown"
+    dated = re.search(ROW_DATES_RE, text, re.M)  # each row's own run, where the page lists them
+    pairs = re.findall(r"`([^`]+)` (\d{4}-\d\d-\d\d \d\d:\d\d)", dated.group(1)) if dated else []
+    row_run = {n: f"{d} UTC" for n, d in pairs}
     header: list[str] = []
     rows: dict[str, tuple[dict[str, str], str]] = {}
     for ln in lines:
@@ -79,7 +91,8 @@ def parse_section(lines: list[str], date_pattern: str, failures_after: str) -> d
             cells = split_row(ln)
             mark = _MARK.match(cells[0])
             if mark and len(cells) == len(header):
-                rows[mark.group(1)] = (dict(zip(header, cells, strict=True)), mark.group(2) or page_run)
+                name = mark.group(1)
+                rows[name] = (dict(zip(header, cells, strict=True)), mark.group(2) or row_run.get(name, page_run))
     fails: dict[str, list[str]] = {name: [] for name in rows}
     started, opened = False, False
     for ln in lines:

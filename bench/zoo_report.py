@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from zoo_earlier import KeptRow, earlier_rows
+from zoo_earlier import KeptRow, earlier_rows, row_dates
 from zoo_models import CALIB_SIZE, DOC, MAX_RSS, MAX_SECONDS, N_HEAD, RESULTS, ROOT, SIZE, TASKS, VAL_SIZE, ZOO, machine
 
 COLUMNS = ("onnx fp32", "onnx int8", "tflite fp32", "tflite int8", "edgetpu int8")
@@ -241,6 +241,7 @@ def report(results: Path = RESULTS, doc: Path = DOC, use_commit: bool = True) ->
         "planned, not run yet.**",
         "",
         f"- Date: {dates}",
+        *([f"- {row_dates(done)}"] if done else []),
         *([f"- Earlier rows: {_kept_note(kept)}"] if kept else []),
         f"- Machine: {done[0]['machine'] if done else machine()}, shared with other work while measuring "
         f"({_load(done)}): times are inflated by that load",
@@ -341,7 +342,7 @@ def task_section(recs: dict[str, dict[str, Any]], earlier: dict[str, KeptRow] | 
              "seconds "
              "of the convert child; building and training each model is a separate child, "
              f"{', '.join(str((r.get('build') or {}).get('seconds')) for r in done) or '-'} s here).",
-             when, *([_kept_note(kept) + "."] if kept else []), "",
+             when, *([row_dates(done)] if done else []), *([_kept_note(kept) + "."] if kept else []), "",
              "| " + " | ".join(TASK_HEADER) + " |", "|" + "---|" * len(TASK_HEADER)]
     failures: list[str] = []
     changes: list[str] = []

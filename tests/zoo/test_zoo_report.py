@@ -114,15 +114,16 @@ def test_rows_without_a_json_are_kept_marked_with_their_run(zoo_report: ModuleTy
     assert "- `hf_mobilenet_v2`: transformers `MobileNetV2`" in text.split("## Planned, not run yet")[1]
     assert "`keras_resnet50` (killed at the 12 GiB RSS cap)" in text  # in the list to rerun where there is room
     assert "- Date: 2026-11-23T16:40:00+00:00 to 2026-11-23T16:40:00+00:00 (the rows run here)" in text
+    assert "- Each row's run (UTC): `mnist_cnn` 2026-11-23 16:40." in text
     assert "load average 7.5 on average, up to 9.2" in text
 
     # written again from its own output: the same page (the marks keep their dates, nothing doubles)
     assert zoo_report.report(results, doc, use_commit=False).read_text() == text
 
-    # its JSON gone, the regenerated row is kept in turn, dated by the run that made it
+    # its JSON gone, the regenerated row is kept in turn, dated by its own run
     (results / "mnist_cnn.json").unlink()
     again = zoo_report.report(results, doc, use_commit=False).read_text()
-    assert _row(again, "mnist_cnn").startswith("| `mnist_cnn` (earlier run, 2026-11-23 16:40-16:40 UTC) | edgekit")
+    assert _row(again, "mnist_cnn").startswith("| `mnist_cnn` (earlier run, 2026-11-23 16:40 UTC) | edgekit")
     assert _row(again, "hf_resnet18") == _row(text, "hf_resnet18")
     assert "(0 run here, 3 kept from an earlier run and marked so)" in again
 

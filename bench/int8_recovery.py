@@ -318,6 +318,7 @@ def verdict(res: dict[str, Any]) -> dict[str, Any]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", default="mobilenet_v2,mobilenet_v3_small,resnet10,mnist_mobilenet")
+    p.add_argument("--formats", default="onnx,tflite", help="a subset reruns those, keeping the others' results")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "int8_recovery.json")
     p.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "edgekit-int8-recovery")
     args = p.parse_args()
@@ -338,8 +339,11 @@ def main() -> int:
         xc, xv = xc * scale, xv * scale
         work = args.work / name
         work.mkdir(parents=True, exist_ok=True)
-        res: dict[str, Any] = {"facts": {**facts, "input": [size, size, 3], "pixels": "0-255" if scale > 1 else "0-1"}}
+        res: dict[str, Any] = {**results.get(name, {}),
+                               "facts": {**facts, "input": [size, size, 3], "pixels": "0-255" if scale > 1 else "0-1"}}
         for fmt, fn in (("onnx", run_onnx), ("tflite", run_tflite)):
+            if fmt not in args.formats.split(","):
+                continue
             try:
                 res[fmt] = fn(model, work, xc, xv, yv, log)
             except Exception as exc:  # noqa: BLE001 - a format that fails is a result, recorded as such

@@ -86,6 +86,17 @@ class _Search:
                 first = len(self.kept) - 1
         return first
 
+    def quantized(self, cal: bytes, denylist: tuple[str, ...]) -> bytes | None:
+        """CAL quantized with DENYLIST in float; None (noted) where the quantizer refuses: with every op that reads
+        the input in float, int8 I/O cannot be set ("Model input is not dequantized")."""
+        try:
+            return quantized(self.job, cal, denylist)
+        except ValueError as exc:
+            note = f"mixed precision: the TFLite quantizer refused {len(denylist)} ops in float ({exc})"
+            if note not in self.job.notes:
+                self.job.notes.append(note)
+            return None
+
     def recipe(self, name: str) -> int | None:
         blob, cal_path = build(self.job, name, ())
         return self.judge_many([(name, blob, (), cal_path)])
@@ -103,11 +114,11 @@ class _Search:
         everything = _op_names(cal_path)
         covered = {n for u in units for n in u}
         rest = tuple(n for n in everything if n not in covered)
-        paths = [_write(self.job, f"probe-{i}.tflite", quantized(self.job, cal, tuple(n for n in everything
-                                                                                     if n not in set(u))))
-                 for i, u in enumerate(units)]  # only U quantized
+        blobs = [self.quantized(cal, tuple(n for n in everything if n not in set(u))) for u in units]  # only U int8
+        paths = [_write(self.job, f"probe-{i}.tflite", b) for i, b in enumerate(blobs) if b is not None]
         x, y_ref = self.x[:PROBE_SAMPLES], self.y_ref[:PROBE_SAMPLES]
-        ys = run_tflite(paths, x)
+        ran = iter(run_tflite(paths, x))
+        ys = [next(ran) if b is not None else None for b in blobs]
         for p in paths:
             p.unlink(missing_ok=True)
         damage = [(float(((y - y_ref).astype(np.float64) ** 2).mean()) if y is not None else float("inf"), u)
@@ -118,7 +129,10 @@ class _Search:
         tried: dict[tuple[str, ...], int] = {}
 
         def passes(nodes: tuple[str, ...]) -> bool:
-            ok = self.judge_many([(f"mixed[{base}]", quantized(self.job, cal, nodes), nodes, cal_path)]) is not None
+            blob = self.quantized(cal, nodes)
+            if blob is None:
+                return False
+            ok = self.judge_many([(f"mixed[{base}]", blob, nodes, cal_path)]) is not None
             tried[nodes] = len(self.kept) - 1
             return ok
 

@@ -62,6 +62,8 @@ def run_isolated(target: str, request: dict[str, Any], arrays: dict[str, np.ndar
         except subprocess.TimeoutExpired as exc:
             raise RuntimeFailure(f"{who} did not finish within {timeout:.0f} s while {doing}.",
                                  hint=hint("") if callable(hint) else hint) from exc
+        if os.environ.get("EDGEKIT_DEBUG") and child.stderr:  # the child's log, as an in-process call shows it
+            sys.stderr.write(child.stderr)
         answer_file = folder / "answer.json"
         if child.returncode != 0 or not answer_file.is_file():
             raise _died(child, who, doing, hint)

@@ -13,6 +13,11 @@ Pitfalls handled here (shared/ENVIRONMENT.md):
   and the same SavedModel outputs. It is turned off (disable_strict_mode): edgekit validates every
   artifact against the source, so a transposition error it would have corrected is reported as a
   fidelity failure, never published as good.
+- onnx2tf runs in a child process (edgekit.isolate): TensorFlow's kernels abort the process on some
+  graphs (an .onnx ConvNeXt-V2 ended edgekit with exit 134), which there fails this step's artifacts
+  only. It costs one more TensorFlow import (the parent still needs TensorFlow for the TFLite
+  converter); EDGEKIT_NO_ISOLATION=1 runs it in-process.
+- The ONNX it reads is edgekit's private copy, cleaned up first (edgekit/steps/onnx_tf_prep.py).
 """
 
 from __future__ import annotations
@@ -24,15 +29,16 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from edgekit._deps import require
 from edgekit.border import all_text, vendor_cause, vendor_errors
-from edgekit.errors import ConversionError, UsageError
+from edgekit.errors import ConversionError, RuntimeFailure, UsageError
 from edgekit.scratch import absolute, scratch_cwd
 from edgekit.steps.base import Intermediate, Step, StepContext
+from edgekit.steps.onnx_tf_prep import prepare
 
 
 @contextlib.contextmanager
@@ -114,8 +120,6 @@ class OnnxToSavedModel(Step):
 
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
         require("onnx2tf", purpose="convert ONNX to TensorFlow")
-        import onnx2tf
-
         assert inp.path is not None
         out = ctx.work / f"{ctx.stem}_savedmodel"
         # onnx2tf's onnxsim pass rewrites its input file in place: give it a private copy, never the user's
@@ -124,11 +128,14 @@ class OnnxToSavedModel(Step):
         onnx = require("onnx")
         with vendor_errors("onnx", step=self.name, what=f"Copying {inp.path.name} for onnx2tf failed"):
             model = onnx.load(str(inp.path))
+            for change in prepare(model, ctx.options.batch):
+                ctx.log(f"  onnx2tf input: {change}")
             onnx.save(model, str(private))
         inits = {i.name for i in model.graph.initializer}
         # a channels-last input (tf2onnx's export of a Keras model) stays as it is: onnx2tf takes every 4-D
         # input for NCHW otherwise, and feeds H as the channels to the first Conv
         keep_nhwc = [i.name for i in model.graph.input if i.name not in inits] if inp.layout in CHANNELS_LAST else []
+        del model
         batch = ctx.options.batch
         try:
             samples = ctx.to_layout(ctx.calibration(), "NHWC")
@@ -136,34 +143,80 @@ class OnnxToSavedModel(Step):
             shape = [max(1, d) for d in ctx.source.input_shape]
             samples = np.random.default_rng(0).random([20, *shape[1:]], dtype=np.float32)
             samples = ctx.to_layout(samples, "NHWC")
-        log = io.StringIO()
-        onnx2tf_errors = vendor_errors("onnx2tf", step=self.name, what="ONNX -> TensorFlow conversion failed",
-                                       describe=lambda exc: _unsupported_op(log.getvalue(), exc),
-                                       hint=lambda exc: _hint(exc, inp.layout))
-        # absolute before scratch_cwd changes the folder: a relative --out (edgekit-out/<stem> by default) would
-        # otherwise be read inside the scratch folder, where the file is not
-        src_path, out_path = absolute(private), absolute(out)
-        try:
-            with onnx2tf_errors, _env_for_onnx2tf(samples[:20]), contextlib.redirect_stdout(log), scratch_cwd():
-                onnx2tf.convert(  # in a scratch folder: onnx2tf and onnxsim write by relative names
-                    input_onnx_file_path=src_path,
-                    output_folder_path=out_path,
-                    batch_size=batch,
-                    output_signaturedefs=True,
-                    copy_onnx_input_output_names_to_tflite=True,
-                    disable_strict_mode=True,  # see the module docstring: O(ops x graph) time and memory
-                    keep_nwc_or_nhwc_or_ndhwc_input_names=keep_nhwc or None,
-                    non_verbose=True,
-                )
-        except ConversionError as exc:  # the per-artifact failure names the node onnx2tf stopped at
-            exc.op = exc.op or failed_op(log.getvalue())
-            raise
-        if not (out / "saved_model.pb").is_file():
-            raise ConversionError("onnx2tf finished without writing a SavedModel (step onnx_to_savedmodel).",
-                                  hint=log.getvalue()[-400:])
+        # absolute: the child (and scratch_cwd in it) runs elsewhere; a relative --out (edgekit-out/<stem> by
+        # default) would otherwise be read inside the scratch folder, where the file is not
+        request = {"src": absolute(private), "out": absolute(out), "batch": batch, "keep_nhwc": keep_nhwc,
+                   "layout": inp.layout}
+        run_onnx2tf(request, np.ascontiguousarray(samples[:20]), inp.path.name)
         private.unlink(missing_ok=True)
         for leftover in out.glob("*.tflite"):  # onnx2tf's own TFLite files: edgekit converts with its own settings
             leftover.unlink()
         layout = "NHWC" if inp.layout == "NCHW" else inp.layout  # onnx2tf writes channels-last either way
         return inp.derive(kind="savedmodel", path=out, layout=layout, precision="fp32", signature="serving_default",
                           batch=batch)
+
+
+def run_onnx2tf(request: dict[str, Any], samples: np.ndarray, name: str) -> None:
+    """onnx2tf on REQUEST in a child process, so a native abort in TensorFlow or onnx2tf fails this step only.
+
+    onnx2tf builds the graph with TensorFlow kernels, which abort (SIGABRT) rather than raise on some
+    inputs: an .onnx ConvNeXt-V2 took edgekit down with exit 134. In the child that is a ConversionError
+    naming the step and the signal, and the artifacts that do not need this step still publish.
+    EDGEKIT_NO_ISOLATION=1 runs it in this process.
+    """
+    from edgekit.isolate import isolation_enabled, run_isolated
+
+    if not isolation_enabled():
+        convert_in_child(request, {"samples": samples})
+        return
+    try:
+        run_isolated(CHILD, request, {"samples": samples},
+                     who="onnx2tf", doing=f"converting {name} to a TensorFlow SavedModel", hint=CRASH_HINT,
+                     timeout=CHILD_TIMEOUT_S)
+    except RuntimeFailure as exc:  # the child died (a signal, no answer, the timeout): this step's failure
+        raise ConversionError(exc.message, hint=exc.hint, step=OnnxToSavedModel.name, op=exc.op) from exc
+
+
+CHILD = "edgekit.steps.onnx_to_savedmodel:convert_in_child"  # what the child runs ("module:function")
+CHILD_TIMEOUT_S = 3600.0  # a slow conversion is not a crash; the zoo's own limits are shorter
+CRASH_HINT = ("The crash is native code in onnx2tf/TensorFlow, not a Python error; the ONNX artifacts do not need "
+              "this step. EDGEKIT_DEBUG=1 shows the child's full log.")
+
+
+def convert_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
+                                                                                      dict[str, np.ndarray]]:
+    """onnx2tf.convert on request["src"] into request["out"] (edgekit.isolate's child, or in-process).
+
+    Imports onnx2tf (and with it TensorFlow) and nothing else heavy. onnx2tf's log goes to a buffer: its
+    node names make the error message; with EDGEKIT_DEBUG set it is printed (stderr) as well.
+    """
+    require("onnx2tf", purpose="convert ONNX to TensorFlow")
+    import onnx2tf
+
+    log = io.StringIO()
+    layout = request["layout"]
+    onnx2tf_errors = vendor_errors("onnx2tf", step=OnnxToSavedModel.name, what="ONNX -> TensorFlow conversion failed",
+                                   describe=lambda exc: _unsupported_op(log.getvalue(), exc),
+                                   hint=lambda exc: _hint(exc, layout))
+    try:
+        with onnx2tf_errors, _env_for_onnx2tf(arrays["samples"]), contextlib.redirect_stdout(log), scratch_cwd():
+            onnx2tf.convert(  # in a scratch folder: onnx2tf and onnxsim write by relative names
+                input_onnx_file_path=request["src"],
+                output_folder_path=request["out"],
+                batch_size=request["batch"],
+                output_signaturedefs=True,
+                copy_onnx_input_output_names_to_tflite=True,
+                disable_strict_mode=True,  # see the module docstring: O(ops x graph) time and memory
+                keep_nwc_or_nhwc_or_ndhwc_input_names=request["keep_nhwc"] or None,
+                non_verbose=True,
+            )
+    except ConversionError as exc:  # the per-artifact failure names the node onnx2tf stopped at
+        exc.op = exc.op or failed_op(log.getvalue())
+        raise
+    finally:
+        if os.environ.get("EDGEKIT_DEBUG"):
+            sys.stderr.write(log.getvalue())
+    if not (Path(request["out"]) / "saved_model.pb").is_file():
+        raise ConversionError("onnx2tf finished without writing a SavedModel (step onnx_to_savedmodel).",
+                              hint=_ANSI.sub("", log.getvalue())[-400:])
+    return {}, {}

@@ -145,6 +145,7 @@ def test_onnx_to_savedmodel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tin
         raise raised
 
     monkeypatch.setattr(onnx2tf, "convert", convert)
+    monkeypatch.setenv("EDGEKIT_NO_ISOLATION", "1")  # onnx2tf runs in this process, where the patch is
     src = _source([1, 3, 4, 4], "NCHW", path=tiny_onnx)
     err = _run("onnx_to_savedmodel", Intermediate(kind="onnx", path=tiny_onnx, layout="NCHW"), _ctx(tmp_path, src))
     assert isinstance(err, ConversionError) and err.step == "onnx_to_savedmodel", err

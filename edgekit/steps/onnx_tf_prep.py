@@ -1,0 +1,122 @@
+"""Graph clean-up on edgekit's private copy of an ONNX model, before onnx2tf reads it.
+
+Each fix is for a pattern that real exporters write and onnx2tf (1.28.8) cannot take, found on a
+model in the zoo (docs/zoo.md); each returns a sentence per change, or nothing where the graph
+does not have the pattern, so a model that converted before goes to onnx2tf unchanged.
+
+- Negative dims. Paddle2ONNX writes a free batch as `dim_value: -1` (ONNX wants a `dim_param` or no
+  value: dims are >= 0). ONNX shape inference carries the -1 into every `value_info` it writes, and
+  onnx2tf compares those shapes with TensorFlow's (`TensorShape([-1, ...])`), which raises
+  "Dimension -1 must be >= 0" at the first Add (PP-OCR's orientation classifier). Each negative dim
+  becomes a named free dim: the batch keeps a name ("batch"), an inner dim is left unknown.
+- A symbolic batch. torch's exporter names the batch ("s99"); onnx2tf's `batch_size` fixes the input
+  only, and its Transpose handling compares the ONNX shapes it reads (['s99', 40, 40, 96]) with
+  TensorFlow's ((1, 40, 40, 96)) to tell whether a tensor is already channels-last. A symbolic dim
+  never matches, so the Transpose -> LayerNormalization -> Transpose around every ConvNeXt norm was
+  applied literally and the next depthwise Conv got NCHW data ("groups=96 but the input has 40
+  channels", transformers' ConvNeXt tiny). The batch is fixed to the TFLite batch in the whole graph
+  and shapes are inferred again, so every shape onnx2tf reads is static.
+- Node names TensorFlow refuses. onnx2tf names each Keras/TF op after its ONNX node, and TensorFlow
+  takes only `[A-Za-z0-9_.\\/>-]` in a name scope: Paddle2ONNX's "Softmax@0" stops the conversion
+  with "'Softmax@0' is not a valid scope name". Such node names are rewritten (tensor names, the
+  model's input and output names among them, stay).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+BATCH_DIM_PARAM = "batch"
+
+
+def _value_infos(graph: Any) -> list[Any]:
+    return [*graph.input, *graph.output, *graph.value_info]
+
+
+def free_negative_dims(model: Any) -> list[str]:
+    """Turn every `dim_value < 0` of MODEL's inputs, outputs and value_info into a free dim (in place)."""
+    fixed: list[str] = []
+    for value in _value_infos(model.graph):
+        if not value.type.HasField("tensor_type"):
+            continue
+        dims = value.type.tensor_type.shape.dim
+        negative = [i for i, d in enumerate(dims) if d.HasField("dim_value") and d.dim_value < 0]
+        for i in negative:
+            dims[i].Clear()
+            dims[i].dim_param = BATCH_DIM_PARAM if i == 0 else f"{value.name}_dim{i}"
+        if negative:
+            fixed.append(value.name)
+    if not fixed:
+        return []
+    return [f"{len(fixed)} tensor shape(s) had a negative dim (-1, as Paddle2ONNX writes a free batch; first "
+            f"'{fixed[0]}'): made free dims, which onnx2tf accepts"]
+
+
+_NOT_IN_SCOPE = re.compile(r"[^A-Za-z0-9_.\\/>-]")
+
+
+def tf_safe_node_names(model: Any) -> list[str]:
+    """Rename MODEL's nodes whose names TensorFlow would refuse as a name scope (in place); unique names kept."""
+    taken = {n.name for n in model.graph.node}
+    renamed: list[str] = []
+    for node in model.graph.node:
+        if not _NOT_IN_SCOPE.search(node.name):  # a leading "/" (torch's names) onnx2tf rewrites itself
+            continue
+        base = _NOT_IN_SCOPE.sub("_", node.name)
+        new, k = base, 1
+        while new in taken:
+            new, k = f"{base}_{k}", k + 1
+        taken.add(new)
+        renamed.append(f"'{node.name}' -> '{new}'")
+        node.name = new
+    if not renamed:
+        return []
+    return [f"{len(renamed)} node name(s) TensorFlow refuses as a scope renamed ({', '.join(renamed[:3])}"
+            f"{', ...' if len(renamed) > 3 else ''})"]
+
+
+def static_batch(model: Any, batch: int) -> list[str]:
+    """Fix the batch dim of MODEL's inputs to BATCH throughout the graph and infer shapes again (in place)."""
+    from edgekit._deps import require
+
+    onnx = require("onnx")
+    graph = model.graph
+    inits = {i.name for i in graph.initializer}
+    names: set[str] = set()
+    fixed: list[str] = []
+    for value in graph.input:
+        dims = value.type.tensor_type.shape.dim if value.type.HasField("tensor_type") else []
+        if value.name in inits or not dims or (dims[0].HasField("dim_value") and dims[0].dim_value > 0):
+            continue
+        if dims[0].dim_param:
+            names.add(dims[0].dim_param)
+        dims[0].Clear()
+        dims[0].dim_value = batch
+        fixed.append(value.name)
+    if not fixed:
+        return []
+    for value in _value_infos(graph):  # the same symbol wherever it stands (outputs, value_info)
+        for dim in value.type.tensor_type.shape.dim if value.type.HasField("tensor_type") else []:
+            if dim.HasField("dim_param") and dim.dim_param in names:
+                dim.Clear()
+                dim.dim_value = batch
+    known = list(graph.value_info)
+    del graph.value_info[:]
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):  # an op onnx cannot infer: keep
+        # the shapes as they were, the symbol replaced
+        graph.value_info.extend(known)
+        return [f"batch of input(s) {fixed} fixed to {batch} (shape inference failed; symbols replaced)"]
+    graph.value_info.extend(inferred.graph.value_info)
+    return [f"batch of input(s) {', '.join(repr(n) for n in fixed)} fixed to {batch} and shapes inferred again "
+            f"({len(graph.value_info)} tensors), so onnx2tf compares static shapes"]
+
+
+def prepare(model: Any, batch: int = 1) -> list[str]:
+    """Every clean-up onnx2tf needs, applied to MODEL (an onnx.ModelProto, changed in place); what changed."""
+    return [*free_negative_dims(model), *static_batch(model, batch), *tf_safe_node_names(model)]
+
+
+__all__ = ["free_negative_dims", "prepare", "static_batch", "tf_safe_node_names"]

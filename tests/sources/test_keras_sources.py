@@ -150,6 +150,21 @@ def test_factory_with_and_without_weights(files, probe, monkeypatch: pytest.Monk
         _load(files["lambda.h5"], "h5", factory=f"{FACTORY_MODULE}:build")
 
 
+def test_the_reference_runs_one_traced_graph_for_every_chunk(files, probe, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eager Keras calls kept a whole chunk's activations in TensorFlow's allocator (GBs on the zoo's models):
+    the reference is one graph, traced at load for a free batch, and chunks of any size reuse it."""
+    import edgekit.sources.keras as keras_source
+
+    src = _load(files["tiny.keras"], "keras")
+    calls = []
+    dense = src.model.get_layer("scores")
+    real_call = dense.call
+    monkeypatch.setattr(dense, "call", lambda *a, **k: calls.append(1) or real_call(*a, **k))
+    monkeypatch.setattr(keras_source, "rows_per_chunk", lambda arrays, cap: 2)  # chunks of 2, 2 and 1
+    np.testing.assert_allclose(src.predict(probe), _expected(probe), rtol=0, atol=1e-6)
+    assert calls == []  # eagerly, the layer's Python code would run once per chunk; traced, never again
+
+
 def test_weights_only_h5_needs_a_factory(files) -> None:
     with pytest.raises(UsageError, match="only weights") as exc:
         _load(files["tiny.weights.h5"], "h5")

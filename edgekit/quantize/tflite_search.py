@@ -111,7 +111,11 @@ class _Search:
         units = _units(cal_path)
         if len(units) > MAX_PROBES:
             units = sorted(units, key=lambda u: -sum(self.macs.get(n, 0) for n in u))[:MAX_PROBES]
-        everything = _op_names(cal_path)
+        everything, readers = _op_names(cal_path)
+        if self.job.io_dtype != "float32":  # int8 input: "Model input is not dequantized" with all its readers float
+            everything = tuple(n for n in everything if n not in readers)
+            units = [tuple(n for n in u if n not in readers) for u in units]
+            units = [u for u in units if u]
         covered = {n for u in units for n in u}
         rest = tuple(n for n in everything if n not in covered)
         blobs = [self.quantized(cal, tuple(n for n in everything if n not in set(u))) for u in units]  # only U int8
@@ -155,11 +159,14 @@ def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Pat
     return quantized(job, cal_path.read_bytes(), nodes), cal_path
 
 
-def _op_names(path: Path) -> tuple[str, ...]:
+def _op_names(path: Path) -> tuple[tuple[str, ...], set[str]]:
+    """Every op's name (its first output tensor's), and those of the ops reading a model input."""
     from edgekit.tflite_model import read_tflite
 
     m = read_tflite(path)
-    return tuple(dict.fromkeys(m.tensors[op.outputs[0]].name for op in m.ops if op.outputs))
+    names = tuple(dict.fromkeys(m.tensors[op.outputs[0]].name for op in m.ops if op.outputs))
+    readers = {m.tensors[op.outputs[0]].name for op in m.ops if op.outputs and set(m.inputs) & set(op.inputs)}
+    return names, readers
 
 
 def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) -> tuple[bytes, RecipeChoice]:

@@ -296,9 +296,9 @@ def report(results: Path = RESULTS, doc: Path = DOC, use_commit: bool = True) ->
 
 
 def _write(doc: Path, text: str) -> Path:
-    """Write DOC atomically: others run the zoo (and read the page) while it is rewritten."""
+    """Write DOC atomically: others run the zoo (and read the page) while it is rewritten, several at once."""
     doc.parent.mkdir(parents=True, exist_ok=True)
-    tmp = doc.with_name(f".{doc.name}.tmp")
+    tmp = doc.with_name(f".{doc.name}.{os.getpid()}.tmp")
     tmp.write_text(text)
     os.replace(tmp, doc)
     return doc

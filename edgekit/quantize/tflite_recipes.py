@@ -3,9 +3,10 @@ did), equalize (cross-layer equalization of the float flatbuffer before calibrat
 (selective quantization: the TFLite quantizer's denylisted nodes stay float), and the diagnosis by the TFLite
 quantization debugger.
 
-The converter's own path calibrates and quantizes in one call; the other recipes split it as the
-quantization debugger does: calibrate once (`_experimental_calibrate_only`, or the calibrator on an
-edited float model), then `mlir_quantize` the calibrated model as often as candidates need (milliseconds).
+Every recipe splits the converter's full-integer path as the quantization debugger does: calibrate once (the
+calibrator on the float model, or on an edited one), then `mlir_quantize` the calibrated model as often as
+candidates need (milliseconds). Float models and calibrations are kept for the whole run (edgekit.tflite_cache):
+plain int8 and the Edge TPU's uint8-I/O model share one calibration.
 """
 
 from __future__ import annotations
@@ -44,9 +45,8 @@ class TfliteJob:
     fixed: bytes | None = None  # the float model with those fixes, where any applied
     # several inputs: each one's samples by signature input key (plain recipe only); samples is the first
     feeds: dict[str, np.ndarray] | None = None
-
-    def converter(self) -> Any:
-        return self.tf.lite.TFLiteConverter.from_saved_model(str(self.saved), signature_keys=[self.signature])
+    # the run's folder of float models and calibrations, shared by its TFLite steps (edgekit.tflite_cache)
+    cache: Path | None = None
 
     def representative(self) -> Iterator[list[np.ndarray] | dict[str, np.ndarray]]:
         for i in range(0, len(self.samples) - self.batch + 1, self.batch):
@@ -55,40 +55,37 @@ class TfliteJob:
             else:
                 yield [self.samples[i:i + self.batch]]
 
+    def data_key(self) -> str:
+        """What identifies this job's calibration data (the samples, or every input's, and the batch)."""
+        from edgekit.tflite_cache import samples_digest
+
+        feeds = [self.feeds[k] for k in sorted(self.feeds)] if self.feeds else [self.samples]
+        return samples_digest(feeds, self.batch)
+
     @property
     def io_type(self) -> Any:
         return {"int8": self.tf.int8, "uint8": self.tf.uint8, "float32": self.tf.float32}[self.io_dtype]
 
 
 def plain(job: TfliteJob) -> bytes:
-    """The converter's full-integer model: TFLITE_BUILTINS_INT8 only, the requested I/O type."""
-    tf = job.tf
-    converter = job.converter()
-    converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    converter.representative_dataset = job.representative
-    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-    converter.inference_input_type = job.io_type
-    converter.inference_output_type = job.io_type
-    return bytes(converter.convert())
+    """The converter's full-integer model, the requested I/O type: its stages run as edgekit.tflite_cache splits
+    them, so the calibration is the run's one (the int8 and the uint8-I/O models share it)."""
+    from edgekit.tflite_cache import full_integer
+
+    return full_integer(job.tf, calibrated(job), job.io_type)
 
 
 def float_model(job: TfliteJob) -> bytes:
-    return bytes(job.converter().convert())
+    from edgekit.tflite_cache import float_model as converted
+
+    return converted(job.tf, job.saved, job.signature, job.cache)
 
 
 def calibrated(job: TfliteJob, float_bytes: bytes | None = None) -> bytes:
     """A float model carrying the calibration ranges: of the SavedModel, or of FLOAT_BYTES (an edited model)."""
-    if float_bytes is not None:
-        from tensorflow.lite.python.optimize import calibrator
+    from edgekit.tflite_cache import calibrated as with_ranges
 
-        return bytes(calibrator.Calibrator(float_bytes).calibrate(job.representative))
-    tf = job.tf
-    converter = job.converter()
-    converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    converter.representative_dataset = job.representative
-    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8, tf.lite.OpsSet.TFLITE_BUILTINS]
-    converter._experimental_calibrate_only = True  # noqa: SLF001 - the debugger's own split of convert()
-    return bytes(converter.convert())
+    return with_ranges(float_bytes or float_model(job), job.representative, job.data_key(), job.cache)
 
 
 def quantized(job: TfliteJob, cal: bytes, denylist: tuple[str, ...] = (), debug: bool = False) -> bytes:

@@ -1,8 +1,11 @@
 """SavedModel -> TFLite at a precision: fp32, fp16, dynamic-range, or full-integer int8.
 
 Full-integer int8 uses the representative dataset (the user's calibration samples in the
-SavedModel's layout), TFLITE_BUILTINS_INT8 only (so an op without an int8 kernel fails here,
-loudly, instead of falling back to float), and the requested I/O type (int8, uint8 or float32).
+SavedModel's layout) and the requested I/O type (int8, uint8 or float32). The float model and its
+calibration are made once a run and shared by every TFLite artifact (edgekit.tflite_cache): the fp32
+artifact is that float model, and int8 and the Edge TPU's uint8-I/O int8 are two quantizations of one
+calibration. (TF 2.21's quantizer, like the converter's one-shot path, leaves an op without an int8 kernel
+in float between QUANTIZE/DEQUANTIZE; the Edge TPU pre-flight names such ops.)
 `--int8-recipe` (default plain; auto searches) chooses how: edgekit.quantize.tflite_recipes (plain, equalize, mixed
 precision by selective quantization; an integer-only target such as the Edge TPU never gets float layers).
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -18,6 +22,7 @@ import numpy as np
 from edgekit._deps import require
 from edgekit.border import vendor_errors, vendor_message
 from edgekit.steps.base import ConvertOptions, Intermediate, Step, StepContext, to_layout
+from edgekit.tflite_cache import float_model
 
 # Ops that only appear when a dimension stayed dynamic; an edge artifact must not contain them.
 DYNAMIC_SHAPE_OPS = ("SHAPE", "STRIDED_SLICE", "PACK")
@@ -78,19 +83,18 @@ class TfliteConvert(Step):
             hint="An op without an int8 kernel cannot be fully quantized: convert with --quantize dynamic or fp16, "
             "or replace the op." if precision == "int8" else "Run with EDGEKIT_DEBUG=1 for the converter's log.",
         )
-        with tflite_errors:
-            converter = tf.lite.TFLiteConverter.from_saved_model(str(saved), signature_keys=[signature])
-        if precision == "fp16":
-            converter.optimizations = [tf.lite.Optimize.DEFAULT]
-            converter.target_spec.supported_types = [tf.float16]
-        elif precision == "dynamic":
-            converter.optimizations = [tf.lite.Optimize.DEFAULT]
         choice = None
         with tflite_errors, contextlib.redirect_stdout(log):
             if precision == "int8":  # the recipe asked for (--int8-recipe; auto searches): edgekit.quantize
                 blob, choice = self._int8(tf, saved, signature, batch, io_dtype or "int8", inp.layout, ctx)
-            else:
+            elif precision in ("fp16", "dynamic"):  # the converter's own weight quantization
+                converter = tf.lite.TFLiteConverter.from_saved_model(str(saved), signature_keys=[signature])
+                converter.optimizations = [tf.lite.Optimize.DEFAULT]
+                if precision == "fp16":
+                    converter.target_spec.supported_types = [tf.float16]
                 blob = converter.convert()
+            else:  # fp32: the float model the int8 artifacts calibrate, converted once a run
+                blob = float_model(tf, saved, signature, _cache(ctx))
         out.write_bytes(blob)
         dyn = dynamic_shape_ops(out)
         return inp.derive(kind="tflite", path=out, precision=precision, io_dtype=io_dtype or "float32",
@@ -104,10 +108,15 @@ class TfliteConvert(Step):
         work = ctx.work / f"{ctx.stem}.{io_dtype}.int8-recipes"  # candidates and the calibrated twin; not published
         work.mkdir(exist_ok=True)
         job = TfliteJob(tf, saved, signature, samples.astype(np.float32), batch, io_dtype, work, ctx.log,
-                        edgetpu_fixes=bool(self.params.integer_only) and ctx.options.edgetpu_fixes)
+                        edgetpu_fixes=bool(self.params.integer_only) and ctx.options.edgetpu_fixes, cache=_cache(ctx))
         if ctx.source.inputs:  # several inputs: each calibrated by its signature key, plain recipe (edgekit.feeds)
             return _int8_named(job, ctx, layout)
         return quantize_tflite(job, ctx.options.int8_recipe, float_free=bool(self.params.integer_only))
+
+
+def _cache(ctx: StepContext) -> Path:
+    """The run's folder of TFLite float models and calibrations (edgekit.tflite_cache), in its staging area."""
+    return ctx.work / f"{ctx.stem}.tflite-cache"
 
 
 def _int8_named(job: Any, ctx: StepContext, layout: str) -> tuple[bytes, Any]:

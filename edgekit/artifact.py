@@ -286,7 +286,14 @@ class RunFacts(Record):
 
     seconds: float = 0.0  # the whole run: loading, calibration data, every step, every validation
     peak_rss_bytes: int | None = None  # edgekit's own process
-    peak_rss_children_bytes: int | None = None  # the largest child process (source probe, isolated validation)
+    # getrusage's largest child: on Linux a child's figure starts at its parent's peak when it execs, so it is at
+    # least peak_rss_bytes then (peak_tree_rss_bytes is what the children held)
+    peak_rss_children_bytes: int | None = None
+    # edgekit and its child processes together, sampled (edgekit.measure.run_meter): the run's peak on the machine
+    peak_tree_rss_bytes: int | None = None
+    # seconds of the phases outside the artifacts' steps, validations and diagnoses (load, calibration_data,
+    # reference): with those, the manifest accounts for the whole run
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

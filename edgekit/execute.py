@@ -187,7 +187,10 @@ def _execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: 
                     continue
                 from edgekit.quantize.explain import explain  # int8 that missed (or --explain): layer by layer
 
-                explain(art, cur, ref, options, progress)
+                t_diag = time.perf_counter()
+                if explain(art, cur, ref, options, progress) is not None:  # its time is the artifact's too
+                    art.extra["diagnosis_seconds"] = round(time.perf_counter() - t_diag, 3)
+                    art.seconds = round(art.seconds + art.extra["diagnosis_seconds"], 3)
             if not art.ok:
                 continue
             for post in chain.post_steps:
@@ -240,11 +243,17 @@ def _execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: 
 
 
 def _run_facts(started: float) -> RunFacts:
-    """Wall time since STARTED (perf_counter) and peak memory so far."""
+    """Wall time since STARTED (perf_counter), peak memory so far, and the phases the run meter timed."""
+    from edgekit.measure import run_meter
     from edgekit.measure.machine import peak_rss, peak_rss_children
 
+    meter = run_meter.current()
+    if meter is not None:
+        meter.sample()
     return RunFacts(seconds=round(time.perf_counter() - started, 3),
-                    peak_rss_bytes=peak_rss(), peak_rss_children_bytes=peak_rss_children())
+                    peak_rss_bytes=peak_rss(), peak_rss_children_bytes=peak_rss_children(),
+                    peak_tree_rss_bytes=(meter.peak_tree_rss or None) if meter is not None else None,
+                    phases=dict(meter.phases) if meter is not None else {})
 
 
 def _warnings(artifacts: Any) -> list[str]:

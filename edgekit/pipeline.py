@@ -7,6 +7,7 @@ modules of their own; this one only loads what they need and hands it over.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 from edgekit.errors import UsageError
 from edgekit.execute import ConvertResult, execute
+from edgekit.measure import run_meter
 from edgekit.options import ConvertOptions
 from edgekit.plan import check_modules, check_outputs, check_request, make_plan, stem_of
 from edgekit.sources.base import Source
@@ -52,12 +54,18 @@ def convert(
     (after the outputs are written, so they can be inspected). The Edge TPU "written but not
     compiled" outcome is `result.not_compiled`.
     """
+    started = time.perf_counter()
+    with run_meter.metering():  # the process tree's peak memory and the phases' seconds, for the manifest
+        return _convert(source, targets, quantize, progress, started, options)
+
+
+def _convert(source: str | Path | None, targets: str | list[str], quantize: str | list[str],
+             progress: Callable[[str], None] | None, started: float, options: dict[str, Any]) -> ConvertResult:
     from edgekit.errors import FidelityError
     from edgekit.sources import LoadOptions
     from edgekit.sources.detect import FAMILY, detect
     from edgekit.sources.probe import load_source
 
-    started = time.perf_counter()
     say = progress or (lambda _m: None)
     values = {API_NAMES.get(k, k): v for k, v in options.items()}
     options_ = ConvertOptions.build(targets=_split(targets), precisions=_split(quantize), **values)
@@ -88,7 +96,8 @@ def convert(
     load_opts = LoadOptions(factory=model, trust_model=options_.trust_model, input_shape=input_shape,
                             signature=options_.signature, input_shapes=options_.input_shapes, layout=options_.layout,
                             min_opset=13 if qdq else None)
-    src: Source = load_source(path, kind, load_opts)  # a file is probed in a child first: a crash stays there
+    with run_meter.phase("load"):
+        src: Source = load_source(path, kind, load_opts)  # a file is probed in a child first: a crash stays there
     options_.out_dir = Path(options_.out_dir) if options_.out_dir else Path("edgekit-out") / stem_of(src)
     result = run(src, options_, say, started)
     if options_.strict and result.fidelity_failures:
@@ -117,7 +126,8 @@ def run(src: Source, options: ConvertOptions, say: Callable[[str], None], starte
     """
     from edgekit.outdir import output_lock
 
-    with output_lock(options.out_dir):
+    with output_lock(options.out_dir), (run_meter.metering() if run_meter.current() is None
+                                        else contextlib.nullcontext()):
         return _run(src, options, say, started)
 
 
@@ -130,6 +140,7 @@ def _run(src: Source, options: ConvertOptions, say: Callable[[str], None], start
         say(f"plan: {line}")
     shape = [options.batch if d <= 0 else d for d in src.input_shape]
     calib_x = None
+    t_data = time.perf_counter()
     if src.inputs:  # several inputs: a .npz with one array per input name (edgekit.feeds)
         from edgekit.feeds import split_named
 
@@ -148,7 +159,9 @@ def _run(src: Source, options: ConvertOptions, say: Callable[[str], None], start
         val = random_samples(shape, min(options.val_size, 100))
         feeds, labels, inputs_name = {src.input_name: val.x}, val.y, val.name
         say(f"validation: {len(val.x)} random samples (pass --calib for real data and accuracy)")
-    ref = reference(src, feeds, labels, inputs_name, options)
+    run_meter.add("calibration_data", time.perf_counter() - t_data)
+    with run_meter.phase("reference"):
+        ref = reference(src, feeds, labels, inputs_name, options)
     return execute(plan, calib_x, ref, say, started)
 
 

@@ -7,6 +7,7 @@
 - artifact.py: what is known about the file measured (size, digest, precision, MAC count)
 - records.py: the typed parts of a ProfileResult (artifact, device, runtime, memory, compute)
 - child.py: one measurement in a child process (`edgekit profile --json`), as bench runs its rows
+- run_meter.py: a conversion run's process-tree peak memory and phase seconds (manifest `run`)
 
 `edgekit.profile` composes them into a ProfileResult; `edgekit.bench` runs many.
 """

@@ -11,12 +11,16 @@ from edgekit.report.text import human_bytes, pct
 
 
 def run_line(manifest: Manifest) -> str | None:
-    """'run: 21.9 s, peak RSS 1.2 GB (largest child 310 MB)', from the manifest's run record."""
+    """'run: 21.9 s, peak RSS 1.2 GB (with its child processes 1.4 GB)', from the manifest's run record."""
     r = manifest.run
     if r is None:
         return None
     rss = f", peak RSS {human_bytes(r.peak_rss_bytes)}" if r.peak_rss_bytes else ""
-    child = f" (largest child process {human_bytes(r.peak_rss_children_bytes)})" if r.peak_rss_children_bytes else ""
+    if r.peak_tree_rss_bytes:  # sampled over the whole process tree (getrusage's children figure is not theirs)
+        child = f" (with its child processes {human_bytes(r.peak_tree_rss_bytes)})"
+    else:  # a manifest written before the run meter
+        child = f" (largest child process {human_bytes(r.peak_rss_children_bytes)})" if r.peak_rss_children_bytes \
+            else ""
     return f"run: {r.seconds:.1f} s{rss}{child}"
 
 

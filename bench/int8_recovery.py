@@ -251,8 +251,9 @@ def run_tflite(model: Any, work: Path, xc: np.ndarray, xv: np.ndarray, yv: np.nd
     import tensorflow as tf
 
     from edgekit.edgetpu.preflight import preflight
-    from edgekit.quantize.tflite_recipes import TfliteJob, float_model, quantize_tflite
+    from edgekit.quantize.tflite_recipes import TfliteJob, float_model
     from edgekit.quantize.tflite_run import run_tflite as run
+    from edgekit.quantize.tflite_search import quantize_tflite
     from edgekit.steps.keras_to_savedmodel import ensure_static_batch
 
     exported = work / "saved_model"

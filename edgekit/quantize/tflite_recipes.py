@@ -128,13 +128,6 @@ def _units(cal_path: Path) -> list[tuple[str, ...]]:
     return out
 
 
-def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) -> tuple[bytes, RecipeChoice]:
-    """The int8 model by the recipe REQUESTED (or auto), and its record: the search lives in tflite_search."""
-    from edgekit.quantize.tflite_search import quantize_tflite as search
-
-    return search(job, requested, float_free)
-
-
 def diagnose_tflite(choice: RecipeChoice, x: np.ndarray, inputs: str) -> Diagnosis:
     """The quantization debugger's per-op statistics on X: each op's own error (its float twin fed the same
     int8 inputs), ranked, with the spread of its output channels and its outliers."""
@@ -199,4 +192,4 @@ def _finite(v: Any) -> float | None:
     return f if np.isfinite(f) else None
 
 
-__all__ = ["AUTO_ORDER", "TFLITE_RECIPES", "TfliteJob", "diagnose_tflite", "quantize_tflite"]
+__all__ = ["AUTO_ORDER", "TFLITE_RECIPES", "TfliteJob", "diagnose_tflite"]

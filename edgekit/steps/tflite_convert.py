@@ -102,7 +102,8 @@ class TfliteConvert(Step):
 
     def _int8(self, tf: Any, saved: Any, signature: str, batch: int, io_dtype: str, layout: str,
               ctx: StepContext) -> tuple[bytes, Any]:
-        from edgekit.quantize.tflite_recipes import TfliteJob, quantize_tflite
+        from edgekit.quantize.tflite_recipes import TfliteJob
+        from edgekit.quantize.tflite_search import quantize_tflite
 
         samples = ctx.to_layout(ctx.calibration(), layout)
         work = ctx.work / f"{ctx.stem}.{io_dtype}.int8-recipes"  # candidates and the calibrated twin; not published

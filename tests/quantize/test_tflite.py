@@ -51,8 +51,9 @@ def head_saved(tmp_path_factory: pytest.TempPathFactory, tf) -> Path:
 def test_equalization_keeps_the_float_tflite_and_recovers_int8(tf, spread_saved: Path, xs: np.ndarray,
                                                                tmp_path: Path) -> None:
     from edgekit.quantize.tflite_equalize import equalize_tflite
-    from edgekit.quantize.tflite_recipes import float_model, quantize_tflite
+    from edgekit.quantize.tflite_recipes import float_model
     from edgekit.quantize.tflite_run import run_tflite
+    from edgekit.quantize.tflite_search import quantize_tflite
 
     job = _job(tf, spread_saved, xs, tmp_path / "w")
     fb = float_model(job)
@@ -77,7 +78,7 @@ def test_equalization_keeps_the_float_tflite_and_recovers_int8(tf, spread_saved:
 
 def test_mixed_precision_meets_what_plain_misses_but_never_for_an_integer_only_target(
         tf, head_saved: Path, xs: np.ndarray, tmp_path: Path) -> None:
-    from edgekit.quantize.tflite_recipes import quantize_tflite
+    from edgekit.quantize.tflite_search import quantize_tflite
 
     _, mixed = quantize_tflite(_job(tf, head_saved, xs, tmp_path / "m"), "mixed")
     assert mixed.met and mixed.chosen == "mixed[plain]" and mixed.float_nodes
@@ -88,7 +89,8 @@ def test_mixed_precision_meets_what_plain_misses_but_never_for_an_integer_only_t
 
 
 def test_debugger_diagnosis_ranks_layers(tf, spread_saved: Path, xs: np.ndarray, tmp_path: Path) -> None:
-    from edgekit.quantize.tflite_recipes import diagnose_tflite, quantize_tflite
+    from edgekit.quantize.tflite_recipes import diagnose_tflite
+    from edgekit.quantize.tflite_search import quantize_tflite
 
     _, choice = quantize_tflite(_job(tf, spread_saved, xs, tmp_path / "d"), "plain")
     diag = diagnose_tflite(choice, xs, "calibration")
@@ -106,8 +108,9 @@ def test_each_edgetpu_fix_keeps_fidelity_and_raises_the_tpu_op_count(
         tf, xs: np.ndarray, tmp_path: Path, pattern: str, fix: str, min_runtime: int | None) -> None:
     from edgekit.edgetpu.preflight import preflight
     from edgekit.quantize.search import judge
-    from edgekit.quantize.tflite_recipes import TfliteJob, float_model, plain, quantize_tflite
+    from edgekit.quantize.tflite_recipes import TfliteJob, float_model, plain
     from edgekit.quantize.tflite_run import run_tflite
+    from edgekit.quantize.tflite_search import quantize_tflite
 
     saved = build(tmp_path / pattern, pattern)
     job = _job(tf, saved, xs, tmp_path / "on", "uint8", fixes=True)

@@ -346,27 +346,27 @@ def task_section(recs: dict[str, dict[str, Any]], earlier: dict[str, KeptRow] | 
              "| " + " | ".join(TASK_HEADER) + " |", "|" + "---|" * len(TASK_HEADER)]
     failures: list[str] = []
     changes: list[str] = []
-    made = passing = 0
+    cells: list[str] = []  # every requested artifact's cell, rows run here and kept alike
     for m in TASKS:
         if m.name in recs:
             row, fails = _task_row(recs[m.name])
-            lines.append(row)
+            lines.append("| " + " | ".join(row) + " |")
+            cells += [row[TASK_HEADER.index(c)] for c in COLUMNS]
             failures += fails
-            arts = (recs[m.name].get("manifest") or {}).get("artifacts", [])
-            made += len(arts)
-            passing += sum(1 for a in arts if a.get("status") == "ok" and (a.get("fidelity") or {}).get("passed"))
             changes += [f"- `{m.name}` pinned before any step: {c}"
                         for c in ((recs[m.name].get("manifest") or {}).get("source") or {}).get("changes") or []]
         elif m.name in earlier:
             k = earlier[m.name]
             lines.append(k.line(TASK_HEADER))
+            cells += [k.cells.get(c, "") for c in COLUMNS]
             failures += k.failure_lines()
-            cells = [k.cells.get(c, "") for c in COLUMNS]
-            made += sum(c.startswith(("ok", "**FAILED")) for c in cells)
-            passing += sum(c.startswith("ok:") for c in cells)
     n = len(done) + len(kept)
-    lines.append(f"\n**{passing} of {made} artifacts of {n} task models made and passing on every output"
-                 + (f" ({len(kept)} of the models from an earlier run)" if kept else "") + ".**")
+    passing, misses = sum(c.startswith("ok:") for c in cells), sum(c.startswith("ok, ") for c in cells)
+    failed = sum(c.startswith("**FAILED") for c in cells)
+    lines.append(f"\n**{passing} of {len(cells)} artifacts requested ({n} task models x {len(COLUMNS)}) made and "
+                 f"passing on every output; {misses} made below the thresholds, {failed} failed on their own, "
+                 f"{len(cells) - passing - misses - failed} never made (their run was killed, timed out or aborted)"
+                 + (f"; {len(kept)} of the models from an earlier run" if kept else "") + ".**")
     if done:
         lines.append(f"\nCommand per model, e.g.: `{done[-1].get('command', '')}`")
     lines += ["", TASK_FAILURES, ""] + (failures + changes or ["None."])
@@ -376,8 +376,8 @@ def task_section(recs: dict[str, dict[str, Any]], earlier: dict[str, KeptRow] | 
     return lines
 
 
-def _task_row(r: dict[str, Any]) -> tuple[str, list[str]]:
-    """A task model's table row from its result record, and its failure and fidelity-miss lines."""
+def _task_row(r: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """A task model's table cells (TASK_HEADER) from its result record, and its failure and fidelity-miss lines."""
     src, man = r.get("source") or {}, r.get("manifest") or {}
     arts = {_column(a): a for a in man.get("artifacts", [])}
     status = r.get("status", "?")
@@ -386,10 +386,9 @@ def _task_row(r: dict[str, Any]) -> tuple[str, list[str]]:
     if tpu.get("ops_total"):  # the pre-flight's prediction (no edgetpu_compiler here)
         cells[-1] += f"; TPU (predicted) {tpu['ops_on_tpu']}/{tpu['ops_total']} ops"
     conv = r.get("convert") or {}
-    row = "| " + " | ".join([f"`{r['name']}`", f"{r['class']} ({r.get('note', '')})", _size(src.get("params"), ""),
-                             str(src.get("input", "-")), _task_outputs(man), str(src.get("task", "-")), *cells,
-                             _bound(f"{conv.get('seconds', '-')} s", over_time(r)),
-                             _bound(_size(peak_rss(r)), over_rss(r))]) + " |"
+    row = [f"`{r['name']}`", f"{r['class']} ({r.get('note', '')})", _size(src.get("params"), ""),
+           str(src.get("input", "-")), _task_outputs(man), str(src.get("task", "-")), *cells,
+           _bound(f"{conv.get('seconds', '-')} s", over_time(r)), _bound(_size(peak_rss(r)), over_rss(r))]
     failures: list[str] = []
     for col, a in arts.items():
         f = a.get("failure") or {}

@@ -14,8 +14,17 @@ does not have the pattern, so a model that converted before goes to onnx2tf unch
   TensorFlow's ((1, 40, 40, 96)) to tell whether a tensor is already channels-last. A symbolic dim
   never matches, so the Transpose -> LayerNormalization -> Transpose around every ConvNeXt norm was
   applied literally and the next depthwise Conv got NCHW data ("groups=96 but the input has 40
-  channels", transformers' ConvNeXt tiny). The batch is fixed to the TFLite batch in the whole graph
-  and shapes are inferred again, so every shape onnx2tf reads is static.
+  channels", transformers' ConvNeXt tiny). BiT's GroupNorm (Reshape to [N, 32, -1] ->
+  InstanceNormalization -> Reshape back) came out channels-first the same way, and the next Conv
+  failed ("node_Conv_3516: Exception encountered when calling layer tf.nn.convolution_1"); its
+  run-time weight standardisation is not the cause (onnx2tf's onnxsim pass folds it). The batch is
+  fixed to the TFLite batch in the whole graph and shapes are inferred again, so every shape onnx2tf
+  reads is static.
+- A constant as the first operand of Mul/Add. ConvNeXt's and PoolFormer's layer scale is exported
+  as Mul(gamma, x); onnx2tf's broadcasting reshapes a leading rank-1 constant along the wrong axis
+  ("node_mul_20: Dimensions must be equal, but are 40 and 96 with input shapes: [1,40,40,96],
+  [1,1,96,1]"; upstream: PINTO0309/onnx2tf#698). Both ops commute: the constant goes second, the
+  order onnx2tf handles.
 - Node names TensorFlow refuses. onnx2tf names each Keras/TF op after its ONNX node, and TensorFlow
   takes only `[A-Za-z0-9_.\\/>-]` in a name scope: Paddle2ONNX's "Softmax@0" stops the conversion
   with "'Softmax@0' is not a valid scope name". Such node names are rewritten (tensor names, the
@@ -114,9 +123,32 @@ def static_batch(model: Any, batch: int) -> list[str]:
             f"({len(graph.value_info)} tensors), so onnx2tf compares static shapes"]
 
 
+_COMMUTATIVE = ("Mul", "Add")
+
+
+def constants_second(model: Any) -> list[str]:
+    """Put the constant operand of MODEL's Mul/Add nodes second (in place); the result is the same."""
+    graph = model.graph
+    const = {i.name for i in graph.initializer} | {o for n in graph.node if n.op_type == "Constant" for o in n.output}
+    swapped = []
+    for node in graph.node:
+        if node.op_type in _COMMUTATIVE and len(node.input) == 2 and node.input[0] in const \
+                and node.input[1] not in const:
+            first, second = node.input
+            node.input[0], node.input[1] = second, first
+            swapped.append(node.name or node.op_type)
+    if not swapped:
+        return []
+    return [f"{len(swapped)} Mul/Add node(s) with a constant first operand reordered, constant second (first "
+            f"'{swapped[0]}'): onnx2tf broadcasts a leading constant along the wrong axis (onnx2tf#698)"]
+
+
 def prepare(model: Any, batch: int = 1) -> list[str]:
     """Every clean-up onnx2tf needs, applied to MODEL (an onnx.ModelProto, changed in place); what changed."""
-    return [*free_negative_dims(model), *static_batch(model, batch), *tf_safe_node_names(model)]
+    from edgekit.steps.onnx_pools import whole_input_pools_to_global  # needs the static shapes static_batch gives
+
+    return [*free_negative_dims(model), *static_batch(model, batch), *whole_input_pools_to_global(model),
+            *constants_second(model), *tf_safe_node_names(model)]
 
 
-__all__ = ["free_negative_dims", "prepare", "static_batch", "tf_safe_node_names"]
+__all__ = ["constants_second", "free_negative_dims", "prepare", "static_batch", "tf_safe_node_names"]

@@ -3,9 +3,13 @@
 - `paddle_like`: what Paddle2ONNX writes for PP-OCR's orientation classifier (at opset 17 here, for
   LayerNormalization): a batch written as `dim_value: -1`, height and width named "?", node names with
   "@" ("Conv@0", "Add@0"), a Reshape whose shape is computed (Shape -> Slice -> Concat), a Softmax head.
-  Between the stem and the head, ConvNeXt's channels-first LayerNorm as transformers exports it:
-  Transpose(0,2,3,1) -> LayerNormalization(axis -1) -> Transpose(0,3,1,2) -> depthwise Conv, which
-  onnx2tf mis-lays out when the batch is symbolic (the -1 becomes one).
+  Between the stem and the head, ConvNeXt's block as transformers exports it: Transpose(0,2,3,1) ->
+  LayerNormalization(axis -1) -> Transpose(0,3,1,2) -> depthwise Conv -> Transpose -> LayerNormalization
+  -> MatMul (the pointwise Linear) -> Mul(gamma, x) (the layer scale, its constant first) -> Transpose
+  -> residual Add, which onnx2tf mis-lays out when the batch is symbolic (the -1 becomes one) and
+  with the constant first (onnx2tf#698); after it, BiT's GroupNorm as transformers exports it:
+  Reshape to [N, 2, -1] (N read by Shape) -> InstanceNormalization ->
+  Reshape to [-1, 4, H, W] -> ReLU -> Conv, which came out channels-first the same way.
 """
 
 from __future__ import annotations
@@ -26,7 +30,10 @@ def paddle_like(path: Path) -> Path:
 
     rng = np.random.default_rng(0)
     consts = {"conv_w": _w(rng, 4, 3, 3, 3), "ln_w": np.full(4, 1.5, np.float32), "ln_b": np.full(4, 0.1, np.float32),
-              "dw_w": _w(rng, 4, 1, 3, 3), "bn_scale": np.ones(4, np.float32), "bn_bias": np.full(4, 0.1, np.float32),
+              "dw_w": _w(rng, 4, 1, 3, 3), "pw_w": _w(rng, 4, 4, 1, 1),
+              "two_m1": np.array([2, -1], np.int64),
+              "back": np.array([-1, 4, 16, 16], np.int64),
+              "bn_scale": np.ones(4, np.float32), "bn_bias": np.full(4, 0.1, np.float32),
               "bn_mean": np.zeros(4, np.float32), "bn_var": np.ones(4, np.float32),
               "add_c": np.float32(0.5).reshape(()), "fc_w": _w(rng, 4, 2), "starts": np.array([0], np.int64),
               "ends": np.array([1], np.int64), "minus1": np.array([-1], np.int64)}
@@ -37,12 +44,29 @@ def paddle_like(path: Path) -> Path:
         helper.make_node("BatchNormalization", ["conv@out", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["bn@out"],
                          name="BatchNormalization@0"),
         helper.make_node("Add", ["bn@out", "add_c"], ["add@out"], name="Add@0"),
+        # ConvNeXt's block: channels-first LayerNorm, depthwise Conv, LayerNorm, Linear, layer scale, residual
         helper.make_node("Transpose", ["add@out"], ["nhwc@out"], name="Transpose@0", perm=[0, 2, 3, 1]),
         helper.make_node("LayerNormalization", ["nhwc@out", "ln_w", "ln_b"], ["ln@out"], name="LayerNorm@0", axis=-1,
                          epsilon=1e-6),
         helper.make_node("Transpose", ["ln@out"], ["nchw@out"], name="Transpose@1", perm=[0, 3, 1, 2]),
-        helper.make_node("Conv", ["nchw@out", "dw_w"], ["dw@out"], name="Conv@1", group=4, pads=[1, 1, 1, 1]),
-        helper.make_node("Relu", ["dw@out"], ["relu@out"], name="Relu@0"),
+        helper.make_node("Conv", ["nchw@out", "dw_w"], ["dwc@out"], name="Conv@1", group=4, pads=[1, 1, 1, 1]),
+        helper.make_node("Transpose", ["dwc@out"], ["nhwc2@out"], name="Transpose@2", perm=[0, 2, 3, 1]),
+        helper.make_node("LayerNormalization", ["nhwc2@out", "ln_w", "ln_b"], ["ln2@out"], name="LayerNorm@1",
+                         axis=-1, epsilon=1e-6),
+        helper.make_node("MatMul", ["ln2@out", "lin_w"], ["lin@out"], name="MatMul@1"),
+        helper.make_node("Mul", ["gamma", "lin@out"], ["scaled@out"], name="Mul@0"),
+        helper.make_node("Transpose", ["scaled@out"], ["nchw2@out"], name="Transpose@3", perm=[0, 3, 1, 2]),
+        helper.make_node("Add", ["nchw@out", "nchw2@out"], ["dw@out"], name="Add@1"),
+        helper.make_node("Shape", ["dw@out"], ["gn_shape@out"], name="Shape@1"),
+        helper.make_node("Slice", ["gn_shape@out", "starts", "ends"], ["gn_n@out"], name="Slice@1"),
+        helper.make_node("Concat", ["gn_n@out", "two_m1"], ["gn_groups@out"], name="Concat@1", axis=0),
+        helper.make_node("Reshape", ["dw@out", "gn_groups@out"], ["gn_in@out"], name="Reshape@1"),
+        helper.make_node("InstanceNormalization", ["gn_in@out", "gn_s", "gn_b"], ["gn_norm@out"],
+                         name="InstanceNormalization@0"),
+        helper.make_node("Reshape", ["gn_norm@out", "back"], ["gn@out"], name="Reshape@2"),
+        helper.make_node("Relu", ["gn@out"], ["gn_relu@out"], name="Relu@1"),
+        helper.make_node("Conv", ["gn_relu@out", "pw_w"], ["pw@out"], name="Conv@2"),
+        helper.make_node("Relu", ["pw@out"], ["relu@out"], name="Relu@0"),
         helper.make_node("GlobalAveragePool", ["relu@out"], ["gap@out"], name="GlobalAveragePool@0"),
         helper.make_node("Shape", ["gap@out"], ["shape@out"], name="Shape@0"),
         helper.make_node("Slice", ["shape@out", "starts", "ends"], ["batch@out"], name="Slice@0"),
@@ -53,7 +77,13 @@ def paddle_like(path: Path) -> Path:
     ]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 3, "?", "?"])
     prob = helper.make_tensor_value_info("prob", TensorProto.FLOAT, [-1, 2])
-    graph = helper.make_graph(nodes, "paddle_like", [x], [prob])
+    # the torch-exported parts' constants as initializers, as torch writes them (onnx2tf takes no Constant as
+    # InstanceNormalization's scale; a layer scale only fails as an initializer)
+    inits = [numpy_helper.from_array(np.full(2, 1.2, np.float32), "gn_s"),
+             numpy_helper.from_array(np.full(2, 0.1, np.float32), "gn_b"),
+             numpy_helper.from_array(np.array([0.5, 2.0, 1.0, 1.5], np.float32), "gamma"),
+             numpy_helper.from_array(_w(rng, 4, 4), "lin_w")]
+    graph = helper.make_graph(nodes, "paddle_like", [x], [prob], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="PaddlePaddle")
     model.ir_version = 8
     onnx.checker.check_model(model)

@@ -48,10 +48,10 @@ def test_the_cli_survives_and_publishes_the_other_artifacts(monkeypatch: pytest.
     monkeypatch.setattr(step, "CHILD", ABORT)
     src = paddle_like(tmp_path / "cls.onnx")
     calib = tmp_path / "calib.npy"
-    np.save(calib, np.random.default_rng(1).random((24, 3, 8, 16), dtype=np.float32))
+    np.save(calib, np.random.default_rng(1).random((24, 3, 16, 16), dtype=np.float32))
     out = tmp_path / "out"
     rc = main(["convert", str(src), "--target", "onnx,tflite", "--quantize", "fp32", "--calib", str(calib),
-               "--calib-size", "8", "--val-size", "16", "--input-shape", "1,3,8,16", "--out", str(out)])
+               "--calib-size", "8", "--val-size", "16", "--input-shape", "1,3,16,16", "--out", str(out)])
     err = capsys.readouterr().err
     assert rc == EXIT_PARTIAL, err
     arts = {a["path"]: a for a in json.loads((out / "manifest.json").read_text())["artifacts"]}

@@ -5,7 +5,8 @@
   "@" ("Conv@0", "Add@0"), a Reshape whose shape is computed (Shape -> Slice -> Concat), a Softmax head.
   Between the stem and the head, ConvNeXt's block as transformers exports it: Transpose(0,2,3,1) ->
   LayerNormalization(axis -1) -> Transpose(0,3,1,2) -> depthwise Conv -> Transpose -> LayerNormalization
-  -> MatMul (the pointwise Linear) -> Mul(gamma, x) (the layer scale, its constant first) -> Transpose
+  -> MatMul (the pointwise Linear) -> GELU in torch's order (Div(sqrt 2), Erf, Add(1), Mul(0.5), Mul(x))
+  -> Mul(gamma, x) (the layer scale, its constant first) -> Transpose
   -> residual Add, which onnx2tf mis-lays out when the batch is symbolic (the -1 becomes one) and
   with the constant first (onnx2tf#698); after it, BiT's GroupNorm as transformers exports it:
   Reshape to [N, 2, -1] (N read by Shape) -> InstanceNormalization ->
@@ -54,7 +55,12 @@ def paddle_like(path: Path) -> Path:
         helper.make_node("LayerNormalization", ["nhwc2@out", "ln_w", "ln_b"], ["ln2@out"], name="LayerNorm@1",
                          axis=-1, epsilon=1e-6),
         helper.make_node("MatMul", ["ln2@out", "lin_w"], ["lin@out"], name="MatMul@1"),
-        helper.make_node("Mul", ["gamma", "lin@out"], ["scaled@out"], name="Mul@0"),
+        helper.make_node("Div", ["lin@out", "sqrt2"], ["gd@out"], name="Div@0"),
+        helper.make_node("Erf", ["gd@out"], ["ge@out"], name="Erf@0"),
+        helper.make_node("Add", ["ge@out", "one"], ["ga@out"], name="Add@2"),
+        helper.make_node("Mul", ["half", "ga@out"], ["gh@out"], name="Mul@1"),
+        helper.make_node("Mul", ["lin@out", "gh@out"], ["gelu@out"], name="Mul@2"),
+        helper.make_node("Mul", ["gamma", "gelu@out"], ["scaled@out"], name="Mul@0"),
         helper.make_node("Transpose", ["scaled@out"], ["nchw2@out"], name="Transpose@3", perm=[0, 3, 1, 2]),
         helper.make_node("Add", ["nchw@out", "nchw2@out"], ["dw@out"], name="Add@1"),
         helper.make_node("Shape", ["dw@out"], ["gn_shape@out"], name="Shape@1"),
@@ -82,7 +88,9 @@ def paddle_like(path: Path) -> Path:
     inits = [numpy_helper.from_array(np.full(2, 1.2, np.float32), "gn_s"),
              numpy_helper.from_array(np.full(2, 0.1, np.float32), "gn_b"),
              numpy_helper.from_array(np.array([0.5, 2.0, 1.0, 1.5], np.float32), "gamma"),
-             numpy_helper.from_array(_w(rng, 4, 4), "lin_w")]
+             numpy_helper.from_array(_w(rng, 4, 4), "lin_w"),
+             *(numpy_helper.from_array(np.float32(v).reshape(()), k) for k, v in
+               (("sqrt2", 2 ** 0.5), ("one", 1.0), ("half", 0.5)))]
     graph = helper.make_graph(nodes, "paddle_like", [x], [prob], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="PaddlePaddle")
     model.ir_version = 8

@@ -51,8 +51,8 @@ def test_node_names_become_tf_scopes_and_tensor_names_stay(paddle_onnx: Path) ->
     assert [(list(n.input), list(n.output)) for n in model.graph.node] == tensors
     assert [o.name for o in model.graph.output] == ["prob"]
     assert len(prepare(model)) == 3  # negative dims, the batch, the layer scale: the names are done
-    (scale,) = [n for n in model.graph.node if n.op_type == "Mul"]
-    assert list(scale.input) == ["lin@out", "gamma"]  # the constant second (onnx2tf#698)
+    muls = {n.output[0]: list(n.input) for n in model.graph.node if n.op_type == "Mul"}
+    assert muls["scaled@out"] == ["gelu@out", "gamma"]  # the constant second (onnx2tf#698)
     assert prepare(model) == []  # a clean graph goes to onnx2tf unchanged
 
 

@@ -107,7 +107,7 @@ class RecipeChoice:
         fixes = sum((self.edgetpu_fixes or {}).get("applied", {}).values())
         more = f" + {fixes} Edge TPU fix{'es' if fixes != 1 else ''}" if fixes else ""
         delta = (self.cost or {}).get("latency_delta_ms")
-        if delta:
+        if delta is not None and round(delta, 2) != 0:  # measured: a hundredth of a millisecond is noise
             more += f", {delta:+.2f} ms vs plain"
         n = len(self.float_nodes)
         if not n:

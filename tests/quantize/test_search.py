@@ -99,7 +99,7 @@ def test_choice_round_trips_without_its_staging_path(spread_model: Path, samples
     d = json.loads(json.dumps(choice.to_dict()))
     assert "float_model" not in d and d["config"]["equalize"] is True
     assert RecipeChoice.from_dict(d) == choice  # float_model is not part of equality
-    assert choice.cost_words() == "equalize"
+    assert choice.cost_words().split(",")[0] == "equalize"  # then the measured latency delta, where not ~0
 
 
 def test_unknown_recipe_is_a_usage_error_with_a_suggestion() -> None:

@@ -22,19 +22,22 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.quantize.ort import Reader
-
 CHUNK_BYTES = 256 * 1024 * 1024  # float intermediate tensors held by the calibrator between two folds
 
 
-class ChunkedReader(Reader):
-    """A Reader in chunks of CHUNK samples (a multiple of the batch): `set_range(k, k + 1)` selects chunk k."""
+class ChunkedReader:
+    """onnxruntime CalibrationDataReader (duck-typed) over our samples, in runs of BATCH and chunks of CHUNK samples
+    (a multiple of the batch): `set_range(k, k + 1)` selects chunk k. FEEDS: several inputs, each by its name.
+
+    Not a subclass of edgekit.quantize.ort.Reader: ort.py imports this module (no import cycle).
+    """
 
     def __init__(self, name: str, samples: np.ndarray, batch: int, chunk: int,
                  feeds: dict[str, np.ndarray] | None = None) -> None:
-        super().__init__(name, samples, batch, feeds)
+        self.samples, self.batch = samples, max(1, batch)
+        self.feeds = feeds or {name: samples}
         self.chunk = max(self.batch, chunk // self.batch * self.batch)
-        self.end = len(self.samples)
+        self.i, self.end = 0, len(samples)
 
     def __len__(self) -> int:
         return -(-len(self.samples) // self.chunk)
@@ -46,7 +49,9 @@ class ChunkedReader(Reader):
     def get_next(self) -> dict[str, np.ndarray] | None:
         if self.i >= self.end:
             return None
-        return super().get_next()
+        run = {k: v[self.i:self.i + self.batch] for k, v in self.feeds.items()}
+        self.i += self.batch
+        return run
 
     def rewind(self) -> None:
         self.i, self.end = 0, len(self.samples)

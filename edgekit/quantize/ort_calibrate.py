@@ -47,7 +47,7 @@ class ChunkedReader:
         self.end = min(end_index * self.chunk, len(self.samples))
 
     def get_next(self) -> dict[str, np.ndarray] | None:
-        if self.i >= self.end:
+        if self.i >= min(self.end, len(self.samples)):
             return None
         run = {k: v[self.i:self.i + self.batch] for k, v in self.feeds.items()}
         self.i += self.batch

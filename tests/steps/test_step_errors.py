@@ -124,7 +124,7 @@ def test_onnx_quantize_bug_in_edgekit_is_internal(quantize_int8: Any) -> None:
 
     err = quantize_int8(quantize_static)
     assert isinstance(err, InternalError) and err.exit_code == EXIT_INTERNAL
-    assert "edgekit/quantize/ort.py:" in err.message and "bug in edgekit" in err.message  # the reader's home
+    assert "edgekit/quantize/ort_calibrate.py:" in err.message and "bug in edgekit" in err.message  # the reader's home
 
 
 def test_onnx_quantize_type_error_inside_onnxruntime_is_a_conversion_failure(quantize_int8: Any) -> None:

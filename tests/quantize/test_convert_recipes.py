@@ -56,6 +56,7 @@ def test_a_miss_is_diagnosed_without_being_asked(spread_model: Path, calib: Path
     diag = art.fidelity.diagnosis
     assert diag is not None and diag["layers"] and diag["inputs"] == art.fidelity.inputs
     assert "dw2" in [layer["name"] for layer in diag["layers"]]
+    assert art.fidelity.samples > 16 and diag["samples"] == 16  # unasked: a smaller sample than --explain's
 
 
 def test_explain_diagnoses_a_pass_too_and_auto_recovers(spread_model: Path, calib: Path, tmp_path: Path) -> None:
@@ -65,6 +66,7 @@ def test_explain_diagnoses_a_pass_too_and_auto_recovers(spread_model: Path, cali
     assert rec["trials"][0]["recipe"] == "plain" and not rec["trials"][0]["passed"]
     assert rec["chosen"] in ("equalize", "equalize+bias") and art.fidelity is not None and art.fidelity.passed
     assert art.fidelity.diagnosis is not None and art.fidelity.diagnosis["layers_total"] == 4
+    assert art.fidelity.diagnosis["samples"] == min(32, art.fidelity.samples) > 16  # asked: the full sample
 
 
 def test_an_unknown_recipe_is_refused_before_anything_runs(spread_model: Path, calib: Path, tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ class Judged:
     cosine: float
     top1: float | None
     failures: list[str]
+    samples: int = 0  # how many samples judged it (0: not known)
 
     def score(self) -> tuple[float, float]:
         return (self.top1 if self.top1 is not None else 0.0, self.cosine)
@@ -61,7 +62,7 @@ def judge(y_ref: np.ndarray, y: np.ndarray, precision: str = "int8", z: float = 
         if low < need:
             failures.append(f"top-1 agreement {fid.top1_agreement:.1%} on {len(y_ref)} samples: its lower bound "
                             f"{low:.1%} < {need:.0%}")
-    return Judged(fid.passed and not failures, float(fid.cosine), fid.top1_agreement, failures)
+    return Judged(fid.passed and not failures, float(fid.cosine), fid.top1_agreement, failures, len(y_ref))
 
 
 def wilson_low(p: float, n: int, z: float) -> float:
@@ -170,8 +171,20 @@ def macs_fraction(nodes: tuple[str, ...], macs: dict[str, int]) -> float:
 
 
 def best(trials: list[tuple[Judged, int, object]]) -> int:
-    """Index of the candidate to keep when none passed: best top-1 then cosine, fewest float layers on a tie."""
-    return max(range(len(trials)), key=lambda i: (*trials[i][0].score(), -trials[i][1]))
+    """Index of the candidate to keep when none passed: best top-1 then cosine, fewest float layers on a tie.
+
+    The first candidate tried (plain, in auto's order) stays unless the best one's top-1 agreement beats it by
+    more than the judged samples can resolve (two standard errors of the difference): on 100-200 samples,
+    recipes a few points apart are noise, and the best-looking one came out 2-6 points below plain on
+    validation in issue 9's bench (trained MobileNetV2, MobileNetV3-Small on the Edge TPU).
+    """
+    top = max(range(len(trials)), key=lambda i: (*trials[i][0].score(), -trials[i][1]))
+    first, cand = trials[0][0], trials[top][0]
+    if top == 0 or first.top1 is None or cand.top1 is None or first.samples <= 0:
+        return top
+    p1, p2 = first.top1, cand.top1
+    se = ((p1 * (1 - p1) + p2 * (1 - p2)) / first.samples) ** 0.5
+    return top if p2 - p1 > 2 * se else 0
 
 
 Log = Callable[[str], None]

@@ -14,7 +14,16 @@ from edgekit.quantize.diagnose_onnx import diagnose
 from edgekit.quantize.onnx_recipes import Plain, QuantData, Uint8
 from edgekit.quantize.onnx_search import check_name, quantize_onnx
 from edgekit.quantize.records import Diagnosis, RecipeChoice
-from edgekit.quantize.search import input_noise_agreement, judge, ranked_units, smallest_float_set, split, wilson_low
+from edgekit.quantize.search import (
+    Judged,
+    best,
+    input_noise_agreement,
+    judge,
+    ranked_units,
+    smallest_float_set,
+    split,
+    wilson_low,
+)
 
 
 def _search(model: Path, samples: np.ndarray, tmp_path: Path, requested: str) -> RecipeChoice:
@@ -144,3 +153,17 @@ def test_a_model_whose_top1_turns_below_int8_resolution_is_named_as_such() -> No
     assert "half an int8 step" in why and "40% of its MACs in float" in why and "over the 10% budget" in why
     assert "over the 10% budget" in rec.cost_words()
     assert RecipeChoice(requested="auto", chosen="plain", config={}, met=True, judged_on="x").why_words() == ""
+
+
+def test_when_none_passes_plain_stays_unless_another_is_clearly_better() -> None:
+    def j(top1: float, n: int = 200) -> Judged:
+        return Judged(False, 0.9, top1, ["missed"], n)
+
+    # 63.5% vs 68% on 200 samples: within two standard errors (about 9 points), so the first (plain) stays
+    assert best([(j(0.635), 0, "plain"), (j(0.68), 0, "equalize")]) == 0
+    # 40% vs 100% with every layer in float: clearly better
+    assert best([(j(0.40), 0, "plain"), (j(0.68), 0, "equalize"), (j(1.0), 101, "mixed")]) == 2
+    # on 2,000 samples the same 4.5 points are resolved
+    assert best([(j(0.635, 2000), 0, "plain"), (j(0.68, 2000), 0, "equalize")]) == 1
+    # no top-1 (a regression output): the best cosine, as before
+    assert best([(Judged(False, 0.90, None, [], 200), 0, "plain"), (Judged(False, 0.95, None, [], 200), 0, "x")]) == 1

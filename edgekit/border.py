@@ -96,7 +96,12 @@ def _text(exc: BaseException) -> str:
             text = " ".join(repr(a) for a in exc.args)
         except Exception:
             text = ""
-    return _ANSI.sub("", text)
+    return _ARRAY_DUMP.sub("[...]", _ANSI.sub("", text))
+
+
+# A printed numpy/TF array of 40+ characters (it may span lines): TensorFlow quotes whole tensors in its errors
+# (onnx2tf on MobileViT: 144 "1." in two copies before the words that say what is wrong).
+_ARRAY_DUMP = re.compile(r"\[[\d\s.,eE+\-]{40,}\]")
 
 
 def _lines(exc: BaseException) -> list[str]:

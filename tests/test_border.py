@@ -8,7 +8,7 @@ import types
 import pytest
 
 from edgekit import border
-from edgekit.border import internal_error, vendor_errors, vendor_message
+from edgekit.border import internal_error, vendor_cause, vendor_errors, vendor_message
 from edgekit.errors import (
     EXIT_CONVERSION,
     EXIT_INTERNAL,
@@ -185,3 +185,16 @@ def test_cli_usage_errors_keep_their_behaviour(capsys: pytest.CaptureFixture[str
 
     assert cli.main(["convert", "--no-such-option"]) == 2
     assert "No such option" in capsys.readouterr().err
+
+
+def test_a_quoted_tensor_is_cut_out_of_the_cause() -> None:
+    """onnx2tf on MobileViT: TensorFlow quoted 144 values twice, and the 300-character cause showed only them."""
+    import numpy as np
+
+    values = np.ones(144, np.float32)
+    exc = TypeError(f"Eager execution of tf.constant with unsupported shape. Tensor {values} (converted from "
+                    f"{values}) has 144 elements, but got `shape` (100,) with 100 elements).")
+    cause = vendor_cause(exc, 300)
+    assert cause.endswith("has 144 elements, but got `shape` (100,) with 100 elements).")
+    assert "Tensor [...] (converted from [...])" in cause
+    assert vendor_cause(ValueError("shapes [1, 40, 40] and [3] differ"), 300) == "shapes [1, 40, 40] and [3] differ"

@@ -104,9 +104,16 @@ def _hint(exc: BaseException, layout: str) -> str:
                 f"model takes {other} input (tf2onnx writes Keras/TF models channels-last), pass --layout {other}.")
     if isinstance(exc, SystemExit):  # onnx2tf calls sys.exit(1) on unsupported ops
         return "onnx2tf cannot convert the op above; replace it in the model, or convert to --target onnx only."
+    if _LOST_LAYOUT.search(text):
+        return ("onnx2tf rewrites each node from NCHW to NHWC and lost track of this tensor's axes (it happens where a "
+                "model reshapes feature maps into patches or tokens, as MobileViT does); the ONNX artifacts are not "
+                "affected. Convert to --target onnx, or export the model with that part in channels-last order. "
+                "--verbose shows onnx2tf's full log.")
     return "Run with --verbose (or EDGEKIT_DEBUG=1) for onnx2tf's full log."
 
 
+# TensorFlow's words when onnx2tf applied a node to the wrong axes (a shape disagreement inside its graph)
+_LOST_LAYOUT = re.compile(r"with unsupported shape|Dimensions must be equal|Incompatible shapes", re.IGNORECASE)
 # TensorFlow's words when a convolution's input channels do not match its filter (an NHWC input read as NCHW)
 _CHANNEL_MISMATCH = re.compile(r"not a multiple of input depth of filter|input depth must be evenly divisible|"
                                r"Depth of input .* does not match", re.IGNORECASE)

@@ -32,3 +32,14 @@ def test_an_exit_without_a_node_keeps_the_last_specific_error_line() -> None:
            "-onwdt option.\n")
     assert _unsupported_op(log, SystemExit(1)) == "ERROR: The op Einsum is not supported."
     assert _unsupported_op("", ValueError("")) == "ValueError"
+
+
+def test_a_shape_disagreement_inside_onnx2tf_gets_the_lost_layout_hint() -> None:
+    """MobileViT: onnx2tf applied a LayerNormalization to the wrong axis after the patch reshape."""
+    from edgekit.steps.onnx_to_savedmodel import _hint
+
+    exc = TypeError("Eager execution of tf.constant with unsupported shape. Tensor [...] has 144 elements, but got "
+                    "`shape` (100,) with 100 elements).")
+    assert "lost track of this tensor's axes" in _hint(exc, "NCHW")
+    assert "--layout NHWC" in _hint(ValueError("input depth must be evenly divisible by filter depth"), "NCHW")
+    assert _hint(ValueError("something else"), "NCHW").startswith("Run with --verbose")

@@ -100,10 +100,18 @@ def logits_of(fn, x: torch.Tensor) -> np.ndarray:
     return fn(x).detach().numpy()
 
 
+def without_stack_traces(exported: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    """EXPORTED with its nodes' Python stack traces dropped: they hold this machine's absolute paths."""
+    for node in exported.graph_module.graph.nodes:
+        if node.meta.get("stack_trace"):
+            node.meta["stack_trace"] = None
+    return exported
+
+
 def save(model: MnistCNN, example: torch.Tensor, out_dir: Path) -> dict[str, Path]:
     """Write the three forms atomically; their paths by kind."""
     batch = torch.export.Dim("batch", min=1, max=MAX_BATCH)
-    exported = torch.export.export(model, (example,), dynamic_shapes={"x": {0: batch}})
+    exported = without_stack_traces(torch.export.export(model, (example,), dynamic_shapes={"x": {0: batch}}))
     traced = torch.jit.trace(model, example)
     writers = {
         "exported": lambda f: torch.export.save(exported, f),

@@ -19,6 +19,32 @@ _OP_PATTERNS = (
 )
 
 
+STACK_TRACE_KEY = "pkg.torch.onnx.stack_trace"
+
+
+def strip_stack_traces(graph: Any) -> int:
+    """Drop the exporter's per-node Python stack traces from GRAPH (and its subgraphs); how many were dropped.
+
+    torch.onnx's dynamo exporter records, for every node, the stack of the model's forward with absolute file
+    paths (`File "/home/<user>/project/model.py", line 39`): every artifact shipped to a device carried the
+    converting machine's paths and user name, and differed between two machines. The module names and class
+    hierarchy the exporter also records (no paths) are kept: they map a node back to the layer.
+    """
+    dropped = 0
+    for node in graph.node:
+        keep = [p for p in node.metadata_props if p.key != STACK_TRACE_KEY]
+        if len(keep) != len(node.metadata_props):
+            dropped += len(node.metadata_props) - len(keep)
+            del node.metadata_props[:]
+            node.metadata_props.extend(keep)
+        for attr in node.attribute:
+            if attr.HasField("g"):
+                dropped += strip_stack_traces(attr.g)
+            for sub in attr.graphs:
+                dropped += strip_stack_traces(sub)
+    return dropped
+
+
 def unsupported_op(exc: BaseException) -> str | None:
     """The op the exporter could not convert, searched through the exception chain's messages."""
     blob = all_text(exc)
@@ -74,6 +100,10 @@ class TorchToOnnx(Step):
                 torch.onnx.export(model, (example,), str(out), dynamo=True, external_data=False,
                                   opset_version=opset, output_names=outputs, **kwargs)
         with vendor_errors("onnx", step=self.name, what="The exported ONNX model does not pass onnx.checker"):
+            model_proto = onnx.load(str(out))
+            if strip_stack_traces(model_proto.graph):
+                onnx.save(model_proto, str(out))
+            del model_proto
             onnx.checker.check_model(str(out))
         return inp.derive(kind="onnx", path=out, precision="fp32", opset=opset,
                           exporter="torchscript" if isinstance(model, torch.jit.ScriptModule) else "dynamo")

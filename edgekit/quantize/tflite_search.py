@@ -177,6 +177,8 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
     if requested == "mixed" and float_free:
         job.notes.append("mixed precision leaves layers in float, which the Edge TPU cannot run: not tried")
     fixes = _edgetpu_fixes(job) if job.edgetpu_fixes else None
+    if fixes is None:  # the rewrites every int8 model needs (the Edge TPU's include them)
+        _range_fixes(job)
     s = _Search(job, searching=requested in ("auto", "mixed"))
     names = AUTO_ORDER if requested == "auto" else ("plain",) if requested == "mixed" else (requested,)
     pick = None
@@ -202,6 +204,7 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
         fixes["preflight_after"] = _preflight_counts(job, blob)
         job.log(f"Edge TPU fixes: {fixes['words']}; predicted ops on the TPU {_counts_words(fixes['preflight_before'])}"
                 f" -> {_counts_words(fixes['preflight_after'])}")
+    _refuse_absurd_ranges(job, blob)
     noise = input_noise_agreement(lambda x: run_tflite([s.ref_path], x)[0], s.x, s.y_ref)
     return blob, RecipeChoice(
         requested=requested, chosen=label, config={"recipe": base, "denylisted_nodes": list(nodes),
@@ -235,6 +238,27 @@ def _edgetpu_fixes(job: TfliteJob) -> dict[str, Any]:
         job.fixed = fixed
         out["preflight_before"] = _preflight_counts(job, plain(job))
     return out
+
+
+def _range_fixes(job: TfliteJob) -> None:
+    """Rewrite what would put an infinity into an int8 range (edgekit.quantize.int8_ranges); say what changed."""
+    from edgekit.quantize.int8_ranges import range_fixes
+
+    fixed, applied = range_fixes(float_model(job))
+    if applied:
+        job.fixed = fixed
+        job.notes.append("int8 range fixes before calibration: " + ", ".join(f"{n} x {k}" for k, n in applied.items())
+                         + " (a pad with -inf would make the range infinite)")
+
+
+def _refuse_absurd_ranges(job: TfliteJob, blob: bytes) -> None:
+    """ConversionError naming the tensor, where the int8 model has a range no int8 step can cover."""
+    from edgekit.errors import ConversionError
+    from edgekit.quantize.int8_ranges import ABSURD_HINT, absurd_ranges, absurd_words
+
+    found = absurd_ranges(_write(job, "range-check.tflite", blob))
+    if found:
+        raise ConversionError(absurd_words(found), hint=ABSURD_HINT, step="tflite_convert", op=found[0].tensor)
 
 
 def _preflight_counts(job: TfliteJob, blob: bytes) -> dict[str, Any]:

@@ -5,6 +5,7 @@ A recipe turns the pre-processed fp32 ONNX (BatchNorm folded by onnxruntime) int
   reduce_range for x86 without VNNI, MinMax calibration);
 - `uint8`: uint8 activations and weights, full 8-bit weights (onnxruntime's U8U8 kernels do not saturate);
 - `percentile`, `entropy`: the same with another calibration statistic (onnxruntime's CalibrationMethod);
+- `mse`: the same with each activation's least-squared-error range (edgekit.quantize.ort_mse: onnxruntime has none);
 - `equalize`: cross-layer equalization + bias absorption on the float graph first (edgekit.quantize.equalize);
 - `equalize+bias`: and then empirical bias correction (edgekit.quantize.bias_correct);
 - `mixed`: one of the above with the most sensitive layers left in float (`nodes_to_exclude`); the
@@ -26,7 +27,7 @@ from edgekit.quantize.ort import Reader, quantize
 class OnnxRecipeConfig:
     """What a recipe does, as data (recorded in the manifest's `int8_recipe.config`)."""
 
-    calibrate: str = "minmax"  # minmax | percentile | entropy
+    calibrate: str = "minmax"  # minmax | percentile | entropy | mse
     equalize: bool = False
     # through ReLU6 when equalizing: clip (ReLU + per-channel Min: exact) | replace (by ReLU, as AIMET) | keep (skip)
     relu6: str = "clip"
@@ -109,6 +110,14 @@ class Entropy(OnnxRecipe):
     default = OnnxRecipeConfig(calibrate="entropy")
 
 
+class Mse(OnnxRecipe):
+    """Each activation's range the one of least expected int8 error (clipping + rounding) over the calibration
+    histogram: clips the rare outliers that stretch MinMax's step (edgekit.quantize.calib_stats)."""
+
+    name = "mse"
+    default = OnnxRecipeConfig(calibrate="mse")
+
+
 class Uint8(OnnxRecipe):
     """uint8 activations and 8-bit uint8 weights (no reduce_range): onnxruntime's documented way out of the
     int8 kernels' saturation on x86 without VNNI (U8U8 kernels widen to 16 bits first), with twice the weight
@@ -134,7 +143,7 @@ class BiasCorrect(OnnxRecipe):
 
 
 # auto's order: float-free recipes, cheapest first; then mixed precision on the best of them
-ONNX_RECIPES: dict[str, type[OnnxRecipe]] = {r.name: r for r in (Plain, Uint8, Percentile, Entropy, BiasCorrect,
+ONNX_RECIPES: dict[str, type[OnnxRecipe]] = {r.name: r for r in (Plain, Uint8, Percentile, Mse, Entropy, BiasCorrect,
                                                                  Equalize, EqualizeBias)}
 
 __all__ = ["ONNX_RECIPES", "OnnxRecipe", "OnnxRecipeConfig", "QuantData", "Reader", "quantize"]

@@ -1,6 +1,6 @@
 """The ONNX int8 recipe search: the recipe asked for, or `auto`'s order, judged against the float model.
 
-auto: plain, then the float-free recipes (uint8, equalize, equalize+bias, percentile, entropy, bias), then
+auto: plain, then the float-free recipes (uint8, equalize, equalize+bias, percentile, mse, entropy, bias), then
 mixed precision on the best of those. The recipes calibrate on part of the calibration samples and are
 judged on the rest (edgekit.quantize.search.split). Mixed precision measures each layer group's own damage
 (only that group quantized, reusing the base recipe's calibration ranges; a group is a layer with the
@@ -39,7 +39,7 @@ from edgekit.quantize.search import (
     trial,
 )
 
-AUTO_ORDER = ("plain", "uint8", "equalize", "equalize+bias", "percentile", "entropy", "bias")
+AUTO_ORDER = ("plain", "uint8", "equalize", "equalize+bias", "percentile", "mse", "entropy", "bias")
 NAMES = (*ONNX_RECIPES, "mixed")
 # ops between two layers that onnxruntime quantizes too: left in float with them, or the tensor stays int8
 PASS_THROUGH = ("Relu", "Clip", "Identity", "Flatten", "Reshape", "GlobalAveragePool", "AveragePool", "MaxPool")

@@ -33,13 +33,21 @@ class Reader:
 
 
 def quantize(src: Path, dst: Path, data: Any, config: Any) -> None:
-    """onnxruntime quantize_static with CONFIG's calibration statistic and float nodes."""
+    """onnxruntime quantize_static with CONFIG's calibration statistic (`mse`: edgekit.quantize.ort_mse) and float
+    nodes."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     from edgekit.quantize.ort_calibrate import chunked_reader, strided_options
 
     method = {"minmax": CalibrationMethod.MinMax, "percentile": CalibrationMethod.Percentile,
-              "entropy": CalibrationMethod.Entropy}[config.calibrate]
+              "entropy": CalibrationMethod.Entropy, "mse": CalibrationMethod.MinMax}[config.calibrate]
+    cache = data.cache
+    if config.calibrate == "mse":  # onnxruntime has no MSE method: edgekit's ranges, given as a MinMax cache
+        from edgekit.quantize.ort_mse import write_mse_cache
+
+        if cache is None or not cache.is_file():  # without a cache to share: made afresh for SRC
+            cache = cache or data.work / "calibration.mse.json"
+            write_mse_cache(src, data, cache)
     qtype = QuantType.QUInt8 if config.unsigned else QuantType.QInt8
     extra: dict[str, Any] = {"ActivationSymmetric": False, "WeightSymmetric": True}
     if config.calibrate == "percentile":
@@ -54,7 +62,7 @@ def quantize(src: Path, dst: Path, data: Any, config: Any) -> None:
         # weights are safe on every CPU
         activation_type=qtype, weight_type=qtype, calibrate_method=method,
         nodes_to_exclude=list(config.float_nodes) or None, extra_options={**extra, **strided_options()},
-        calibration_cache_path=str(data.cache) if data.cache is not None else None,
+        calibration_cache_path=str(cache) if cache is not None else None,
     )
     shutil.rmtree(data.work / "augmented_model.onnx", ignore_errors=True)
 

@@ -105,3 +105,31 @@ def weight_outliers(path: Path, factor: float = 30.0, seed: int = 0) -> Path:
             init.CopyFrom(numpy_helper.from_array(flat.reshape(w.shape), init.name))
     onnx.save(model, str(path))
     return path
+
+
+def squash(path: Path, seed: int = 0) -> Path:
+    """Conv 3->8 1x1 -> Tanh -> Conv 8->4 1x1, fed `heavy_tailed` inputs: the pre-activations' rare large values
+    stretch MinMax's int8 step while tanh flattens them, the case clipping calibration statistics are for."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    w1 = (rng.standard_normal((8, 3, 1, 1)) * 0.5).astype(np.float32)
+    w2 = (rng.standard_normal((4, 8, 1, 1)) * 0.5).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["h1"], name="conv1"),
+             helper.make_node("Tanh", ["h1"], ["a1"], name="tanh1"),
+             helper.make_node("Conv", ["a1", "w2"], ["y"], name="conv2")]
+    graph = helper.make_graph(nodes, "squash", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 16, 16])],
+                              [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def heavy_tailed(n: int, seed: int = 0, layout: str = "NCHW") -> np.ndarray:
+    """N 3x16x16 inputs of Student-t noise (3 degrees of freedom: a bulk near 0, rare values 10-30x wider)."""
+    x = np.random.default_rng(seed).standard_t(3, (n, 3, 16, 16)).astype(np.float32)
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1) if layout == "NHWC" else x)

@@ -164,6 +164,17 @@ def _task_outputs(man: dict[str, Any]) -> str:
     return "-"
 
 
+def _busy(done: list[dict[str, Any]]) -> bool:
+    """Whether the machine was busier than its cores while the rows converted (their times are then inflated)."""
+    seen = [v for v in ((r.get("convert") or {}).get("load_avg") for r in done) if v]
+    return not seen or sum(v["mean"] for v in seen) / len(seen) > (seen[0].get("cores") or 1) + 0.5
+
+
+def _machine_words(done: list[dict[str, Any]]) -> str:
+    return (f"shared with other work while measuring ({_load(done)}): times are inflated by that load" if _busy(done)
+            else f"little else running while measuring ({_load(done)})")
+
+
 def _load(done: list[dict[str, Any]]) -> str:
     """The machine's load while the rows run here converted, as their records say (bench/zoo.py samples it)."""
     got = [(r.get("convert") or {}).get("load_avg") for r in done]
@@ -243,8 +254,7 @@ def report(results: Path = RESULTS, doc: Path = DOC, use_commit: bool = True) ->
         f"- Date: {dates}",
         *([f"- {row_dates(done)}"] if done else []),
         *([f"- Earlier rows: {_kept_note(kept)}"] if kept else []),
-        f"- Machine: {done[0]['machine'] if done else machine()}, shared with other work while measuring "
-        f"({_load(done)}): times are inflated by that load",
+        f"- Machine: {done[0]['machine'] if done else machine()}, {_machine_words(done)}",
         f"- edgekit: the working tree at commit {_head()} when this page was written; edgekit/ was being changed "
         "by others while the zoo ran, so each row reflects the code at its own date (rerun with `--only NAME`)",
         "- Tools: " + (", ".join(f"{k} {v}" for k, v in sorted(tools.items())) or "-"),
@@ -325,8 +335,7 @@ def task_section(recs: dict[str, dict[str, Any]], earlier: dict[str, KeptRow] | 
     done = [recs[m.name] for m in TASKS if m.name in recs]
     kept = [earlier[m.name] for m in TASKS if m.name not in recs and m.name in earlier]
     when = (f"Run {min(r['date'] for r in done)} to {max(r['date'] for r in done)} on {done[0]['machine']}, "
-            f"shared with other engineers' builds and tests ({_load(done)}): every time here is inflated by that load."
-            if done else "None of the rows was run here.")
+            f"{_machine_words(done)}." if done else "None of the rows was run here.")
     lines = ["", TASKS_HEADING, "",
              "Built and trained in code by `bench/zoo_tasks.py` (no download), briefly (a few hundred steps on the",
              "bundled MNIST training digits), with real inputs: scenes, lines and digits made of the 1,000 MNIST test",

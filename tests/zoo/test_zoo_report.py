@@ -163,3 +163,12 @@ def test_task_rows_are_kept_as_well(zoo_report: ModuleType, tmp_path: Path) -> N
     assert ("**2 of 5 artifacts requested (1 task models x 5) made and passing on every output; 0 made below the "
             "thresholds, 3 failed on their own, 0 never made (their run was killed, timed out or aborted); 1 of the "
             "models from an earlier run.**") in text
+
+
+def test_the_page_says_inflated_only_when_the_machine_was_busy(zoo_report: ModuleType) -> None:
+    def rec(mean: float) -> dict[str, Any]:
+        return {"convert": {"load_avg": {"mean": mean, "max": mean + 1, "cores": 2}}}
+
+    assert "little else running" in zoo_report._machine_words([rec(1.2), rec(2.0)])
+    assert "inflated" in zoo_report._machine_words([rec(9.0), rec(11.0)])
+    assert "inflated" in zoo_report._machine_words([{"convert": {}}])  # not recorded: no quiet claim

@@ -52,7 +52,7 @@ class ConvertOptions:
     edgetpu_timeout: float = _opt(180.0, "Seconds before the Edge TPU compiler is stopped.")
     int8_recipe: str = _opt("plain", "How int8 is made: plain, or auto (plain, then the recovery recipes until the "
                             "int8 thresholds are met: minutes on a real model), uint8, equalize, equalize+bias, bias, "
-                            "percentile, entropy, mixed.")
+                            "percentile, mse, entropy, mixed.")
     explain: bool = _opt(False, "Diagnose every int8 artifact layer by layer (always done when one misses).")
     edgetpu_fixes: bool = _opt(True, "Edge TPU: rewrite ops the compiler cannot map (HARD_SWISH, a TRANSPOSE before "
                                "FULLY_CONNECTED, PADV2 after ReLU) into ones it can, before quantizing.")

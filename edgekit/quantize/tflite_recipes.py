@@ -1,5 +1,6 @@
 """TFLite int8 recipes (their search: edgekit.quantize.tflite_search): plain (the converter, as edgekit always
-did), equalize (cross-layer equalization of the float flatbuffer before calibration) and mixed precision
+did), equalize (cross-layer equalization of the float flatbuffer before calibration), percentile and mse (the
+calibrated activation ranges replaced by another statistic: edgekit.quantize.tflite_ranges) and mixed precision
 (selective quantization: the TFLite quantizer's denylisted nodes stay float), and the diagnosis by the TFLite
 quantization debugger.
 
@@ -20,8 +21,8 @@ import numpy as np
 
 from edgekit.quantize.records import Diagnosis, RecipeChoice
 
-TFLITE_RECIPES = ("plain", "equalize", "mixed")
-AUTO_ORDER = ("plain", "equalize")
+TFLITE_RECIPES = ("plain", "equalize", "percentile", "mse", "mixed")
+AUTO_ORDER = ("plain", "equalize", "percentile", "mse")  # float-free, cheapest first; then mixed precision
 LAYER_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "BATCH_MATMUL")
 PASS_THROUGH = ("MEAN", "RESHAPE", "MAX_POOL_2D", "AVERAGE_POOL_2D", "RELU", "RELU6", "PAD", "SQUEEZE")
 MAX_PROBES = 64  # layer groups whose damage is measured alone (the largest by MACs where there are more)

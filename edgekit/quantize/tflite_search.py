@@ -1,5 +1,5 @@
-"""The TFLite int8 recipe search: the recipe asked for, or `auto`'s order (plain, equalize, then mixed precision
-on the best of them), judged against the float TFLite model, and what the chosen recipe cost.
+"""The TFLite int8 recipe search: the recipe asked for, or `auto`'s order (plain, equalize, percentile, mse, then
+mixed precision on the best of them), judged against the float TFLite model, and what the chosen recipe cost.
 
 As for ONNX (edgekit.quantize.onnx_search): when searching, the recipes calibrate on part of the calibration
 samples and are judged on the rest (edgekit.quantize.search.split), and the chosen recipe is rebuilt on all of
@@ -32,6 +32,7 @@ from edgekit.quantize.search import (
     split,
     trial,
 )
+from edgekit.quantize.tflite_ranges import STATISTICS, with_statistic
 from edgekit.quantize.tflite_recipes import (
     AUTO_ORDER,
     MAX_PROBES,
@@ -145,8 +146,8 @@ class _Search:
 
 
 def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Path | None]:
-    """The int8 model of recipe BASE (plain | equalize) with NODES in float, calibrated on JOB's samples; and the
-    calibrated float model it was quantized from (None for the converter's own plain path)."""
+    """The int8 model of recipe BASE (plain | equalize | percentile | mse) with NODES in float, calibrated on JOB's
+    samples; and the calibrated float model it was quantized from (None for the converter's own plain path)."""
     if base == "plain" and job.fixed is None and not nodes:
         return plain(job), None
     edited = job.fixed
@@ -155,7 +156,11 @@ def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Pat
 
         edited, words = equalize_tflite(job.fixed or float_model(job), job.samples)
         job.notes.append(words)
-    cal_path = _write(job, f"{base}.calibrated.tflite", calibrated(job, edited))
+    cal = calibrated(job, edited)
+    if base in STATISTICS:  # the calibrator's min/max replaced by the statistic, measured on the same float model
+        cal, words = with_statistic(cal, edited or float_model(job), base, job.representative())
+        job.notes.append(words)
+    cal_path = _write(job, f"{base}.calibrated.tflite", cal)
     return quantized(job, cal_path.read_bytes(), nodes), cal_path
 
 
@@ -208,11 +213,16 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
     noise = input_noise_agreement(lambda x: run_tflite([s.ref_path], x)[0], s.x, s.y_ref)
     return blob, RecipeChoice(
         requested=requested, chosen=label, config={"recipe": base, "denylisted_nodes": list(nodes),
-                                                   "io_dtype": job.io_dtype},
+                                                   "io_dtype": job.io_dtype, "calibrate": _statistic(base)},
         met=met, judged_on=s.judged_on.replace("fp32 model", "fp32 TFLite model"),
         float_nodes=nodes, macs_float_fraction=t.macs_float_fraction, trials=tuple(s.trials),
         notes=tuple(dict.fromkeys(job.notes)), float_model=str(cal_path), edgetpu_fixes=fixes,
         cost=_cost(s, blob, label), float_input_noise_agreement=None if noise is None else round(noise, 4))
+
+
+def _statistic(base: str) -> str:
+    """The activation ranges' statistic of recipe BASE, as the ONNX recipes' `calibrate` names it."""
+    return base if base in STATISTICS else "minmax"
 
 
 def _cost(s: _Search, blob: bytes, label: str) -> dict[str, Any]:

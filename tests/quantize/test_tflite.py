@@ -11,7 +11,8 @@ import pytest
 pytestmark = pytest.mark.slow  # TensorFlow: SavedModels built and converted in the test
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tf_models import build, images  # noqa: E402
+from onnx_models import heavy_tailed  # noqa: E402
+from tf_models import build, images, squash  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +133,92 @@ def test_each_edgetpu_fix_keeps_fidelity_and_raises_the_tpu_op_count(
     y_fixed, y_unfixed, y_float = run_tflite(paths, xs)
     assert judge(y_float, y_fixed).passed  # validation's thresholds, against the float model
     assert judge(y_float, y_fixed).cosine >= judge(y_float, y_unfixed).cosine - 1e-3
+
+
+# The percentile and mse recipes (edgekit.quantize.tflite_ranges): the calibrated activation ranges, and nothing
+# else, replaced by the statistic of the float model's activations.
+
+@pytest.fixture(scope="module")
+def squash_saved(tmp_path_factory: pytest.TempPathFactory, tf) -> Path:
+    return squash(tmp_path_factory.mktemp("tf") / "squash")
+
+
+def _quant_fields(blob: bytes) -> list[tuple[str, object, object, object]]:
+    from edgekit.quantize.flatbuffer import FlatModel
+
+    fm = FlatModel(blob)
+    out = []
+    for t in fm.sg.tensors:
+        q = t.quantization
+        rng = None if q is None or q.min is None else (q.min.tolist(), q.max.tolist())
+        out.append((t.name, rng, None if q is None or q.scale is None else q.scale.tolist(), t.buffer))
+    return out
+
+
+def test_the_rewrite_changes_exactly_the_activation_ranges_and_the_model_runs(tf, squash_saved: Path,
+                                                                              tmp_path: Path) -> None:
+    from edgekit.quantize.flatbuffer import FlatModel
+    from edgekit.quantize.tflite_ranges import _ranged, rewrite_ranges
+    from edgekit.quantize.tflite_recipes import calibrated, quantized
+    from edgekit.quantize.tflite_run import run_tflite
+
+    xs = heavy_tailed(16, layout="NHWC")
+    job = _job(tf, squash_saved, xs, tmp_path / "w", io="float32")
+    cal = calibrated(job)
+    names = list(_ranged(FlatModel(cal)))
+    assert len(names) == 4  # the input, conv1 (before tanh), tanh, the output: the weights have no calibrated range
+    new = {n: (-0.5 - k, 0.25 + k) for k, n in enumerate(names)}
+    blob, done = rewrite_ranges(cal, new)
+    assert done == 4
+    before, after = _quant_fields(cal), _quant_fields(blob)
+    assert len(before) == len(after)
+    changed = {}
+    for b, a in zip(before, after, strict=True):
+        assert (a[0], a[2], a[3]) == (b[0], b[2], b[3])  # names, scales, buffers untouched
+        if a[1] != b[1]:
+            changed[a[0].decode()] = a[1]
+    assert changed == {n: ([np.float32(lo)], [np.float32(hi)]) for n, (lo, hi) in new.items()}
+    fm0, fm1 = FlatModel(cal), FlatModel(blob)  # the weights and the graph are the same bytes
+    assert [bytes(np.asarray(b.data, np.uint8)) if b.data is not None else b"" for b in fm0.model.buffers] == \
+        [bytes(np.asarray(b.data, np.uint8)) if b.data is not None else b"" for b in fm1.model.buffers]
+    assert [list(o.inputs) for o in fm0.sg.operators] == [list(o.inputs) for o in fm1.sg.operators]
+    q = tmp_path / "q.tflite"
+    q.write_bytes(quantized(job, blob))
+    fq = FlatModel(q.read_bytes())  # the quantizer took the new ranges: scale (hi - lo) / 255, but tanh's own 1/128
+    scales = [float(t.quantization.scale[0]) for t in fq.sg.tensors
+              if t.quantization is not None and t.quantization.scale is not None and len(t.quantization.scale) == 1]
+    for n, (lo, hi) in new.items():
+        if n != "Tanh":
+            assert min(abs(s / ((hi - lo) / 255) - 1) for s in scales) < 1e-4, n
+    (y,) = run_tflite([q], xs)
+    assert y is not None and y.shape == (16, 16, 16, 4) and np.isfinite(y).all()
+
+
+def _sqnr(y0: np.ndarray, y: np.ndarray) -> float:
+    return float(10 * np.log10((y0.astype(np.float64) ** 2).sum() / ((y - y0).astype(np.float64) ** 2).sum()))
+
+
+def test_mse_beats_plain_and_both_statistics_are_recorded(tf, squash_saved: Path, tmp_path: Path) -> None:
+    from edgekit.quantize.tflite_recipes import AUTO_ORDER, TFLITE_RECIPES, float_model
+    from edgekit.quantize.tflite_run import run_tflite
+    from edgekit.quantize.tflite_search import quantize_tflite
+
+    calib, held = heavy_tailed(64, seed=0, layout="NHWC"), heavy_tailed(32, seed=1, layout="NHWC")
+    paths = [tmp_path / "f.tflite"]
+    paths[0].write_bytes(float_model(_job(tf, squash_saved, calib, tmp_path / "f", io="float32")))
+    choices = {}
+    for name in ("plain", "percentile", "mse"):
+        job = _job(tf, squash_saved, calib, tmp_path / name, io="float32")
+        blob, choices[name] = quantize_tflite(job, name, float_free=True)
+        paths.append(tmp_path / f"{name}.tflite")
+        paths[-1].write_bytes(blob)
+    y0, *ys = run_tflite(paths, held)
+    sqnr = dict(zip(choices, (_sqnr(y0, y) for y in ys), strict=True))
+    assert sqnr["mse"] > sqnr["plain"] + 0.5, sqnr
+    assert sqnr["percentile"] >= sqnr["plain"] - 0.1, sqnr  # never clips more than 0.001% of the values
+    for name, choice in choices.items():  # the manifest's extra.int8_recipe
+        d = choice.to_dict()
+        assert d["chosen"] == name and d["config"]["calibrate"] == ("minmax" if name == "plain" else name)
+        assert [t["recipe"] for t in d["trials"]] == [name] and d["float_nodes"] == []
+    assert any(n.startswith("mse: 4 activation ranges") for n in choices["mse"].notes)
+    assert {"percentile", "mse"} <= set(TFLITE_RECIPES) and AUTO_ORDER[-2:] == ("percentile", "mse")

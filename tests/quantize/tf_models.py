@@ -64,3 +64,21 @@ def images(n: int = 96, seed: int = 1) -> np.ndarray:
     rng = np.random.default_rng(seed)
     x = rng.random((n, 8, 8, 3)).astype(np.float32)
     return np.ascontiguousarray(x.repeat(2, axis=1).repeat(2, axis=2))
+
+
+def squash(path: Path, seed: int = 0) -> Path:
+    """onnx_models.squash as a SavedModel (NHWC): 1x1 conv -> tanh -> 1x1 conv, the same weights."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(seed)
+    w1 = tf.constant((rng.standard_normal((8, 3, 1, 1)) * 0.5).astype(np.float32).transpose(2, 3, 1, 0))  # HWIO
+    w2 = tf.constant((rng.standard_normal((4, 8, 1, 1)) * 0.5).astype(np.float32).transpose(2, 3, 1, 0))
+
+    class Model(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec((1, 16, 16, 3), tf.float32, name="x")])
+        def __call__(self, x: tf.Tensor) -> dict[str, tf.Tensor]:
+            return {"y": tf.nn.conv2d(tf.tanh(tf.nn.conv2d(x, w1, 1, "SAME")), w2, 1, "SAME")}
+
+    m = Model()
+    tf.saved_model.save(m, str(path), signatures={"serving_default": m.__call__})
+    return path

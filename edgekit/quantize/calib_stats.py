@@ -90,7 +90,7 @@ def expected_error(h: Histogram, lo: np.ndarray, hi: np.ndarray, levels: int = L
     """Mean squared int8 error per value of the histogram's data for ranges [LO, HI] (broadcast), LO <= 0 <= HI."""
     n = h.counts.astype(np.float64)
     c = h.centres()
-    lo, hi = np.broadcast_arrays(np.asarray(lo, np.float64), np.asarray(hi, np.float64))
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)  # the tails are per end: broadcast at the sum
 
     def tail(ends: np.ndarray, sign: float) -> tuple[np.ndarray, np.ndarray]:
         """(mass beyond each end, its squared distance to the end) on the side of SIGN, by suffix sums."""

@@ -86,7 +86,10 @@ class _Search:
         work = self.data.work / f"candidate-{len(self.kept)}"  # each candidate's float files stay its own
         work.mkdir(exist_ok=True)
         out = work / "model.int8.onnx"
-        src = make(out, replace(self.data, work=work, cache=self.data.cache or work / "calibration.json"))
+        cache = work / "calibration.json"  # this candidate's ranges, for mixed precision to reuse
+        if self.data.cache is None:  # onnxruntime reads any file there (checking only its method): a folder kept from
+            cache.unlink(missing_ok=True)  # an earlier run would lend that run's model's ranges to this one
+        src = make(out, replace(self.data, work=work, cache=self.data.cache or cache))
         judged = judge(self.y_ref, _run(out, self.x))
         nodes = recipe.config.float_nodes
         self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))

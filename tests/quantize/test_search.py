@@ -167,3 +167,30 @@ def test_when_none_passes_plain_stays_unless_another_is_clearly_better() -> None
     assert best([(j(0.635, 2000), 0, "plain"), (j(0.68, 2000), 0, "equalize")]) == 1
     # no top-1 (a regression output): the best cosine, as before
     assert best([(Judged(False, 0.90, None, [], 200), 0, "plain"), (Judged(False, 0.95, None, [], 200), 0, "x")]) == 1
+
+
+def test_a_work_folder_reused_by_another_model_lends_it_no_ranges(samples: np.ndarray, tmp_path: Path) -> None:
+    """onnxruntime reads a calibration cache wherever the file exists, checking only its method: a folder kept from
+    an earlier run (the bench's --work) gave MobileNetV3-Small the ranges of an earlier export, whose Keras tensor
+    names differ ("Quantization parameters are not specified for param keras_tensor"); with the same names, another
+    model's ranges would have been used silently."""
+    from onnx_models import conv_chain
+
+    def scales(path: Path) -> dict[str, float]:
+        import onnx
+        from onnx import numpy_helper
+
+        return {i.name: float(numpy_helper.to_array(i)) for i in onnx.load(str(path)).graph.initializer
+                if i.name.endswith("_scale") and numpy_helper.to_array(i).ndim == 0}
+
+    reused = tmp_path / "reused"
+    reused.mkdir()
+    for seed, spread in ((0, 1.0), (1, 3.0)):  # the same tensor names, other weights and ranges
+        model = conv_chain(tmp_path / f"m{seed}.onnx", spread=spread, seed=seed)
+        quantize_onnx(model, tmp_path / f"reused{seed}.onnx", QuantData("x", samples, 1, reused), "plain",
+                      lambda _m: None)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    quantize_onnx(tmp_path / "m1.onnx", tmp_path / "fresh1.onnx", QuantData("x", samples, 1, fresh), "plain",
+                  lambda _m: None)
+    assert scales(tmp_path / "reused1.onnx") == scales(tmp_path / "fresh1.onnx")

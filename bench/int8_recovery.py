@@ -39,9 +39,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SIZE, CALIB, VAL, RUNS = 96, 400, 200, 30
-# percentile, entropy and mixed precision: in auto's trials (mixed on its own is auto's last step on plain)
-ONNX_RECIPES = ("plain", "uint8", "bias", "equalize", "equalize+bias", "auto")
-TFLITE_RECIPES = ("plain", "equalize", "auto")
+# entropy and mixed precision: in auto's trials (mixed on its own is auto's last step on plain)
+ONNX_RECIPES = ("plain", "uint8", "bias", "equalize", "equalize+bias", "percentile", "mse", "auto")
+TFLITE_RECIPES = ("plain", "equalize", "percentile", "mse", "auto")
 TARGET_AGREEMENT, TARGET_MACS = 0.97, 0.10
 
 

@@ -6,12 +6,14 @@ ONNX): its int8 TFLite got the step 1.3e36, XNNPACK refused it and LiteRT's buil
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.quantize.tf_models import build, images
+sys.path.insert(0, str(Path(__file__).parent))
+from tf_models import build, images  # noqa: E402
 
 tf = pytest.importorskip("tensorflow")
 

@@ -6,8 +6,9 @@ calibration are made once a run and shared by every TFLite artifact (edgekit.tfl
 artifact is that float model, and int8 and the Edge TPU's uint8-I/O int8 are two quantizations of one
 calibration. (TF 2.21's quantizer, like the converter's one-shot path, leaves an op without an int8 kernel
 in float between QUANTIZE/DEQUANTIZE; the Edge TPU pre-flight names such ops.)
-`--int8-recipe` (default plain; auto searches) chooses how: edgekit.quantize.tflite_recipes (plain, equalize, mixed
-precision by selective quantization; an integer-only target such as the Edge TPU never gets float layers).
+`--int8-recipe` (default plain; auto searches) chooses how: edgekit.quantize.tflite_recipes (plain, equalize,
+percentile, mse, mixed precision by selective quantization; an integer-only target such as the Edge TPU never gets
+float layers).
 """
 
 from __future__ import annotations

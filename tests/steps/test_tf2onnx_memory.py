@@ -30,6 +30,7 @@ class _Counter:
 def test_optimizer_copies_collect_first_and_module_is_restored(monkeypatch: pytest.MonkeyPatch) -> None:
     counter = _Counter()
     monkeypatch.setattr(keras_to_onnx, "gc", counter)
+    monkeypatch.setattr(keras_to_onnx, "COLLECT_AFTER_BYTES", -1)  # as if memory had grown past the threshold
     graph: dict[str, Any] = {"nodes": [[1.0, 2.0]], "name": "g"}
     with keras_to_onnx.collected_optimizer_copies():
         assert tf2onnx_optimizer.copy is not copy
@@ -37,6 +38,17 @@ def test_optimizer_copies_collect_first_and_module_is_restored(monkeypatch: pyte
         assert counter.calls == 1
     assert dup == graph and dup["nodes"] is not graph["nodes"]  # still a deep copy
     assert tf2onnx_optimizer.copy is copy
+
+
+def test_no_collection_while_memory_has_not_grown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A collection walks every object: a graph of many small layers paid seconds for little memory."""
+    counter = _Counter()
+    monkeypatch.setattr(keras_to_onnx, "gc", counter)
+    monkeypatch.setattr(keras_to_onnx, "COLLECT_AFTER_BYTES", 2**50)
+    with keras_to_onnx.collected_optimizer_copies():
+        for _ in range(5):
+            tf2onnx_optimizer.copy.deepcopy({"a": [1]})
+    assert counter.calls == 1  # only the one on leaving
 
 
 def test_module_restored_when_the_conversion_raises() -> None:

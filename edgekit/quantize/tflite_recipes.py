@@ -147,17 +147,27 @@ def diagnose_tflite(choice: RecipeChoice, x: np.ndarray, inputs: str) -> Diagnos
         for i in range(len(xs)):
             yield [xs[i:i + 1]]
 
+    # sample by sample in float64, never the whole list concatenated: the debugger hands every sample's tensor
+    # of a layer at once, and two float64 copies of them all per metric were most of the diagnosis's memory
+    def sums(f: Any, q: Any, scale: float, zp: int) -> tuple[float, float, float, float]:
+        signal = noise = dot = qq = 0.0
+        for a, b in zip(f, q, strict=True):
+            fv = np.asarray(a, np.float64).ravel()
+            qv = (np.asarray(b, np.float64).ravel() - zp) * scale
+            signal += float(fv @ fv)
+            noise += float(((fv - qv) ** 2).sum())
+            dot += float(fv @ qv)
+            qq += float(qv @ qv)
+        return signal, noise, dot, qq
+
     def sqnr(f: Any, q: Any, scale: float, zp: int) -> float:
-        fv = np.concatenate([np.asarray(a, np.float64).ravel() for a in f])
-        qv = (np.concatenate([np.asarray(a, np.float64).ravel() for a in q]) - zp) * scale
-        noise = float(((fv - qv) ** 2).sum())
-        return 99.0 if noise <= 0 else float(10 * np.log10(max(float((fv ** 2).sum()), 1e-30) / noise))
+        signal, noise, _, _ = sums(f, q, scale, zp)
+        return 99.0 if noise <= 0 else float(10 * np.log10(max(signal, 1e-30) / noise))
 
     def cos(f: Any, q: Any, scale: float, zp: int) -> float:
-        fv = np.concatenate([np.asarray(a, np.float64).ravel() for a in f])
-        qv = (np.concatenate([np.asarray(a, np.float64).ravel() for a in q]) - zp) * scale
-        d = float(np.linalg.norm(fv) * np.linalg.norm(qv))
-        return float(fv @ qv / d) if d > 0 else 1.0
+        signal, _, dot, qq = sums(f, q, scale, zp)
+        d = float(np.sqrt(signal) * np.sqrt(qq))
+        return dot / d if d > 0 else 1.0
 
     def spread(f: Any, q: Any, scale: float, zp: int) -> float:
         return channel_spread(np.stack([np.asarray(a) for a in f]), -1) or float("nan")

@@ -75,6 +75,12 @@ class Runtime(ABC):
         return cls.load_hint
 
     @classmethod
+    def run_failure(cls, text: str) -> tuple[str | None, str | None]:
+        """(the op, the hint) for a failure to run a loaded model, from the vendor's TEXT; (None, None) where the
+        runtime cannot tell (the caller then hints at the inputs the model takes)."""
+        return None, None
+
+    @classmethod
     def device_hint(cls, device: str) -> str | None:
         """What to install or do so that DEVICE works: the hint of the NotAvailable `load()` raises."""
         return None
@@ -95,9 +101,11 @@ class Runtime(ABC):
         with vendor_errors(self.vendor, error=RuntimeFailure, what=f"{self.label()} could not load {p}",
                            hint=lambda exc: self.hint_for(all_text(exc))):
             self._load(p, device, threads, options)
+        takes = f"The model takes {[(s.name, s.shape, s.dtype) for s in self.inputs]}."
         self._run_border = vendor_errors(
             self.vendor, error=RuntimeFailure, what=f"{self.label()} failed to run the model",
-            hint=f"The model takes {[(s.name, s.shape, s.dtype) for s in self.inputs]}.", errors=self.run_errors)
+            hint=lambda exc: self.run_failure(all_text(exc))[1] or takes,
+            op=lambda exc: self.run_failure(all_text(exc))[0], errors=self.run_errors)
 
     def _check(self, path: Path, device: str) -> None:
         """Refuse DEVICE before anything is loaded: NotAvailable saying why, with `device_hint()`."""

@@ -207,6 +207,11 @@ class LiteRT(Runtime):
         """Custom op, XNNPACK refusal, malformed file: each its own hint (edgekit.runtimes.litert_errors)."""
         return litert_errors.hint_for(text)
 
+    @classmethod
+    def run_failure(cls, text: str) -> tuple[str | None, str | None]:
+        """The op LiteRT names ("Node number 47 (DIV) failed to invoke") and what fits its check."""
+        return litert_errors.invoke_failure(text)
+
     # The CPU kernel paths `check_artifact` validates with, in order: the next when one fails (load option "kernels").
     kernel_paths: ClassVar[tuple[str, ...]] = ("xnnpack", "builtin")
 

@@ -83,6 +83,27 @@ def xnnpack_refusal(path: Path, text: str) -> str:
     return f"XNNPACK refused the model (failed to prepare): {first}{where}"
 
 
+_INVOKE = re.compile(r"Node number (\d+) \((\w+)\) failed to invoke")
+_DIV_BY_ZERO_POINT = re.compile(r"div\.cc:\d+ data\[i\] != zero_point")
+HINT_INT8_DIV = (
+    "An int8 DIV met a divisor equal to its zero point (a real 0): int8 cannot hold a divisor near zero, as in a "
+    "normalisation written x / sqrt(var + eps) (GroupNorm, LayerNorm). Keep that layer in float (--int8-recipe auto "
+    "or mixed tries it), or ship the fp16/dynamic TFLite or the ONNX int8 artifact."
+)
+
+
+def invoke_failure(text: str) -> tuple[str | None, str | None]:
+    """(op, hint) of an invoke failure: the op LiteRT names ("DIV (op 47)"), and a hint where the check is known."""
+    m = _INVOKE.search(text)
+    op = f"{m.group(2)} (op {m.group(1)})" if m else None
+    if _DIV_BY_ZERO_POINT.search(text):
+        return op, HINT_INT8_DIV
+    if op:
+        return op, (f"LiteRT's {m.group(2)} kernel refused its inputs (the check above). `edgekit inspect` shows op "
+                    f"{m.group(1)} and its quantization; EDGEKIT_DEBUG=1 shows LiteRT's full message.")
+    return None, None
+
+
 def explain(path: Path, text: str) -> str | None:
     """A message naming the cause of a LiteRT load failure, or None for a cause not recognised here."""
     ops = custom_ops(text)
@@ -94,5 +115,5 @@ def explain(path: Path, text: str) -> str | None:
     return None
 
 
-__all__ = ["HINT_MALFORMED", "HINT_OTHER", "HINT_XNNPACK", "custom_op_hint", "custom_ops", "explain", "hint_for",
-           "xnnpack_refusal"]
+__all__ = ["HINT_INT8_DIV", "HINT_MALFORMED", "HINT_OTHER", "HINT_XNNPACK", "custom_op_hint", "custom_ops", "explain",
+           "hint_for", "invoke_failure", "xnnpack_refusal"]

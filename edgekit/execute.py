@@ -169,6 +169,7 @@ def _execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: 
         start = Intermediate(kind=source.family, path=source.path, obj=source.model, layout=source.layout,
                              signature=source.signature)
         runner = _Runner(plan, ctx, progress)
+        diagnosed: dict[str, Any] = {}  # int8 diagnoses of this run, by what determines them (quantize.explain)
         for chain in plan.chains:
             name = (chain.steps[-1].outputs(stem) or [f"{stem}.{chain.precision}.{chain.target}"])[0]
             try:
@@ -188,7 +189,7 @@ def _execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: 
                 from edgekit.quantize.explain import explain  # int8 that missed (or --explain): layer by layer
 
                 t_diag = time.perf_counter()
-                if explain(art, cur, ref, options, progress) is not None:  # its time is the artifact's too
+                if explain(art, cur, ref, options, progress, diagnosed) is not None:  # the artifact's time too
                     art.extra["diagnosis_seconds"] = round(time.perf_counter() - t_diag, 3)
                     art.seconds = round(art.seconds + art.extra["diagnosis_seconds"], 3)
             if not art.ok:

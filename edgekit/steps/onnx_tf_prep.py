@@ -143,12 +143,100 @@ def constants_second(model: Any) -> list[str]:
             f"'{swapped[0]}'): onnx2tf broadcasts a leading constant along the wrong axis (onnx2tf#698)"]
 
 
+_SQRT2 = 1.4142135
+
+
+def _scalar(graph: Any, name: str) -> float | None:
+    """The value of NAME where it is a one-element constant (an initializer or a Constant node's), else None."""
+    from onnx import numpy_helper
+
+    for init in graph.initializer:
+        if init.name == name:
+            arr = numpy_helper.to_array(init)
+            return float(arr.reshape(-1)[0]) if arr.size == 1 else None
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output[0] == name and node.attribute:
+            arr = numpy_helper.to_array(node.attribute[0].t) if node.attribute[0].HasField("t") else None
+            return float(arr.reshape(-1)[0]) if arr is not None and arr.size == 1 else None
+    return None
+
+
+def erf_gelu_to_gelu(model: Any) -> list[str]:
+    """Each exact GELU torch writes in five nodes, Mul(x, Mul(0.5, Add(Erf(Div(x, sqrt 2)), 1))), as one Gelu.
+
+    TFLite has no ERF, so onnx2tf writes Erf as a polynomial whose sign and 1/(1 + p|x|) are DIVs by values
+    near 0: in int8 the divisor rounds to its zero point and LiteRT's DIV refuses to run (ConvNeXt, PoolFormer:
+    "div.cc data[i] != zero_point"). ONNX's Gelu (opset 20) becomes TFLite's own GELU, which has int8 kernels.
+    The model's opset is raised to 20 where it was lower (edgekit's private copy only).
+    """
+    import numpy as np
+    from onnx import helper
+
+    graph = model.graph
+    consumers: dict[str, list[Any]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    producer = {o: n for n in graph.node for o in n.output}
+
+    def only(name: str, op: str) -> Any | None:
+        nodes = consumers.get(name, [])
+        return nodes[0] if len(nodes) == 1 and nodes[0].op_type == op else None
+
+    def other(node: Any, name: str) -> str:
+        return node.input[1] if node.input[0] == name else node.input[0]
+
+    def near(value: float | None, want: float) -> bool:
+        return value is not None and bool(np.isclose(value, want, rtol=1e-5))
+
+    found: list[tuple[list[Any], str, str]] = []
+    for erf in graph.node:
+        if erf.op_type != "Erf":
+            continue
+        div = producer.get(erf.input[0])
+        if div is None or div.op_type != "Div" or not near(_scalar(graph, div.input[1]), _SQRT2) \
+                or only(div.output[0], "Erf") is None:
+            continue
+        x = div.input[0]
+        add = only(erf.output[0], "Add")
+        half = add and only(add.output[0], "Mul")
+        last = half and only(half.output[0], "Mul")
+        if not (add and half and last and near(_scalar(graph, other(add, erf.output[0])), 1.0)
+                and near(_scalar(graph, other(half, add.output[0])), 0.5) and other(last, half.output[0]) == x):
+            continue
+        found.append(([div, erf, add, half, last], x, last.output[0]))
+    if not found:
+        return []
+    drop = {id(n) for nodes, _, _ in found for n in nodes}
+    first = {id(nodes[-1]): (x, y, nodes[-1].name) for nodes, x, y in found}
+    kept = []
+    for node in graph.node:
+        if id(node) in first:
+            x, y, name = first[id(node)]
+            kept.append(helper.make_node("Gelu", [x], [y], name=f"{name}_gelu" if name else "", approximate="none"))
+        elif id(node) not in drop:
+            kept.append(node)
+    del graph.node[:]
+    graph.node.extend(kept)
+    used = {name for node in graph.node for name in node.input}
+    dropped_consts = {name for nodes, _, _ in found for n in nodes for name in n.input} - used
+    kept_inits = [i for i in graph.initializer if i.name not in dropped_consts]
+    del graph.initializer[:]
+    graph.initializer.extend(kept_inits)
+    for opset in model.opset_import:
+        if opset.domain in ("", "ai.onnx") and opset.version < 20:
+            opset.version = 20
+    return [f"{len(found)} GELU(s) written with Erf made one Gelu node each (first at '{found[0][2]}'): TFLite has "
+            "no ERF, and the polynomial onnx2tf writes instead divides by values int8 rounds to zero"]
+
+
 def prepare(model: Any, batch: int = 1) -> list[str]:
     """Every clean-up onnx2tf needs, applied to MODEL (an onnx.ModelProto, changed in place); what changed."""
     from edgekit.steps.onnx_pools import whole_input_pools_to_global  # needs the static shapes static_batch gives
 
     return [*free_negative_dims(model), *static_batch(model, batch), *whole_input_pools_to_global(model),
-            *constants_second(model), *tf_safe_node_names(model)]
+            *erf_gelu_to_gelu(model), *constants_second(model), *tf_safe_node_names(model)]
 
 
-__all__ = ["constants_second", "free_negative_dims", "prepare", "static_batch", "tf_safe_node_names"]
+__all__ = ["constants_second", "erf_gelu_to_gelu", "free_negative_dims", "prepare", "static_batch",
+           "tf_safe_node_names"]

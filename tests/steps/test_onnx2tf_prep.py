@@ -50,7 +50,9 @@ def test_node_names_become_tf_scopes_and_tensor_names_stay(paddle_onnx: Path) ->
     assert all("@" not in n.name for n in model.graph.node)
     assert [(list(n.input), list(n.output)) for n in model.graph.node] == tensors
     assert [o.name for o in model.graph.output] == ["prob"]
-    assert len(prepare(model)) == 3  # negative dims, the batch, the layer scale: the names are done
+    assert len(prepare(model)) == 4  # negative dims, the batch, the GELU, the layer scale: the names are done
+    assert [n.op_type for n in model.graph.node].count("Gelu") == 1 and "Erf" not in [n.op_type for n in
+                                                                                      model.graph.node]
     muls = {n.output[0]: list(n.input) for n in model.graph.node if n.op_type == "Mul"}
     assert muls["scaled@out"] == ["gelu@out", "gamma"]  # the constant second (onnx2tf#698)
     assert prepare(model) == []  # a clean graph goes to onnx2tf unchanged
@@ -70,3 +72,33 @@ def test_a_paddle_style_onnx_converts_to_tflite(paddle_onnx: Path, tmp_path: Pat
     (art,) = run.artifacts
     assert art.status != "failed", art.failure
     assert art.fidelity is not None and art.fidelity.passed
+
+
+def _gelu_graph(divisor: float):
+    from onnx import TensorProto, helper, numpy_helper
+
+    consts = {"sqrt2": divisor, "one": 1.0, "half": 0.5}
+    inits = [numpy_helper.from_array(np.array([v], np.float32), k) for k, v in consts.items()]
+    nodes = [helper.make_node("Div", ["x", "sqrt2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["a"]), helper.make_node("Mul", ["half", "a"], ["h"]),
+             helper.make_node("Mul", ["x", "h"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_torchs_five_node_gelu_becomes_one_gelu_with_the_same_values() -> None:
+    ort = pytest.importorskip("onnxruntime")
+    from edgekit.steps.onnx_tf_prep import erf_gelu_to_gelu
+
+    x = np.linspace(-4, 4, 10, dtype=np.float32).reshape(2, 5)
+    model = _gelu_graph(1.4142135)
+    before = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    assert len(erf_gelu_to_gelu(model)) == 1
+    onnx.checker.check_model(model, full_check=True)
+    assert [n.op_type for n in model.graph.node] == ["Gelu"] and not model.graph.initializer
+    assert model.opset_import[0].version == 20
+    after = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(after, before, atol=1e-6)
+    other = _gelu_graph(2.0)  # not a GELU: left alone
+    assert erf_gelu_to_gelu(other) == [] and len(other.graph.node) == 5

@@ -90,6 +90,57 @@ def collected_optimizer_copies() -> Iterator[None]:
         gc.collect()
 
 
+class _NoJitTf:
+    """The `tf` module as Keras's TF backend sees it, but `tf.function(jit_compile=True)` only calls through."""
+
+    def __init__(self, tf: Any) -> None:
+        self._tf = tf
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tf, name)
+
+    def function(self, func: Any = None, **kwargs: Any) -> Any:
+        if kwargs.get("jit_compile"):
+            return func if func is not None else (lambda f: f)
+        return self._tf.function(func, **kwargs) if func is not None else self._tf.function(**kwargs)
+
+
+@contextlib.contextmanager
+def grouped_convs_without_xla() -> Iterator[None]:
+    """While tracing for tf2onnx: Keras's grouped convolutions as plain Conv2D ops, not XLA-compiled calls.
+
+    Keras 3's TF backend runs a convolution with groups (ConvNeXt's depthwise 7x7 is Conv2D(groups=C)) inside a
+    `tf.function(jit_compile=True)`, because TF's CPU kernel cannot run it. The trace then holds one
+    StatefulPartitionedCall per such layer, which freezing does not inline and tf2onnx cannot convert (Keras
+    ConvNeXtTiny: 18 of them). tf2onnx never runs the graph, and it writes a grouped Conv2D as an ONNX Conv with
+    its `group`: here the backend's `tf` is swapped for one whose jit-compiled functions call straight through.
+    """
+    try:
+        from keras.src.backend.tensorflow import nn as keras_tf_nn
+    except ImportError:  # another Keras layout: nothing to swap
+        yield
+        return
+    original = keras_tf_nn.tf
+    keras_tf_nn.tf = _NoJitTf(original)
+    try:
+        yield
+    finally:
+        keras_tf_nn.tf = original
+
+
+def _erfc(ctx: Any, node: Any, name: str, args: Any) -> None:
+    """tf2onnx handler: TensorFlow's Erfc (Keras 3's exact GELU is 0.5 x erfc(-x / sqrt 2)) as 1 - Erf(x)."""
+    import numpy as np
+    from tf2onnx import utils
+
+    dtype = utils.map_onnx_to_numpy_type(ctx.get_dtype(node.input[0]))
+    erf = ctx.make_node("Erf", [node.input[0]], op_name_scope=node.name)
+    one = ctx.make_const(utils.make_name(f"{node.name}_one"), np.array(1, dtype=dtype))
+    node.type = "Sub"
+    node.domain = ""
+    ctx.replace_inputs(node, [one.output[0], erf.output[0]])
+
+
 def unconverted_ops(model: Any) -> dict[str, list[str]]:
     """op type -> node names of nodes that are not ONNX ops (tf2onnx left the TensorFlow op in place)."""
     onnx = require("onnx")
@@ -149,10 +200,12 @@ def tf_function_to_onnx(fn: Any, spec: Any, opset: int, out: Path, step: str) ->
     onnx = require("onnx")
     _patch_tf2onnx()
     with vendor_errors("tf2onnx", step=step, what=f"{step}: tf2onnx failed",
-                       hint="Try another --opset, or convert to TFLite only (--target tflite)."):
+                       hint="Try another --opset, or convert to TFLite only (--target tflite)."), \
+            grouped_convs_without_xla():
         fn = freeze_captured_constants(fn, spec)
         with collected_optimizer_copies():
-            model, _ = tf2onnx.convert.from_function(fn, input_signature=[spec], opset=opset)
+            model, _ = tf2onnx.convert.from_function(fn, input_signature=[spec], opset=opset,
+                                                     custom_op_handlers={"Erfc": (_erfc, [])})
     inits = {i.name for i in model.graph.initializer}
     extra = [i.name for i in model.graph.input if i.name not in inits][1:]
     if extra:  # a capture that freezing missed: the model would demand inputs no caller can give

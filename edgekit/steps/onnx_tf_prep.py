@@ -216,13 +216,7 @@ def erf_gelu_to_gelu(model: Any) -> list[str]:
             kept.append(helper.make_node("Gelu", [x], [y], name=f"{name}_gelu" if name else "", approximate="none"))
         elif id(node) not in drop:
             kept.append(node)
-    del graph.node[:]
-    graph.node.extend(kept)
-    used = {name for node in graph.node for name in node.input}
-    dropped_consts = {name for nodes, _, _ in found for n in nodes for name in n.input} - used
-    kept_inits = [i for i in graph.initializer if i.name not in dropped_consts]
-    del graph.initializer[:]
-    graph.initializer.extend(kept_inits)
+    _replace_nodes(graph, kept, [n for nodes, _, _ in found for n in nodes])
     for opset in model.opset_import:
         if opset.domain in ("", "ai.onnx") and opset.version < 20:
             opset.version = 20
@@ -230,13 +224,113 @@ def erf_gelu_to_gelu(model: Any) -> list[str]:
             "no ERF, and the polynomial onnx2tf writes instead divides by values int8 rounds to zero"]
 
 
+def _replace_nodes(graph: Any, kept: list[Any], dropped: list[Any]) -> None:
+    """GRAPH's nodes become KEPT; the initializers only the DROPPED nodes read go with them."""
+    del graph.node[:]
+    graph.node.extend(kept)
+    used = {name for node in graph.node for name in node.input}
+    unused = {name for n in dropped for name in n.input} - used
+    inits = [i for i in graph.initializer if i.name not in unused]
+    del graph.initializer[:]
+    graph.initializer.extend(inits)
+
+
+_AXES_CHW = [1, 2, 3]
+
+
+def _shapes(graph: Any) -> dict[str, list[int]]:
+    """Static shapes by tensor name, from the inputs, outputs and value_info (after static_batch's inference)."""
+    out = {}
+    for v in [*graph.input, *graph.output, *graph.value_info]:
+        dims = v.type.tensor_type.shape.dim
+        if dims and all(d.HasField("dim_value") for d in dims):
+            out[v.name] = [d.dim_value for d in dims]
+    return out
+
+
+def one_group_norm_to_reductions(model: Any) -> list[str]:
+    """GroupNorm with one group, Reshape(x, [N, 1, -1]) -> InstanceNormalization -> Reshape back, written on x.
+
+    torch exports GroupNorm as a reshape to (N, groups, C*H*W), an InstanceNormalization and a reshape back.
+    With one group (PoolFormer's norm) onnx2tf loses the layout in the 3-D middle: the fp32 TFLite came out
+    with cosine 0.56 against the source, first wrong at that reshape (onnx2tf's own per-node check). The same
+    normalisation over C, H and W is written as ReduceMean/Sub/Mul/ReduceMean/Add/Sqrt/Div on the 4-D tensor,
+    whose axes onnx2tf maps. Exact up to float rounding; the affine Mul/Add after it stay as they were.
+    """
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    if not any(n.op_type == "InstanceNormalization" for n in graph.node):
+        return []
+    try:  # static_batch inferred shapes only where it fixed a symbolic batch
+        shapes = _shapes(onnx.shape_inference.infer_shapes(model).graph)
+    except Exception:  # noqa: BLE001 - an uninferable graph keeps its pattern: onnx2tf then says what fails
+        shapes = _shapes(graph)
+    producer = {o: n for n in graph.node for o in n.output}
+    consumers: dict[str, list[Any]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 18)
+    found = []
+    for norm in graph.node:
+        if norm.op_type != "InstanceNormalization" or len(norm.input) < 3:
+            continue
+        first = producer.get(norm.input[0])
+        after = consumers.get(norm.output[0], [])
+        if first is None or first.op_type != "Reshape" or len(after) != 1 or after[0].op_type != "Reshape":
+            continue
+        x, mid, back = first.input[0], shapes.get(norm.input[0]), shapes.get(after[0].output[0])
+        if not (mid and len(mid) == 3 and mid[1] == 1 and back and shapes.get(x) == back and len(back) == 4):
+            continue
+        scale, bias = (_scalar(graph, norm.input[1]), _scalar(graph, norm.input[2]))
+        if scale != 1.0 or bias != 0.0 or len(consumers.get(norm.input[0], [])) != 1:
+            continue
+        eps = next((a.f for a in norm.attribute if a.name == "epsilon"), 1e-5)
+        found.append((first, norm, after[0], x, eps))
+    if not found:
+        return []
+    replaced: dict[int, list[Any]] = {}
+    drop: set[int] = set()
+    for i, (first, norm, back, x, eps) in enumerate(found):
+        p = f"edgekit_gn1_{i}"
+        graph.initializer.append(numpy_helper.from_array(np.array(eps, np.float32), f"{p}_eps"))
+        if opset >= 18:
+            graph.initializer.append(numpy_helper.from_array(np.array(_AXES_CHW, np.int64), f"{p}_axes"))
+
+        def mean(src: str, dst: str, p: str = p) -> Any:
+            if opset >= 18:
+                return helper.make_node("ReduceMean", [src, f"{p}_axes"], [dst], keepdims=1)
+            return helper.make_node("ReduceMean", [src], [dst], axes=_AXES_CHW, keepdims=1)
+
+        replaced[id(back)] = [
+            mean(x, f"{p}_mean"), helper.make_node("Sub", [x, f"{p}_mean"], [f"{p}_centred"]),
+            helper.make_node("Mul", [f"{p}_centred", f"{p}_centred"], [f"{p}_sq"]), mean(f"{p}_sq", f"{p}_var"),
+            helper.make_node("Add", [f"{p}_var", f"{p}_eps"], [f"{p}_var_eps"]),
+            helper.make_node("Sqrt", [f"{p}_var_eps"], [f"{p}_std"]),
+            helper.make_node("Div", [f"{p}_centred", f"{p}_std"], [back.output[0]], name=f"{p}_norm")]
+        drop |= {id(first), id(norm), id(back)}
+    kept = []
+    for node in graph.node:
+        if id(node) in replaced:
+            kept.extend(replaced[id(node)])
+        elif id(node) not in drop:
+            kept.append(node)
+    _replace_nodes(graph, kept, [n for first, norm, back, _, _ in found for n in (first, norm, back)])
+    return [f"{len(found)} one-group GroupNorm(s) (Reshape -> InstanceNormalization -> Reshape) written as "
+            "reductions over C, H, W: onnx2tf loses the layout in the 3-D middle"]
+
+
 def prepare(model: Any, batch: int = 1) -> list[str]:
     """Every clean-up onnx2tf needs, applied to MODEL (an onnx.ModelProto, changed in place); what changed."""
     from edgekit.steps.onnx_pools import whole_input_pools_to_global  # needs the static shapes static_batch gives
 
     return [*free_negative_dims(model), *static_batch(model, batch), *whole_input_pools_to_global(model),
-            *erf_gelu_to_gelu(model), *constants_second(model), *tf_safe_node_names(model)]
+            *erf_gelu_to_gelu(model), *one_group_norm_to_reductions(model), *constants_second(model),
+            *tf_safe_node_names(model)]
 
 
-__all__ = ["constants_second", "erf_gelu_to_gelu", "free_negative_dims", "prepare", "static_batch",
-           "tf_safe_node_names"]
+__all__ = ["constants_second", "erf_gelu_to_gelu", "free_negative_dims", "one_group_norm_to_reductions", "prepare",
+           "static_batch", "tf_safe_node_names"]

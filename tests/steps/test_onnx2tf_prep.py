@@ -102,3 +102,32 @@ def test_torchs_five_node_gelu_becomes_one_gelu_with_the_same_values() -> None:
     np.testing.assert_allclose(after, before, atol=1e-6)
     other = _gelu_graph(2.0)  # not a GELU: left alone
     assert erf_gelu_to_gelu(other) == [] and len(other.graph.node) == 5
+
+
+def test_a_one_group_groupnorm_becomes_reductions_on_the_4d_tensor() -> None:
+    """PoolFormer: onnx2tf lost the layout in GroupNorm(1)'s (N, 1, C*H*W) middle; fp32 TFLite cosine 0.56."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from edgekit.steps.onnx_tf_prep import one_group_norm_to_reductions, static_batch
+
+    inits = [numpy_helper.from_array(np.array([1, 1, -1], np.int64), "flat"),
+             numpy_helper.from_array(np.array([1, 4, 3, 3], np.int64), "back"),
+             numpy_helper.from_array(np.ones(1, np.float32), "one"), numpy_helper.from_array(np.zeros(1, np.float32),
+                                                                                              "zero")]
+    nodes = [helper.make_node("Reshape", ["x", "flat"], ["r"]),
+             helper.make_node("InstanceNormalization", ["r", "one", "zero"], ["n"], epsilon=1e-5),
+             helper.make_node("Reshape", ["n", "back"], ["y"])]
+    graph = helper.make_graph(nodes, "gn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 3, 3])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    x = np.random.default_rng(0).normal(2.0, 3.0, (1, 4, 3, 3)).astype(np.float32)
+    before = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    static_batch(model, 1)  # what prepare runs first: the shapes the rewrite reads
+    assert len(one_group_norm_to_reductions(model)) == 1
+    onnx.checker.check_model(model, full_check=True)
+    ops = [n.op_type for n in model.graph.node]
+    assert "InstanceNormalization" not in ops and "Reshape" not in ops and ops.count("ReduceMean") == 2
+    assert {i.name for i in model.graph.initializer} == {"edgekit_gn1_0_eps", "edgekit_gn1_0_axes"}
+    after = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(after, before, atol=1e-5)

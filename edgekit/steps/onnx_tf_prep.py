@@ -238,16 +238,6 @@ def _replace_nodes(graph: Any, kept: list[Any], dropped: list[Any]) -> None:
 _AXES_CHW = [1, 2, 3]
 
 
-def _shapes(graph: Any) -> dict[str, list[int]]:
-    """Static shapes by tensor name, from the inputs, outputs and value_info (after static_batch's inference)."""
-    out = {}
-    for v in [*graph.input, *graph.output, *graph.value_info]:
-        dims = v.type.tensor_type.shape.dim
-        if dims and all(d.HasField("dim_value") for d in dims):
-            out[v.name] = [d.dim_value for d in dims]
-    return out
-
-
 def one_group_norm_to_reductions(model: Any) -> list[str]:
     """GroupNorm with one group, Reshape(x, [N, 1, -1]) -> InstanceNormalization -> Reshape back, written on x.
 
@@ -261,13 +251,15 @@ def one_group_norm_to_reductions(model: Any) -> list[str]:
     import onnx
     from onnx import helper, numpy_helper
 
+    from edgekit.steps.onnx_pools import _static_shapes
+
     graph = model.graph
     if not any(n.op_type == "InstanceNormalization" for n in graph.node):
         return []
     try:  # static_batch inferred shapes only where it fixed a symbolic batch
-        shapes = _shapes(onnx.shape_inference.infer_shapes(model).graph)
+        shapes = _static_shapes(onnx.shape_inference.infer_shapes(model).graph)
     except Exception:  # noqa: BLE001 - an uninferable graph keeps its pattern: onnx2tf then says what fails
-        shapes = _shapes(graph)
+        shapes = _static_shapes(graph)
     producer = {o: n for n in graph.node for o in n.output}
     consumers: dict[str, list[Any]] = {}
     for node in graph.node:

@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 SIZE, CALIB, VAL, RUNS = 96, 400, 200, 30
 # entropy and mixed precision: in auto's trials (mixed on its own is auto's last step on plain)
 ONNX_RECIPES = ("plain", "uint8", "bias", "equalize", "equalize+bias", "percentile", "mse", "auto")
-TFLITE_RECIPES = ("plain", "equalize", "percentile", "mse", "auto")
+TFLITE_RECIPES = ("plain", "bias", "equalize", "equalize+bias", "percentile", "mse", "auto")
 TARGET_AGREEMENT, TARGET_MACS = 0.97, 0.10
 
 

@@ -1,8 +1,9 @@
 """TFLite int8 recipes (their search: edgekit.quantize.tflite_search): plain (the converter, as edgekit always
-did), equalize (cross-layer equalization of the float flatbuffer before calibration), percentile and mse (the
-calibrated activation ranges replaced by another statistic: edgekit.quantize.tflite_ranges) and mixed precision
-(selective quantization: the TFLite quantizer's denylisted nodes stay float), and the diagnosis by the TFLite
-quantization debugger.
+did), equalize (cross-layer equalization of the float flatbuffer before calibration), bias (bias correction of
+the float flatbuffer for its int8 weights' mean shift: edgekit.quantize.tflite_bias), equalize+bias (both, in
+that order), percentile and mse (the calibrated activation ranges replaced by another statistic:
+edgekit.quantize.tflite_ranges) and mixed precision (selective quantization: the TFLite quantizer's denylisted
+nodes stay float), and the diagnosis by the TFLite quantization debugger.
 
 Every recipe splits the converter's full-integer path as the quantization debugger does: calibrate once (the
 calibrator on the float model, or on an edited one), then `mlir_quantize` the calibrated model as often as
@@ -21,8 +22,10 @@ import numpy as np
 
 from edgekit.quantize.records import Diagnosis, RecipeChoice
 
-TFLITE_RECIPES = ("plain", "equalize", "percentile", "mse", "mixed")
-AUTO_ORDER = ("plain", "equalize", "percentile", "mse")  # float-free, cheapest first; then mixed precision
+TFLITE_RECIPES = ("plain", "equalize", "equalize+bias", "bias", "percentile", "mse", "mixed")
+# float-free, then mixed precision: ONNX's order (edgekit.quantize.onnx_search) of the recipes TFLite has
+AUTO_ORDER = ("plain", "equalize", "equalize+bias", "percentile", "mse", "bias")
+EQUALIZING, BIAS_CORRECTING = ("equalize", "equalize+bias"), ("bias", "equalize+bias")  # what each edits first
 LAYER_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "BATCH_MATMUL")
 PASS_THROUGH = ("MEAN", "RESHAPE", "MAX_POOL_2D", "AVERAGE_POOL_2D", "RELU", "RELU6", "PAD", "SQUEEZE")
 MAX_PROBES = 64  # layer groups whose damage is measured alone (the largest by MACs where there are more)
@@ -203,4 +206,4 @@ def _finite(v: Any) -> float | None:
     return f if np.isfinite(f) else None
 
 
-__all__ = ["AUTO_ORDER", "TFLITE_RECIPES", "TfliteJob", "diagnose_tflite"]
+__all__ = ["AUTO_ORDER", "BIAS_CORRECTING", "EQUALIZING", "TFLITE_RECIPES", "TfliteJob", "diagnose_tflite"]

@@ -1,5 +1,6 @@
-"""The TFLite int8 recipe search: the recipe asked for, or `auto`'s order (plain, equalize, percentile, mse, then
-mixed precision on the best of them), judged against the float TFLite model, and what the chosen recipe cost.
+"""The TFLite int8 recipe search: the recipe asked for, or `auto`'s order (plain, equalize, equalize+bias,
+percentile, mse, bias, then mixed precision on the best of them), judged against the float TFLite model, and what
+the chosen recipe cost.
 
 As for ONNX (edgekit.quantize.onnx_search): when searching, the recipes calibrate on part of the calibration
 samples and are judged on the rest (edgekit.quantize.search.split), and the chosen recipe is rebuilt on all of
@@ -35,6 +36,8 @@ from edgekit.quantize.search import (
 from edgekit.quantize.tflite_ranges import STATISTICS, with_statistic
 from edgekit.quantize.tflite_recipes import (
     AUTO_ORDER,
+    BIAS_CORRECTING,
+    EQUALIZING,
     MAX_PROBES,
     TFLITE_RECIPES,
     TfliteJob,
@@ -48,7 +51,8 @@ from edgekit.quantize.tflite_recipes import (
 from edgekit.quantize.tflite_run import run_tflite
 
 PROBE_SAMPLES = 32  # damage is a noise power, not a count: fewer samples measure it well enough
-Candidate = tuple[str, bytes, tuple[str, ...], Path | None]  # label, model, float ops, calibrated model
+# label, model, float ops, calibrated model, what the recipe's edits of the float model add to the config
+Candidate = tuple[str, bytes, tuple[str, ...], Path | None, dict[str, Any]]
 
 
 class _Search:
@@ -76,12 +80,12 @@ class _Search:
         paths = [_write(self.job, f"candidate-{len(self.kept) + i}.tflite", c[1]) for i, c in enumerate(cands)]
         ys = run_tflite(paths, self.x)
         first = None
-        for (label, blob, nodes, cal), y, path in zip(cands, ys, paths, strict=True):
+        for (label, blob, nodes, cal, edits), y, path in zip(cands, ys, paths, strict=True):
             path.unlink(missing_ok=True)
             judged = judge(self.y_ref, y) if y is not None else Judged(False, float("nan"), None,
                                                                        ["LiteRT could not run it"])
             self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
-            self.kept.append((judged, len(nodes), (label, blob, nodes, cal)))
+            self.kept.append((judged, len(nodes), (label, blob, nodes, cal, edits)))
             say(self.job.log, label, judged, len(nodes))
             if judged.passed and first is None:
                 first = len(self.kept) - 1
@@ -99,13 +103,13 @@ class _Search:
             return None
 
     def recipe(self, name: str) -> int | None:
-        blob, cal_path = build(self.job, name, ())
-        return self.judge_many([(name, blob, (), cal_path)])
+        blob, cal_path, edits = build(self.job, name, ())
+        return self.judge_many([(name, blob, (), cal_path, edits)])
 
     def mixed(self) -> int | None:
         """Selective quantization on the best float-free candidate's calibration: damage alone, rank, bisect."""
         k = best([(j, n, r) for j, n, r in self.kept])
-        _, _, (base, _, _, cal_path) = self.kept[k]
+        _, _, (base, _, _, cal_path, edits) = self.kept[k]
         if cal_path is None:
             cal_path = _write(self.job, "plain.calibrated.tflite", calibrated(self.job))
         cal = cal_path.read_bytes()
@@ -137,7 +141,7 @@ class _Search:
             blob = self.quantized(cal, nodes)
             if blob is None:
                 return False
-            ok = self.judge_many([(f"mixed[{base}]", blob, nodes, cal_path)]) is not None
+            ok = self.judge_many([(f"mixed[{base}]", blob, nodes, cal_path, edits)]) is not None
             tried[nodes] = len(self.kept) - 1
             return ok
 
@@ -145,23 +149,30 @@ class _Search:
         return None if found is None else tried[prefix_nodes(ranked, found)]
 
 
-def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Path | None]:
-    """The int8 model of recipe BASE (plain | equalize | percentile | mse) with NODES in float, calibrated on JOB's
-    samples; and the calibrated float model it was quantized from (None for the converter's own plain path)."""
+def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Path | None, dict[str, Any]]:
+    """The int8 model of recipe BASE (plain | equalize | equalize+bias | bias | percentile | mse) with NODES in
+    float, calibrated on JOB's samples; the calibrated float model it was quantized from (None for the converter's
+    own plain path); and what BASE's edits of the float model add to the recipe's config."""
     if base == "plain" and job.fixed is None and not nodes:
-        return plain(job), None
-    edited = job.fixed
-    if base == "equalize":
+        return plain(job), None, {}
+    edited, edits = job.fixed, {}
+    if base in EQUALIZING:
         from edgekit.quantize.tflite_equalize import equalize_tflite
 
-        edited, words = equalize_tflite(job.fixed or float_model(job), job.samples)
+        edited, words = equalize_tflite(edited or float_model(job), job.samples)
         job.notes.append(words)
-    cal = calibrated(job, edited)
+    if base in BIAS_CORRECTING:  # on the equalized model where both: its own weights' shift
+        from edgekit.quantize.tflite_bias import correct_biases
+
+        edited, done = correct_biases(edited or float_model(job), job.representative())
+        job.notes.append(done.words())
+        edits = {"bias_corrected_layers": list(done.corrected), "bias_skipped_layers": list(done.no_bias)}
+    cal = calibrated(job, edited)  # a changed float model gets its own calibration (edgekit.tflite_cache keys it)
     if base in STATISTICS:  # the calibrator's min/max replaced by the statistic, measured on the same float model
         cal, words = with_statistic(cal, edited or float_model(job), base, job.representative())
         job.notes.append(words)
     cal_path = _write(job, f"{base}.calibrated.tflite", cal)
-    return quantized(job, cal_path.read_bytes(), nodes), cal_path
+    return quantized(job, cal_path.read_bytes(), nodes), cal_path, edits
 
 
 def _op_names(path: Path) -> tuple[tuple[str, ...], set[str]]:
@@ -198,10 +209,10 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
         pick = best([(j, n, r) for j, n, r in s.kept])
         job.log("int8: no recipe met the thresholds on the samples the search judges; keeping the best, "
                 f"{s.trials[pick].recipe}")
-    _, _, (label, blob, nodes, cal_path) = s.kept[pick]
+    _, _, (label, blob, nodes, cal_path, edits) = s.kept[pick]
     base = label.split("[")[-1].rstrip("]")
     if len(s.job.samples) < len(job.samples):  # judged on a held-out part: rebuilt on every calibration sample
-        blob, cal_path = build(job, base, nodes)
+        blob, cal_path, edits = build(job, base, nodes)
     if cal_path is None:  # the diagnosis re-quantizes a calibrated twin with the debugger's checks
         cal_path = _write(job, "plain.calibrated.tflite", calibrated(job))
     t = s.trials[pick]
@@ -213,7 +224,9 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
     noise = input_noise_agreement(lambda x: run_tflite([s.ref_path], x)[0], s.x, s.y_ref)
     return blob, RecipeChoice(
         requested=requested, chosen=label, config={"recipe": base, "denylisted_nodes": list(nodes),
-                                                   "io_dtype": job.io_dtype, "calibrate": _statistic(base)},
+                                                   "io_dtype": job.io_dtype, "calibrate": _statistic(base),
+                                                   "equalize": base in EQUALIZING,
+                                                   "bias_correct": base in BIAS_CORRECTING, **edits},
         met=met, judged_on=s.judged_on.replace("fp32 model", "fp32 TFLite model"),
         float_nodes=nodes, macs_float_fraction=t.macs_float_fraction, trials=tuple(s.trials),
         notes=tuple(dict.fromkeys(job.notes)), float_model=str(cal_path), edgetpu_fixes=fixes,

@@ -221,4 +221,4 @@ def test_mse_beats_plain_and_both_statistics_are_recorded(tf, squash_saved: Path
         assert d["chosen"] == name and d["config"]["calibrate"] == ("minmax" if name == "plain" else name)
         assert [t["recipe"] for t in d["trials"]] == [name] and d["float_nodes"] == []
     assert any(n.startswith("mse: 4 activation ranges") for n in choices["mse"].notes)
-    assert {"percentile", "mse"} <= set(TFLITE_RECIPES) and AUTO_ORDER[-2:] == ("percentile", "mse")
+    assert {"percentile", "mse"} <= set(TFLITE_RECIPES) and AUTO_ORDER[-3:-1] == ("percentile", "mse")

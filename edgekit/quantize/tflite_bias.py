@@ -7,14 +7,18 @@ suffer most). The TFLite quantizer's weight grid depends on the weights only, so
 float model, as the converter edgekit uses (TF 2.21's mlir_quantize) makes it: symmetric int8 in [-127, 127]
 per output channel, scale max|W| / 127, for CONV_2D (filter [Cout, kh, kw, Cin / groups], axis 0),
 DEPTHWISE_CONV_2D ([1, kh, kw, C * m], axis 3: output channel j reads input channel j // m) and
-FULLY_CONNECTED ([out, in], axis 0: per channel too; tests/quantize/test_tflite_bias.py checks all three
-against the converter's own int8 weights). E[x] is each input channel's mean in the float model on the
-calibration samples (LiteRT with every intermediate tensor kept); the shift is subtracted from the float bias
-and the corrected model is calibrated and quantized as any other. With every layer corrected at once against
-the float means, each layer removes only its own shift: once upstream is corrected, the mean the quantized
-layer reads is the float one again. Ops without a bias tensor are skipped (counted); a bias tensor or buffer
-another tensor shares gets a copy of its own first. Zero padding makes E[x] at the borders smaller than the
-channel mean: a small residue, as in the ONNX recipe.
+FULLY_CONNECTED ([out, in], axis 0: per channel too since the converter's 2024 switch, which
+tensorflow/tflite-micro#2602 describes; mlir_quantize's disable_per_channel_for_dense_layers, False by default,
+would make it per tensor and edgekit never sets it). tests/quantize/test_tflite_bias.py checks all three against
+the converter's own int8 weights. E[x] is measured in the float model on the calibration samples (LiteRT with
+every intermediate tensor kept), for a convolution per kernel tap: the mean of what that tap reads over the output
+positions, zero padding and strides included (on the 3x3 maps of a small ResNet's last stage, a corner tap
+reads 4 of the 9 positions). The sum of (W~ - W) E[x] over the taps is then exactly the mean shift of the layer's
+output over samples and positions. The shift is subtracted from the float bias and the corrected model is
+calibrated and quantized as any other. With every layer corrected at once against the float means, each layer
+removes only its own shift: once upstream is corrected, the mean the quantized layer reads is the float one
+again. Ops without a bias tensor are skipped (counted); a bias tensor or buffer another tensor shares gets a copy
+of its own first.
 """
 
 from __future__ import annotations
@@ -70,25 +74,60 @@ def int8_grid(w: np.ndarray, axis: int) -> np.ndarray:
 
 
 def output_shift(kind: str, dw: np.ndarray, mean_in: np.ndarray) -> np.ndarray | None:
-    """(W~ - W) E[x] per output channel of a KIND op, DW = W~ - W in its TFLite layout, MEAN_IN per input channel
-    (None where the shapes do not fit)."""
-    c = mean_in.size
+    """(W~ - W) E[x] per output channel of a KIND op, DW = W~ - W in its TFLite layout; MEAN_IN: per input feature
+    for FULLY_CONNECTED, per kernel tap [kh, kw, C] for the convolutions (None where the shapes do not fit)."""
     if kind == "FULLY_CONNECTED":
-        return dw @ mean_in if dw.ndim == 2 and dw.shape[1] == c else None
-    if kind == "DEPTHWISE_CONV_2D":
-        per = dw.reshape(-1, dw.shape[-1]).sum(axis=0)  # [C * m]
-        return per * np.repeat(mean_in, per.size // c) if per.size % c == 0 else None
+        return dw @ mean_in if dw.ndim == 2 and mean_in.shape == (dw.shape[1],) else None
+    if mean_in.ndim != 3 or mean_in.shape[:2] != dw.shape[1:3]:
+        return None
+    c = mean_in.shape[2]
+    if kind == "DEPTHWISE_CONV_2D":  # output channel j reads input channel j // m
+        if dw.shape[-1] % c:
+            return None
+        return np.einsum("hwj,hwj->j", dw[0], np.repeat(mean_in, dw.shape[-1] // c, axis=2))
     cout, cin_g = dw.shape[0], dw.shape[-1]
     if c % cin_g or cout % (c // cin_g):
         return None
-    per = dw.reshape(cout, -1, cin_g).sum(axis=1)  # [Cout, Cin / groups]
-    group = np.arange(cout) // (cout // (c // cin_g))
-    return np.einsum("oc,oc->o", per, mean_in.reshape(-1, cin_g)[group])
+    groups = c // cin_g  # output channel o reads the input channels of its group
+    taps = mean_in.reshape(*mean_in.shape[:2], groups, cin_g)[:, :, np.arange(cout) // (cout // groups)]
+    return np.einsum("ohwc,hwoc->o", dw, taps)
 
 
-def input_means(blob: bytes, widths: dict[int, int], batches: Iterable[list[np.ndarray]]) -> dict[int, np.ndarray]:
-    """Each tensor of WIDTHS (index -> channels) averaged per channel (its last WIDTH values) in the float model
-    BLOB over BATCHES (lists in the model's input order), at most MAX_SAMPLES samples."""
+def tap_means(total: np.ndarray, samples: int, kernel: tuple[int, int], options: Any) -> np.ndarray | None:
+    """[kh, kw, C]: what each kernel tap of a CONV_2D / DEPTHWISE_CONV_2D with OPTIONS (padding, strides,
+    dilations) reads, averaged over the output positions and SAMPLES, from TOTAL, the input summed over the
+    samples ([H, W, C]); zero padding placed as TFLite places it (SAME: the odd one at the bottom / right)."""
+    if total.ndim != 3 or options is None:
+        return None
+    (h, w, c), (kh, kw) = total.shape, kernel
+    steps = (int(options.strideH or 1), int(options.strideW or 1))
+    dilations = (int(options.dilationHFactor or 1), int(options.dilationWFactor or 1))
+
+    def span(size: int, k: int, s: int, d: int) -> tuple[int, int, int]:
+        """Output size, padding before and after, along one axis."""
+        if options.padding == 0:  # SAME
+            out = -(-size // s)
+            pad = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+            return out, pad // 2, pad - pad // 2
+        return (size - (k - 1) * d - 1) // s + 1, 0, 0
+
+    (ho, ph0, ph1), (wo, pw0, pw1) = (span(n, k, s, d) for n, k, s, d in zip((h, w), kernel, steps, dilations,
+                                                                                strict=True))
+    if ho < 1 or wo < 1:
+        return None
+    padded = np.pad(total, ((ph0, ph1), (pw0, pw1), (0, 0)))
+    (sh, sw), (dh, dw) = steps, dilations
+    out = np.empty((kh, kw, c))
+    for a in range(kh):
+        for b in range(kw):
+            out[a, b] = padded[a * dh:a * dh + (ho - 1) * sh + 1:sh, b * dw:b * dw + (wo - 1) * sw + 1:sw].sum((0, 1))
+    return out / (samples * ho * wo)
+
+
+def input_sums(blob: bytes, tensors: list[int], batches: Iterable[list[np.ndarray]]) -> tuple[dict[int, np.ndarray],
+                                                                                               int]:
+    """TENSORS of the float model BLOB summed over the samples of BATCHES (lists in the model's input order; at most
+    MAX_SAMPLES samples), each to a sample's shape; and how many samples. Every mean here is a sum of those."""
     import sys
 
     from edgekit.runtimes.litert_io import interpreter_class
@@ -99,8 +138,7 @@ def input_means(blob: bytes, widths: dict[int, int], batches: Iterable[list[np.n
     it = cls(model_content=blob, experimental_op_resolver_type=plain, experimental_preserve_all_tensors=True)
     it.allocate_tensors()
     inputs = it.get_input_details()
-    sums = {k: np.zeros(c, np.float64) for k, c in widths.items()}
-    rows = dict.fromkeys(widths, 0)
+    sums: dict[int, np.ndarray] = {}
     seen = 0
     for batch in batches:
         if seen >= MAX_SAMPLES:
@@ -109,12 +147,18 @@ def input_means(blob: bytes, widths: dict[int, int], batches: Iterable[list[np.n
             it.set_tensor(d["index"], np.asarray(a, d["dtype"]))
         it.invoke()
         seen += len(batch[0])
-        for k, c in widths.items():
-            x = np.asarray(it.get_tensor(k), np.float64)
-            if x.size % c == 0:
-                sums[k] += x.reshape(-1, c).sum(axis=0)
-                rows[k] += x.size // c
-    return {k: sums[k] / rows[k] for k in widths if rows[k]}
+        for k in tensors:
+            x = np.asarray(it.get_tensor(k), np.float64).sum(axis=0)
+            sums[k] = sums[k] + x if k in sums else x
+    return sums, seen
+
+
+def _mean_in(f: FlatModel, k: int, w: np.ndarray, total: np.ndarray, samples: int) -> np.ndarray | None:
+    """What op K (weights W) reads, averaged: per input feature (FULLY_CONNECTED), per kernel tap (convolutions)."""
+    if f.name(k) == "FULLY_CONNECTED":
+        n = w.shape[1]
+        return total.reshape(-1, n).sum(axis=0) / (samples * (total.size // n)) if total.size % n == 0 else None
+    return tap_means(total, samples, (int(w.shape[1]), int(w.shape[2])), f.sg.operators[k].builtinOptions)
 
 
 def _targets(f: FlatModel) -> tuple[list[tuple[int, np.ndarray]], list[int], int]:
@@ -152,18 +196,14 @@ def correct_biases(blob: bytes, batches: Iterable[list[np.ndarray]]) -> tuple[by
     """The float model BLOB with each layer's bias corrected for its int8 weights' mean shift on BATCHES."""
     f = FlatModel(blob)
     targets, no_bias, other = _targets(f)
-    widths = {}
-    for k, w in targets:
-        kind, x = f.name(k), int(f.sg.operators[k].inputs[0])
-        widths[x] = int(w.shape[1]) if kind == "FULLY_CONNECTED" else int(f.sg.tensors[x].shape[-1])
-    means = input_means(blob, widths, batches) if targets else {}
+    reads = list(dict.fromkeys(int(f.sg.operators[k].inputs[0]) for k, _ in targets))
+    totals, samples = input_sums(blob, reads, batches) if targets else ({}, 0)
     buffers = Counter(t.buffer for t in f.sg.tensors if t.buffer > 0)
     names, shifts = [], []
     for k, w in targets:
         op, kind = f.sg.operators[k], f.name(k)
-        mean = means.get(int(op.inputs[0]))
-        w64 = w.astype(np.float64)
-        shift = None if mean is None else output_shift(kind, int8_grid(w, WEIGHT_AXIS[kind]) - w64, mean)
+        mean = _mean_in(f, k, w, totals[int(op.inputs[0])], samples) if samples else None
+        shift = None if mean is None else output_shift(kind, int8_grid(w, WEIGHT_AXIS[kind]) - w, mean)
         t = int(op.inputs[2])
         bias = f.const(t)
         if shift is None or bias is None or bias.shape != shift.shape:
@@ -182,4 +222,4 @@ def _name(f: FlatModel, k: int) -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
-__all__ = ["BiasCorrection", "correct_biases", "input_means", "int8_grid", "int8_weights", "output_shift"]
+__all__ = ["BiasCorrection", "correct_biases", "input_sums", "int8_grid", "int8_weights", "output_shift", "tap_means"]

@@ -17,10 +17,11 @@ STEP = 1 / 127  # the int8 step of a weight channel whose largest |w| is 1
 
 
 def bias_shift(path: Path, seed: int = 0) -> Path:
-    """x -> depthwise 5x5 (x2 channels, bias) -> tanh -> conv 3x3 (bias) -> tanh -> mean -> dense (no bias) -> tanh
-    -> dense (bias), VALID padding (no border residue). Each depthwise channel has one weight of about |1| and 24 of
-    0.45 of its int8 step, all of one sign: int8 rounds them all to 0, a shift of -10.8 steps times the input's mean
-    (about 0.5) that every sample shares (the bias problem: few weights per channel, a non-zero-mean input)."""
+    """x -> depthwise 5x5 (x2 channels, bias) -> tanh -> conv 3x3 stride 2 (bias) -> tanh -> mean -> dense (no bias)
+    -> tanh -> dense (bias), SAME padding (the stride-2 conv's on one side only). Each depthwise channel has one
+    weight of about |1| and 24 of 0.45 of its int8 step, all of one sign: int8 rounds them all to 0, a shift of
+    about -10.8 steps times the input's mean (about 0.5, less at the borders) that every sample shares (the bias
+    problem: few weights per channel, a non-zero-mean input)."""
     import tensorflow as tf
 
     rng = np.random.default_rng(seed)
@@ -41,8 +42,8 @@ def bias_shift(path: Path, seed: int = 0) -> Path:
     class Model(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec(SHAPE, tf.float32, name="x")])
         def __call__(self, x: tf.Tensor) -> dict[str, tf.Tensor]:
-            h = tf.tanh(tf.nn.depthwise_conv2d(x, t["dw"], [1, 1, 1, 1], "VALID") + t["b0"])
-            h = tf.reduce_mean(tf.tanh(tf.nn.conv2d(h, t["w1"], 1, "VALID") + t["b1"]), axis=[1, 2])
+            h = tf.tanh(tf.nn.depthwise_conv2d(x, t["dw"], [1, 1, 1, 1], "SAME") + t["b0"])
+            h = tf.reduce_mean(tf.tanh(tf.nn.conv2d(h, t["w1"], 2, "SAME") + t["b1"]), axis=[1, 2])
             return {"y": tf.matmul(tf.tanh(tf.matmul(h, t["wn"])), t["wh"]) + t["bh"]}
 
     m = Model()
@@ -173,7 +174,8 @@ def test_correction_moves_only_the_biases_by_the_shift_the_int8_weights_make(mad
     (a,), (b,) = _run_all(fb, xs, [first]), _run_all(cb, xs, [first])
     np.testing.assert_allclose(b - a, np.broadcast_to(-np.array(done.shifts[0]), a.shape), atol=1e-5)
     # each corrected layer's shift measured without edgekit's formula: the converter's own int8 weights put in
-    # their place in the float model, the mean change of the layer's output over the samples
+    # their place in the float model, the mean change of the layer's output over the samples and positions (exact:
+    # zero padding and the stride are in the per-tap means; a channel's mean alone is 18% off here)
     ints = _int8_weights(qb)
     for j, shift in zip(corrected, done.shifts, strict=True):
         (kind, op), (_, q, scale, axis) = layers0[j], ints[j]
@@ -184,9 +186,9 @@ def test_correction_moves_only_the_biases_by_the_shift_the_int8_weights_make(mad
         out = int(op.outputs[0])
         (y0,), (y1,) = _run_all(fb, xs, [out]), _run_all(swapped.to_bytes(), xs, [out])
         measured = (y1 - y0).reshape(-1, len(shift)).mean(axis=0)
-        np.testing.assert_allclose(shift, measured, atol=0.05 * np.abs(measured).max() + 1e-6, err_msg=kind)
+        np.testing.assert_allclose(shift, measured, atol=1e-3 * np.abs(measured).max() + 1e-7, err_msg=kind)
         if j == 0:  # the designed shift: 24 x 0.45 steps x the input's mean (about 0.5), of one sign a channel
-            assert np.abs(measured).min() > 24 * 0.45 * STEP * 0.4
+            assert np.abs(measured).min() > 24 * 0.45 * STEP * 0.3
 
 
 def _mean_error(y0: np.ndarray, y: np.ndarray) -> float:
@@ -219,3 +221,27 @@ def test_bias_recipes_shrink_the_int8_mean_error_and_are_recorded(made, tmp_path
         if name != "plain":
             assert len(d["bias_corrected_layers"]) == 3 and len(d["bias_skipped_layers"]) == 1
             assert any(n.startswith("bias correction: 3 layers") for n in choice.notes)
+
+
+@slow
+def test_a_bias_whose_buffer_another_tensor_holds_gets_a_copy_of_its_own(made) -> None:
+    """The converter may share one constant's buffer between tensors (identical zero biases): correcting it in place
+    would move the other tensor too."""
+    from edgekit.quantize.flatbuffer import FlatModel
+    from edgekit.quantize.tflite_bias import correct_biases
+
+    job, fb, _ = made
+    f = FlatModel(fb)
+    t = int(_layers(fb)[0][1].inputs[2])
+    bias = f.const(t)
+    twin = f.add_const("twin", bias)
+    f.sg.tensors[twin].buffer = f.sg.tensors[t].buffer
+    shared = f.to_bytes()
+    cb, done = correct_biases(shared, job("s").representative())
+    _, alone = correct_biases(fb, job("a").representative())
+    g = FlatModel(cb)
+    t1 = int(_layers(cb)[0][1].inputs[2])
+    assert t1 != t and done.corrected == alone.corrected
+    np.testing.assert_array_equal(g.const(twin), bias)  # the other tensor keeps its values
+    np.testing.assert_allclose(g.const(t1), bias - np.array(done.shifts[0]), atol=1e-6)
+    np.testing.assert_allclose(np.array(done.shifts[0]), np.array(alone.shifts[0]), rtol=1e-6)

@@ -18,6 +18,7 @@ Pitfalls handled here (shared/ENVIRONMENT.md):
   only. It costs one more TensorFlow import (the parent still needs TensorFlow for the TFLite
   converter); EDGEKIT_NO_ISOLATION=1 runs it in-process.
 - The ONNX it reads is edgekit's private copy, cleaned up first (edgekit/steps/onnx_tf_prep.py).
+- onnx2tf's own bugs that make a wrong model are worked around in its process (edgekit/steps/onnx2tf_fixes.py).
 """
 
 from __future__ import annotations
@@ -199,6 +200,10 @@ def convert_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> 
     """
     require("onnx2tf", purpose="convert ONNX to TensorFlow")
     import onnx2tf
+
+    from edgekit.steps import onnx2tf_fixes
+
+    onnx2tf_fixes.apply()  # before any onnx2tf op module is imported (they are, lazily, by convert)
 
     log = io.StringIO()
     layout = request["layout"]

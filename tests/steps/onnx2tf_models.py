@@ -114,3 +114,47 @@ def modules_child(request: dict, arrays: dict) -> tuple[dict, dict]:
     importlib.import_module(request["module"])
     heavy = ("torch", "tensorflow", "onnx", "onnxruntime", "onnx2tf", "keras", "tf_keras")
     return {"heavy": [m for m in heavy if m in sys.modules]}, {}
+
+
+def convnext_tie(path: Path) -> Path:
+    """A ConvNeXt stem and block at a size where every dimension after the batch is the same (8 channels on an
+    8 x 8 map: ConvNeXt-V2 atto's 40 x 40 x 40 at 160 x 160, small): patchify Conv -> Transpose(0,2,3,1) ->
+    LayerNormalization(-1) -> Transpose back -> depthwise Conv -> Transpose -> LayerNormalization -> MatMul ->
+    ReLU -> MatMul -> layer scale -> Transpose back -> residual Add -> GlobalAveragePool -> Gemm.
+    onnx2tf 1.28.8 normalized over a spatial axis and fed NCHW data to the depthwise Conv as NHWC here."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    inits = {"stem_w": _w(rng, 8, 3, 4, 4), "stem_b": np.full(8, 0.1, np.float32),
+             "ln_w": rng.uniform(0.5, 1.5, 8).astype(np.float32), "ln_b": rng.uniform(-0.2, 0.2, 8).astype(np.float32),
+             "dw_w": _w(rng, 8, 1, 3, 3), "up_w": _w(rng, 8, 16), "down_w": _w(rng, 16, 8),
+             "gamma": rng.uniform(0.5, 1.5, 8).astype(np.float32), "fc_w": _w(rng, 4, 8),
+             "fc_b": np.zeros(4, np.float32)}
+    nodes = [
+        helper.make_node("Conv", ["x", "stem_w", "stem_b"], ["stem"], strides=[4, 4], kernel_shape=[4, 4]),
+        helper.make_node("Transpose", ["stem"], ["stem_nhwc"], perm=[0, 2, 3, 1]),
+        helper.make_node("LayerNormalization", ["stem_nhwc", "ln_w", "ln_b"], ["stem_ln"], axis=-1, epsilon=1e-6),
+        helper.make_node("Transpose", ["stem_ln"], ["block_in"], perm=[0, 3, 1, 2]),
+        helper.make_node("Conv", ["block_in", "dw_w"], ["dw"], group=8, pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("Transpose", ["dw"], ["dw_nhwc"], perm=[0, 2, 3, 1]),
+        helper.make_node("LayerNormalization", ["dw_nhwc", "ln_w", "ln_b"], ["dw_ln"], axis=-1, epsilon=1e-6),
+        helper.make_node("MatMul", ["dw_ln", "up_w"], ["up"]),
+        helper.make_node("Relu", ["up"], ["up_relu"]),
+        helper.make_node("MatMul", ["up_relu", "down_w"], ["down"]),
+        helper.make_node("Mul", ["down", "gamma"], ["scaled"]),
+        helper.make_node("Transpose", ["scaled"], ["branch"], perm=[0, 3, 1, 2]),
+        helper.make_node("Add", ["block_in", "branch"], ["block_out"]),
+        helper.make_node("GlobalAveragePool", ["block_out"], ["gap"]),
+        helper.make_node("Flatten", ["gap"], ["flat"]),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1),
+    ]
+    graph = helper.make_graph(nodes, "convnext_tie", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                     [1, 3, 32, 32])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 4])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path

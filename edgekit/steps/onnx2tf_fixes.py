@@ -1,0 +1,173 @@
+"""Workarounds for onnx2tf 1.28.8 (the pinned version) bugs that make a wrong but valid TensorFlow model.
+
+Applied in the process that runs onnx2tf.convert (edgekit.steps.onnx_to_savedmodel's child), before the
+conversion; each one names the onnx2tf code it corrects. They change which candidate onnx2tf picks where its
+own checks cannot tell two candidates apart, never what a candidate computes.
+
+- MatMul's layout search (onnx2tf/ops/MatMul.py) tries every transposition of both inputs, builds each
+  product, and keeps the one closest to ONNX's output by `onnx_tf_tensor_validation`, which matches a TF
+  tensor against ONNX under its best transposition. A candidate whose product comes out in another order is
+  then transposed to ONNX's shape by taking, for each ONNX dimension, the first unused TF dimension of that
+  size. Where two dimensions have the same size (attention scores: queries x keys, 25 x 25 in LeViT-128S at
+  160 x 160) that mapping can be the transposition the check did not test, and the check's float noise picked
+  such a candidate: the scores came out transposed and the Softmax after them normalized over the queries
+  (LeViT's fp32 TFLite agreed with its source on 58% of samples, cosine 0.82). The check MatMul's search uses
+  is replaced by one that compares each candidate as the converted graph will use it: transposed by that same
+  first-unused mapping, element by element.
+- Every op's output is marked "still in the NCHW->NHWC transposed layout, or not" by comparing its TF shape
+  with ONNX's (the `inverted_operation_enable_disable` decorator in onnx2tf/utils/common_functions.py). Where
+  every dimension after the batch has the same size the shapes cannot tell, and onnx2tf marks the output
+  transposed for every op but MatMul. A ConvNeXt block at 160 x 160 (ConvNeXt-V2 atto: 40 channels on a
+  40 x 40 map) permutes the conv's NHWC output to channels-last itself: onnx2tf's Transpose leaves that in
+  ONNX's order, the mark said transposed, and the LayerNormalization after it normalized over a spatial axis
+  (fp32 TFLite: 11% agreement, cosine 0.60); the Conv after the permutation back skips its own
+  channels-last fix in such a tie and read NCHW data as NHWC. In a tie, a Transpose's output is now moved to
+  what the mark says (channels-last, onnx2tf's convention for every other op in a tie), and an elementwise op
+  or normalization takes its input's mark (a MatMul's output in a tie is in ONNX's order, marked so).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+_UNMATCHED_ERR = 1e9  # what onnx2tf's own check reports where no comparison could be made (its ONNX_INF_INDEX_VALUE)
+
+
+def first_unused_perm(tf_shape: tuple[int, ...], onnx_shape: tuple[int, ...]) -> list[int] | None:
+    """The transposition onnx2tf's MatMul applies to a product of TF_SHAPE to give ONNX_SHAPE (for each ONNX
+    dimension, the first TF dimension of that size not yet taken); None where the sizes do not pair up."""
+    free = list(tf_shape)
+    perm = []
+    for dim in onnx_shape:
+        if dim not in free:
+            return None
+        i = free.index(dim)
+        perm.append(i)
+        free[i] = -999
+    return perm
+
+
+def as_converted_validation(*, output_pairs: dict[tuple[str, str], tuple[Any, Any]], rtol: float = 1e-05,
+                            atol: float = 1e-05) -> dict[Any, list[Any]]:
+    """onnx2tf's `onnx_tf_tensor_validation` result format ({name pair: [onnx tensor, matched flag (0/1/2), max
+    abs error, note]}), each TF tensor compared as MatMul will leave it rather than under its best transposition."""
+    out: dict[Any, list[Any]] = {}
+    for names, (onnx_t, tf_t) in output_pairs.items():
+        onnx_a, tf_a = np.asarray(onnx_t), np.asarray(tf_t)
+        if onnx_a.ndim <= 1:
+            out[names] = [onnx_t, 2, 0.0, ""]
+            continue
+        perm = (list(range(tf_a.ndim)) if tf_a.shape == onnx_a.shape
+                else first_unused_perm(tuple(tf_a.shape), tuple(onnx_a.shape)))
+        if perm is None or tf_a.dtype == bool:
+            out[names] = [onnx_t, 2, _UNMATCHED_ERR, f"onnx.shape:{onnx_a.shape}/tf.shape:{tf_a.shape}"]
+            continue
+        moved = tf_a.transpose(perm)
+        err = float(np.max(np.abs(onnx_a.astype(np.float64) - moved.astype(np.float64)))) if moved.size else 0.0
+        matched = bool(np.allclose(onnx_a, moved, rtol=rtol, atol=atol, equal_nan=True))
+        out[names] = [onnx_t, 1 if matched else 0, 0.0 if matched else err, ""]
+    return out
+
+
+def _same_size_tie(tf_shape: Any, onnx_shape: Any) -> bool:
+    """Whether onnx2tf's layout mark for an output of these shapes comes from its all-equal-dimensions rule."""
+    try:
+        dims = [None if d is None else int(d) for d in tf_shape]
+    except (TypeError, ValueError):
+        return False
+    if len(dims) < 3 or onnx_shape is None or len(onnx_shape) != len(dims):
+        return False
+    rest = dims[1:]
+    onnx_rest = [d if isinstance(d, int) else None for d in onnx_shape][1:]
+    return None not in rest and len(set(rest)) == 1 and onnx_rest == rest
+
+
+# ops whose output has the layout of their (first) input in TensorFlow, whatever onnx2tf's mark says
+_LAYOUT_KEEPING = frozenset({
+    "Abs", "Add", "BatchNormalization", "Cast", "Clip", "Div", "Dropout", "Elu", "Erf", "Exp", "Gelu",
+    "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization", "LayerNormalization", "LeakyRelu", "Log",
+    "Mish", "Mul", "Neg", "Pow", "PRelu", "Reciprocal", "Relu", "Selu", "Sigmoid", "Softplus", "Sqrt", "Sub",
+    "Tanh",
+})
+
+
+def channels_last(rank: int) -> list[int]:
+    """onnx2tf's NCHW -> NHWC transposition for a tensor of RANK (0, 2, 3, ..., 1)."""
+    return [0, *range(2, rank), 1]
+
+
+def _input_mark(inputs: list[Any], layers: dict[str, Any]) -> bool | None:
+    for inp in inputs:
+        known = layers.get(getattr(inp, "name", None) or "", {})
+        if "before_op_output_shape_trans" in known and not isinstance(known.get("tf_node"), np.ndarray):
+            return bool(known["before_op_output_shape_trans"])
+    return None
+
+
+def _fix_tie(node: Any, layers: dict[str, Any]) -> None:
+    """NODE's outputs whose shapes tie, made to agree with their mark (see the module docstring)."""
+    entries = [layers.get(out.name, {}) for out in node.outputs]
+    if not any(_same_size_tie(getattr(e.get("tf_node"), "shape", None) or (), out.shape)
+               for e, out in zip(entries, node.outputs, strict=True)):
+        return
+    if node.op == "Transpose":
+        entry = entries[0]
+        if entry.get("nwc_nhwc_ndhwc_keep") or not hasattr(entry.get("tf_node"), "shape"):
+            return
+        import tensorflow as tf
+
+        # onnx2tf's Transpose leaves ONNX's order; the mark (True in a tie) says channels-last: move it there
+        entry["tf_node"] = tf.transpose(entry["tf_node"], perm=channels_last(len(entry["tf_node"].shape)))
+        entry["before_op_output_shape_trans"] = True
+    elif node.op in _LAYOUT_KEEPING:
+        mark = _input_mark(list(node.inputs), layers)
+        if mark is not None:
+            for entry in entries:
+                entry["before_op_output_shape_trans"] = mark
+
+
+def _tie_aware(original: Any) -> Any:
+    from functools import wraps
+
+    def decorate(func: Any) -> Any:
+        inner = original(func)
+
+        @wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            result = inner(*args, **kwargs)
+            node, layers = kwargs.get("graph_node"), kwargs.get("tf_layers_dict")
+            if node is not None and layers is not None:
+                _fix_tie(node, layers)
+            return result
+
+        return wrapper
+
+    decorate.edgekit_tie_aware = True  # type: ignore[attr-defined]
+    return decorate
+
+
+def apply() -> list[str]:
+    """Install the workarounds in this process's onnx2tf; the names of those installed."""
+    import sys
+
+    import onnx2tf.utils.common_functions as common
+
+    done = []
+    if not getattr(common.inverted_operation_enable_disable, "edgekit_tie_aware", False):
+        loaded = [m for m in sys.modules if m.startswith("onnx2tf.ops.")]
+        common.inverted_operation_enable_disable = _tie_aware(common.inverted_operation_enable_disable)
+        # op modules take the decorator when first imported (onnx2tf.convert imports them lazily): those already
+        # imported in this process keep onnx2tf's rule
+        done.append("layout mark in same-size ties" + (f" ({len(loaded)} op modules already loaded)" if loaded else ""))
+
+    import onnx2tf.ops.MatMul as matmul
+
+    if getattr(matmul, "onnx_tf_tensor_validation", None) is not as_converted_validation:
+        matmul.onnx_tf_tensor_validation = as_converted_validation
+        done.append("MatMul layout search compares candidates as converted")
+    return done
+
+
+__all__ = ["apply", "as_converted_validation", "first_unused_perm"]

@@ -1,0 +1,70 @@
+"""edgekit.steps.onnx2tf_fixes: onnx2tf 1.28.8's layout choices where two candidates look alike to its checks."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from onnx2tf_models import convnext_tie  # noqa: E402
+
+from edgekit.steps.onnx2tf_fixes import as_converted_validation, channels_last, first_unused_perm  # noqa: E402
+
+
+def test_first_unused_perm_is_onnx2tfs_post_matmul_mapping() -> None:
+    assert first_unused_perm((25, 8, 25, 1), (1, 8, 25, 25)) == [3, 1, 0, 2]
+    assert first_unused_perm((1, 8, 25, 25), (1, 8, 25, 25)) == [0, 1, 2, 3]
+    assert first_unused_perm((2, 3), (3, 4)) is None
+    assert channels_last(4) == [0, 2, 3, 1] and channels_last(3) == [0, 2, 1]
+
+
+def test_a_product_that_comes_out_transposed_is_judged_as_the_graph_will_use_it() -> None:
+    # LeViT's attention scores (queries x keys, both 25): a candidate product laid out (keys, heads, queries, 1)
+    # matches ONNX's (1, heads, queries, keys) under SOME transposition, so onnx2tf's own check passed it; the
+    # converted graph transposes it by the first-unused mapping, which swaps queries and keys
+    rng = np.random.default_rng(0)
+    scores = rng.standard_normal((1, 8, 25, 25)).astype(np.float32)
+    candidate = np.ascontiguousarray(scores[0].transpose(2, 0, 1)[..., None])  # [k, h, q, 1]
+    from onnx2tf.utils.common_functions import onnx_tf_tensor_validation
+
+    theirs = onnx_tf_tensor_validation(output_pairs={("s", "s"): (scores, candidate)}, rtol=0.0, atol=0.0)
+    assert theirs[("s", "s")][2] == 0.0  # onnx2tf's check: a perfect match (the bug)
+    used = candidate.transpose(first_unused_perm(candidate.shape, scores.shape))
+    assert np.abs(used - scores).max() > 1.0  # what the converted graph computes with it
+    ours = as_converted_validation(output_pairs={("s", "s"): (scores, candidate)}, rtol=0.0, atol=0.0)
+    assert ours[("s", "s")][1] == 0 and ours[("s", "s")][2] > 1.0
+    exact = as_converted_validation(output_pairs={("s", "s"): (scores, scores.copy())}, rtol=0.0, atol=0.0)
+    assert exact[("s", "s")][1] == 1 and exact[("s", "s")][2] == 0.0
+
+
+@pytest.mark.slow
+def test_a_convnext_block_whose_dimensions_all_tie_converts_right(tmp_path: Path) -> None:
+    # ConvNeXt-V2 atto at 160 x 160 (40 channels, 40 x 40): onnx2tf's fp32 TFLite agreed on 11% (cosine 0.60)
+    pytest.importorskip("onnx2tf")
+    import onnxruntime as ort
+
+    from edgekit.pipeline import convert
+
+    src = convnext_tie(tmp_path / "tie.onnx")
+    calib = tmp_path / "calib.npy"
+    x = np.random.default_rng(1).random((24, 3, 32, 32), dtype=np.float32)
+    np.save(calib, x)
+    run = convert(src, "tflite", "fp32", calib=str(calib), calib_size=8, val_size=16, out=tmp_path / "out")
+    (art,) = run.artifacts
+    assert art.status != "failed", art.failure
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(str(tmp_path / "out" / art.path))
+    it.allocate_tensors()
+    sess = ort.InferenceSession(str(src))
+    ref = np.concatenate([sess.run(None, {"x": x[i:i + 1]})[0] for i in range(4)])
+    got = []
+    for i in range(4):
+        it.set_tensor(it.get_input_details()[0]["index"], x[i:i + 1].transpose(0, 2, 3, 1).copy())
+        it.invoke()
+        got.append(it.get_tensor(it.get_output_details()[0]["index"]))
+    np.testing.assert_allclose(np.concatenate(got), ref, atol=1e-4)
+    assert art.fidelity is not None and art.fidelity.passed

@@ -24,6 +24,18 @@ own checks cannot tell two candidates apart, never what a candidate computes.
   channels-last fix in such a tie and read NCHW data as NHWC. In a tie, a Transpose's output is now moved to
   what the mark says (channels-last, onnx2tf's convention for every other op in a tie), and an elementwise op
   or normalization takes its input's mark (a MatMul's output in a tie is in ONNX's order, marked so).
+- The same decorator compares shapes after writing the batch size over ONNX's first dimension, even where that
+  dimension is not the batch: MobileViT's unfolded patches are (4 pixels of a patch, 100 patches, 144
+  channels) with a batch of 1, so (1, 100, 144) != (4, 100, 144) marked them transposed and the
+  LayerNormalization over the 144 channels took axis 1 ("144 elements, but got shape (100,)": no TFLite at
+  all). An output whose static ONNX shape is TF's exactly, with a first dimension other than the batch size,
+  is marked in ONNX's order.
+- onnx2tf runs onnxsim (0.8.1 here) on its input; onnxsim's default `fuse_attention` pass writes a
+  transformer's Q/K/V projections, Softmax and output projection as one `Attention` op (a com.microsoft
+  contrib op, left without its domain, in an opset-18 model): a model onnx.checker rejects, which
+  onnxruntime cannot run for onnx2tf's own checks and onnx2tf has no converter for ("Attention OP is not yet
+  implemented": MobileViT-S's 9 attention blocks). onnx2tf's onnxsim calls get `--skip-optimization
+  fuse_attention`; every other simplification stays.
 """
 
 from __future__ import annotations
@@ -128,6 +140,29 @@ def _fix_tie(node: Any, layers: dict[str, Any]) -> None:
                 entry["before_op_output_shape_trans"] = mark
 
 
+def _static(shape: Any) -> list[int] | None:
+    try:
+        dims = [int(d) for d in shape]
+    except (TypeError, ValueError):
+        return None
+    return dims
+
+
+def _fix_batch_override(node: Any, layers: dict[str, Any], batch_size: Any) -> None:
+    """Outputs whose first dimension is not the batch: marked in ONNX's order where TF's shape is ONNX's."""
+    if batch_size is None or not node.outputs:
+        return
+    for out in node.outputs:
+        entry = layers.get(out.name, {})
+        onnx_dims = _static(out.shape) if out.shape is not None else None
+        tf_dims = _static(getattr(entry.get("tf_node"), "shape", None) or ())
+        if (not onnx_dims or onnx_dims != tf_dims or onnx_dims[0] == batch_size
+                or _same_size_tie(tf_dims, onnx_dims)):
+            return
+    for out in node.outputs:
+        layers[out.name]["before_op_output_shape_trans"] = False
+
+
 def _tie_aware(original: Any) -> Any:
     from functools import wraps
 
@@ -139,6 +174,7 @@ def _tie_aware(original: Any) -> Any:
             result = inner(*args, **kwargs)
             node, layers = kwargs.get("graph_node"), kwargs.get("tf_layers_dict")
             if node is not None and layers is not None:
+                _fix_batch_override(node, layers, kwargs.get("batch_size"))
                 _fix_tie(node, layers)
             return result
 
@@ -146,6 +182,29 @@ def _tie_aware(original: Any) -> Any:
 
     decorate.edgekit_tie_aware = True  # type: ignore[attr-defined]
     return decorate
+
+
+ONNXSIM_SKIP = ("--skip-optimization", "fuse_attention")
+
+
+class _OnnxsimWithoutAttentionFusion:
+    """Stands in for the `subprocess` module inside onnx2tf.onnx2tf: its onnxsim commands skip ONNXSIM_SKIP."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def check_output(self, args: Any, *rest: Any, **kwargs: Any) -> Any:
+        return self._real.check_output(onnxsim_args(args), *rest, **kwargs)
+
+
+def onnxsim_args(args: Any) -> Any:
+    """ARGS with ONNXSIM_SKIP added where they run onnxsim (a list whose first item is `onnxsim`)."""
+    if isinstance(args, list | tuple) and args and str(args[0]) == "onnxsim" and ONNXSIM_SKIP[1] not in args:
+        return [*args, *ONNXSIM_SKIP]
+    return args
 
 
 def apply() -> list[str]:
@@ -162,6 +221,12 @@ def apply() -> list[str]:
         # imported in this process keep onnx2tf's rule
         done.append("layout mark in same-size ties" + (f" ({len(loaded)} op modules already loaded)" if loaded else ""))
 
+    import onnx2tf.onnx2tf as main
+
+    if not isinstance(main.subprocess, _OnnxsimWithoutAttentionFusion):
+        main.subprocess = _OnnxsimWithoutAttentionFusion(main.subprocess)
+        done.append("onnxsim without attention fusion")
+
     import onnx2tf.ops.MatMul as matmul
 
     if getattr(matmul, "onnx_tf_tensor_validation", None) is not as_converted_validation:
@@ -170,4 +235,4 @@ def apply() -> list[str]:
     return done
 
 
-__all__ = ["apply", "as_converted_validation", "first_unused_perm"]
+__all__ = ["ONNXSIM_SKIP", "apply", "onnxsim_args", "as_converted_validation", "first_unused_perm"]

@@ -158,3 +158,65 @@ def convnext_tie(path: Path) -> Path:
     onnx.checker.check_model(model)
     onnx.save(model, str(path))
     return path
+
+
+def mobilevit_like(path: Path) -> Path:
+    """MobileViT's block as transformers exports it, small: a Conv's map unfolded into 2 x 2 patches as
+    (pixels of a patch = 4, patches = 64, channels = 8) with a batch of 1, a transformer layer on it (LayerNorm,
+    hand-written self-attention: Q/K/V Linear, heads split by Reshape/Transpose, scores / sqrt(d), Softmax,
+    output Linear; residual), folded back, then a 1 x 1 Conv and a classifier. onnx2tf 1.28.8 marked the
+    patches transposed (their first dimension is not the batch) and onnxsim fused the attention into an op
+    nothing downstream can run."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    c, heads, d = 8, 2, 4
+    inits = {"conv_w": _w(rng, c, 3, 3, 3), "ln_w": rng.uniform(0.5, 1.5, c).astype(np.float32),
+             "ln_b": rng.uniform(-0.2, 0.2, c).astype(np.float32), "pw_w": _w(rng, c, c, 1, 1),
+             "fc_w": _w(rng, 4, c), "fc_b": np.zeros(4, np.float32), "scale": np.float32(np.sqrt(d)).reshape(()),
+             "unfold1": np.array([c * 8, 2, 8, 2], np.int64), "unfold2": np.array([1, c, 64, 4], np.int64),
+             "tokens": np.array([4, 64, c], np.int64), "split": np.array([4, 64, heads, d], np.int64),
+             "fold1": np.array([1, 4, 64, c], np.int64), "fold2": np.array([c * 8, 8, 2, 2], np.int64),
+             "fold3": np.array([1, c, 16, 16], np.int64)}
+    for k in "qkvo":
+        inits[f"{k}_w"] = _w(rng, c, c)
+    # one bias tensor for the four Linears, as torch's exporter writes equal (here zero, untrained) biases: then
+    # onnxsim's fuse_qkv leaves the projections alone and its fuse_attention matches the block (MobileViT-S)
+    inits["bias"] = np.zeros(c, np.float32)
+    mk = helper.make_node
+    nodes = [
+        mk("Conv", ["x", "conv_w"], ["feat"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        mk("Reshape", ["feat", "unfold1"], ["u1"]),
+        mk("Transpose", ["u1"], ["u2"], perm=[0, 2, 1, 3]),
+        mk("Reshape", ["u2", "unfold2"], ["u3"]),
+        mk("Transpose", ["u3"], ["u4"], perm=[0, 3, 2, 1]),
+        mk("Reshape", ["u4", "tokens"], ["tok"]),
+        mk("LayerNormalization", ["tok", "ln_w", "ln_b"], ["ln"], axis=-1, epsilon=1e-5),
+    ]
+    for k, perm in (("q", [0, 2, 1, 3]), ("k", [0, 2, 3, 1]), ("v", [0, 2, 1, 3])):
+        nodes += [mk("MatMul", ["ln", f"{k}_w"], [f"{k}_mm"]), mk("Add", [f"{k}_mm", "bias"], [f"{k}_lin"]),
+                  mk("Reshape", [f"{k}_lin", "split"], [f"{k}_heads"]),
+                  mk("Transpose", [f"{k}_heads"], [f"{k}_t"], perm=perm)]
+    nodes += [
+        mk("MatMul", ["q_t", "k_t"], ["scores"]), mk("Div", ["scores", "scale"], ["scaled"]),
+        mk("Softmax", ["scaled"], ["attn"], axis=-1), mk("MatMul", ["attn", "v_t"], ["ctx"]),
+        mk("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]), mk("Reshape", ["ctx_t", "tokens"], ["ctx_r"]),
+        mk("MatMul", ["ctx_r", "o_w"], ["o_mm"]), mk("Add", ["o_mm", "bias"], ["o_lin"]),
+        mk("Add", ["tok", "o_lin"], ["res"]),
+        mk("Reshape", ["res", "fold1"], ["f1"]), mk("Transpose", ["f1"], ["f2"], perm=[0, 3, 2, 1]),
+        mk("Reshape", ["f2", "fold2"], ["f3"]), mk("Transpose", ["f3"], ["f4"], perm=[0, 2, 1, 3]),
+        mk("Reshape", ["f4", "fold3"], ["folded"]),
+        mk("Conv", ["folded", "pw_w"], ["pw"], kernel_shape=[1, 1]), mk("Relu", ["pw"], ["act"]),
+        mk("GlobalAveragePool", ["act"], ["gap"]), mk("Flatten", ["gap"], ["flat"]),
+        mk("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1),
+    ]
+    graph = helper.make_graph(nodes, "mobilevit_like", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                       [1, 3, 16, 16])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 4])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path

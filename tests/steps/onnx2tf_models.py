@@ -122,8 +122,7 @@ def convnext_tie(path: Path) -> Path:
     LayerNormalization(-1) -> Transpose back -> depthwise Conv -> Transpose -> LayerNormalization -> MatMul ->
     ReLU -> MatMul -> layer scale -> Transpose back -> residual Add -> GlobalAveragePool -> Gemm.
     onnx2tf 1.28.8 normalized over a spatial axis and fed NCHW data to the depthwise Conv as NHWC here."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
     rng = np.random.default_rng(3)
     inits = {"stem_w": _w(rng, 8, 3, 4, 4), "stem_b": np.full(8, 0.1, np.float32),
@@ -149,15 +148,7 @@ def convnext_tie(path: Path) -> Path:
         helper.make_node("Flatten", ["gap"], ["flat"]),
         helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1),
     ]
-    graph = helper.make_graph(nodes, "convnext_tie", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                                                                                     [1, 3, 32, 32])],
-                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 4])],
-                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, str(path))
-    return path
+    return _classifier(path, nodes, inits, "convnext_tie", [1, 3, 32, 32], 17)
 
 
 def mobilevit_like(path: Path) -> Path:
@@ -167,8 +158,7 @@ def mobilevit_like(path: Path) -> Path:
     output Linear; residual), folded back, then a 1 x 1 Conv and a classifier. onnx2tf 1.28.8 marked the
     patches transposed (their first dimension is not the batch) and onnxsim fused the attention into an op
     nothing downstream can run."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
     rng = np.random.default_rng(5)
     c, heads, d = 8, 2, 4
@@ -211,11 +201,19 @@ def mobilevit_like(path: Path) -> Path:
         mk("GlobalAveragePool", ["act"], ["gap"]), mk("Flatten", ["gap"], ["flat"]),
         mk("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1),
     ]
-    graph = helper.make_graph(nodes, "mobilevit_like", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                                                                                       [1, 3, 16, 16])],
+    return _classifier(path, nodes, inits, "mobilevit_like", [1, 3, 16, 16], 18)
+
+
+def _classifier(path: Path, nodes: list, inits: dict[str, np.ndarray], name: str, x_shape: list[int],
+                opset: int) -> Path:
+    """NODES (input x, output logits [1, 4]) with INITS saved as a checked ONNX model at PATH."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
                               [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 4])],
                               [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     onnx.checker.check_model(model)
     onnx.save(model, str(path))

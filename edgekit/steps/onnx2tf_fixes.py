@@ -35,7 +35,9 @@ own checks cannot tell two candidates apart, never what a candidate computes.
   contrib op, left without its domain, in an opset-18 model): a model onnx.checker rejects, which
   onnxruntime cannot run for onnx2tf's own checks and onnx2tf has no converter for ("Attention OP is not yet
   implemented": MobileViT-S's 9 attention blocks). onnx2tf's onnxsim calls get `--skip-optimization
-  fuse_attention`; every other simplification stays.
+  fuse_attention`; every other simplification stays. (The pass is onnxsim/onnxsim#692, default-on since
+  August 2026; onnx2tf's all-equal-dimensions rule is onnx2tf#125, and #317 reports the accuracy losses it
+  causes in such ties.)
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from edgekit.quantize.search import (
     input_noise_agreement,
     judge,
     macs_fraction,
+    margin_z,
     prefix_nodes,
     ranked_units,
     say,
@@ -90,7 +91,7 @@ class _Search:
         if self.data.cache is None:  # onnxruntime reads any file there (checking only its method): a folder kept from
             cache.unlink(missing_ok=True)  # an earlier run would lend that run's model's ranges to this one
         src = make(out, replace(self.data, work=work, cache=self.data.cache or cache))
-        judged = judge(self.y_ref, _run(out, self.x))
+        judged = judge(self.y_ref, _run(out, self.x), z=margin_z(len(self.kept) + 1))  # stricter as more are tried
         nodes = recipe.config.float_nodes
         self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
         say(self.log, label, judged, len(nodes))

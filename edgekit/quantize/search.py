@@ -32,6 +32,11 @@ MAX_JUDGE = 200
 # threshold, so a candidate that passes by luck does not end the search (plain int8 on a trained MobileNetV2:
 # 66 of 67 held-out calibration samples, 94% of 200 validation samples)
 MARGIN_Z = 1.0
+# ... and the more candidates it has tried, the stricter the bound (`margin_z`): the first of several noisy
+# judgements to clear a one-sigma bound is mostly the luckiest one. Measured (issue 9 bench, ResNet-10 ONNX): uint8
+# calibrated on the odd calibration samples agreed 98.5% on the even ones it was judged on, 93.5% on the odd ones
+# and 94.5% on the validation digits, the same model; every float-free recipe there is 93-95% on validation.
+FALSE_PASS = 0.1587  # the one-sided chance a one-sigma bound leaves: split over the candidates tried (Bonferroni)
 
 
 @dataclass
@@ -61,8 +66,17 @@ def judge(y_ref: np.ndarray, y: np.ndarray, precision: str = "int8", z: float = 
         low = wilson_low(fid.top1_agreement, len(y_ref), z)
         if low < need:
             failures.append(f"top-1 agreement {fid.top1_agreement:.1%} on {len(y_ref)} samples: its lower bound "
-                            f"{low:.1%} < {need:.0%}")
+                            f"({z:.2g} sigma) {low:.1%} < {need:.0%}")
     return Judged(fid.passed and not failures, float(fid.cosine), fid.top1_agreement, failures, len(y_ref))
+
+
+def margin_z(tried: int) -> float:
+    """The bound's Z for the TRIED-th candidate of a search: MARGIN_Z for the first, then the normal quantile that
+    splits the first one's false-pass chance over the TRIED candidates judged so far (1.41 for the second, 2.05
+    for the eighth): the chance that any of them passes by luck stays near what one had."""
+    from statistics import NormalDist
+
+    return MARGIN_Z if tried <= 1 else float(NormalDist().inv_cdf(1 - FALSE_PASS / tried))
 
 
 def wilson_low(p: float, n: int, z: float) -> float:
@@ -95,7 +109,8 @@ def split(n: int) -> tuple[np.ndarray, np.ndarray, str]:
     if n < MIN_SPLIT:
         return idx, idx, f"{n} calibration samples against the fp32 model (too few to hold some out)"
     # the chosen recipe is then rebuilt on all N (more samples, better ranges: plain on a trained MobileNetV2 gained
-    # 3 points of agreement from 100 to 300)
+    # 3 points of agreement from 100 to 300; from 200 to 400 the issue 9 bench's ONNX recipes moved -1.0 (ResNet-10)
+    # and -0.1 points (trained MobileNetV2) on validation on average, noise: the rebuild is not why auto missed there)
     judge_idx = idx[::JUDGE_SHARE][:MAX_JUDGE]
     calib_idx = np.setdiff1d(idx, judge_idx)
     return calib_idx, judge_idx, (f"{len(judge_idx)} held-out calibration samples against the fp32 model (the recipes "
@@ -190,4 +205,4 @@ def best(trials: list[tuple[Judged, int, object]]) -> int:
 Log = Callable[[str], None]
 
 __all__ = ["AUTO_MACS_TARGET", "Judged", "best", "cost_record", "input_noise_agreement", "judge", "macs_fraction",
-           "prefix_nodes", "ranked_units", "say", "smallest_float_set", "split", "trial", "wilson_low"]
+           "margin_z", "prefix_nodes", "ranked_units", "say", "smallest_float_set", "split", "trial", "wilson_low"]

@@ -26,6 +26,7 @@ from edgekit.quantize.search import (
     input_noise_agreement,
     judge,
     macs_fraction,
+    margin_z,
     prefix_nodes,
     ranked_units,
     say,
@@ -82,7 +83,8 @@ class _Search:
         first = None
         for (label, blob, nodes, cal, edits), y, path in zip(cands, ys, paths, strict=True):
             path.unlink(missing_ok=True)
-            judged = judge(self.y_ref, y) if y is not None else Judged(False, float("nan"), None,
+            z = margin_z(len(self.kept) + 1)  # stricter as more candidates are tried
+            judged = judge(self.y_ref, y, z=z) if y is not None else Judged(False, float("nan"), None,
                                                                        ["LiteRT could not run it"])
             self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
             self.kept.append((judged, len(nodes), (label, blob, nodes, cal, edits)))

@@ -194,3 +194,44 @@ def test_a_work_folder_reused_by_another_model_lends_it_no_ranges(samples: np.nd
     quantize_onnx(tmp_path / "m1.onnx", tmp_path / "fresh1.onnx", QuantData("x", samples, 1, fresh), "plain",
                   lambda _m: None)
     assert scales(tmp_path / "reused1.onnx") == scales(tmp_path / "fresh1.onnx")
+
+
+def _outputs(n: int, agree: int) -> tuple[np.ndarray, np.ndarray]:
+    """Float outputs of N samples and int8-like outputs whose top-1 agrees on the first AGREE of them."""
+    y = np.eye(10, dtype=np.float32)[np.arange(n) % 10] * 5 + 0.01
+    q = y.copy()
+    q[agree:] = np.roll(q[agree:], 1, axis=1)
+    return y, q
+
+
+def test_the_bound_grows_stricter_with_the_candidates_tried() -> None:
+    from edgekit.quantize.search import margin_z
+
+    assert margin_z(1) == 1.0 and 1.40 < margin_z(2) < 1.42 and 2.0 < margin_z(8) < 2.1
+    assert all(margin_z(k) < margin_z(k + 1) for k in range(1, 20))
+    lucky = _outputs(200, 197)  # 98.5% on 200: ResNet-10's uint8, the second candidate, 94.5% on validation
+    assert judge(*lucky, z=margin_z(1)).passed and not judge(*lucky, z=margin_z(2)).passed
+    assert "1.4 sigma" in judge(*lucky, z=margin_z(2)).failures[-1]
+    assert judge(*_outputs(200, 200), z=margin_z(8)).passed  # truly there: still ends the search late
+    assert judge(*_outputs(400, 398), z=margin_z(8)).passed
+
+
+def test_a_candidate_below_the_threshold_seldom_ends_a_long_search() -> None:
+    """Eight candidates, each truly 95% in agreement (below 97%), judged on 200 samples: the chance that one of
+    them passes by luck, with one sigma for all (as before) and with the bound growing per candidate."""
+    from edgekit.quantize.search import margin_z
+
+    rng = np.random.default_rng(0)
+    counts = rng.binomial(200, 0.95, size=(4000, 8)) / 200
+    need = 0.97
+
+    def false_ends(zs: list[float]) -> float:
+        low = np.array([[wilson_low(p, 200, z) for p, z in zip(row, zs, strict=True)] for row in counts[:, :8]])
+        return float((low >= need).any(axis=1).mean())
+
+    flat, growing = false_ends([1.0] * 8), false_ends([margin_z(k) for k in range(1, 9)])
+    assert flat > 0.06 and growing < flat / 3  # measured: 7.1% and 1.75%
+    # the price: one truly at 99.5% passes first 98% of the time, eighth 73% (200 samples are few for 97%)
+    truly = rng.binomial(200, 0.995, size=4000) / 200
+    assert np.mean([wilson_low(p, 200, margin_z(1)) >= need for p in truly]) > 0.95
+    assert np.mean([wilson_low(p, 200, margin_z(8)) >= need for p in truly]) > 0.7

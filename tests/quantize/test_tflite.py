@@ -32,6 +32,9 @@ def xs() -> np.ndarray:
     return images(96)
 
 
+SEARCHED = images(160)  # a search's later candidates need more judged samples (edgekit.quantize.search.margin_z)
+
+
 def _job(tf, saved: Path, xs: np.ndarray, work: Path, io: str = "int8", fixes: bool = False):
     from edgekit.quantize.tflite_recipes import TfliteJob
 
@@ -72,7 +75,8 @@ def test_equalization_keeps_the_float_tflite_and_recovers_int8(tf, spread_saved:
     z0, z1 = run_tflite([tmp_path / "f6.tflite", tmp_path / "e6.tflite"], xs)
     assert "3 fused ReLU6 made ReLU + a per-channel MINIMUM" in words6
     np.testing.assert_allclose(z1, z0, rtol=1e-4, atol=1e-5 * float(np.abs(z0).max()))
-    _, choice = quantize_tflite(job, "auto")
+    # the second candidate must clear a 1.4-sigma bound: 100% of 48 judged samples cannot show 97%, of 80 can
+    _, choice = quantize_tflite(_job(tf, spread_saved, SEARCHED, tmp_path / "a"), "auto")
     assert [t.recipe for t in choice.trials] == ["plain", "equalize"]
     assert not choice.trials[0].passed and choice.met and choice.chosen == "equalize"
 
@@ -81,7 +85,7 @@ def test_mixed_precision_meets_what_plain_misses_but_never_for_an_integer_only_t
         tf, head_saved: Path, xs: np.ndarray, tmp_path: Path) -> None:
     from edgekit.quantize.tflite_search import quantize_tflite
 
-    _, mixed = quantize_tflite(_job(tf, head_saved, xs, tmp_path / "m"), "mixed")
+    _, mixed = quantize_tflite(_job(tf, head_saved, SEARCHED, tmp_path / "m"), "mixed")
     assert mixed.met and mixed.chosen == "mixed[plain]" and mixed.float_nodes
     assert 0 < mixed.macs_float_fraction <= 0.5
     _, tpu = quantize_tflite(_job(tf, head_saved, xs, tmp_path / "t", io="uint8"), "mixed", float_free=True)

@@ -190,6 +190,10 @@ def is_edgekit_bug(exc: BaseException) -> bool:
     For places that catch a vendor's failures into something other than an EdgekitError (a sensor
     that reports itself unavailable): re-raise when this is true, so a bug is not taken for absence.
     """
+    if isinstance(exc, ImportError) and not isinstance(exc, ModuleNotFoundError):
+        # "cannot import name 'x' from 'edgekit.y'": edgekit's own modules disagree (a missing optional
+        # dependency is a ModuleNotFoundError, and names a vendor's module)
+        return (exc.name or "").split(".")[0] == "edgekit" and raised_in_edgekit(exc)
     return isinstance(exc, PROGRAMMING_ERRORS) and raised_in_edgekit(exc)
 
 

@@ -113,6 +113,17 @@ def test_a_type_error_inside_edgekit_is_a_bug_in_edgekit(fake_vendor: types.Modu
     assert not isinstance(err, UsageError)
 
 
+def test_an_edgekit_module_missing_a_name_is_a_bug_not_the_model() -> None:
+    # seen mid-edit: "cannot import name 'margin_z' from 'edgekit.quantize.search'" came out as a TFLite
+    # conversion failure with the hint to replace an op without an int8 kernel
+    with pytest.raises(InternalError) as info, vendor_errors("tensorflow", step="tflite_convert",
+                                                             hint="replace the op"):
+        exec("from edgekit.border import no_such_name", {"__name__": "edgekit.quantize._probe"})  # in edgekit
+    assert "bug in edgekit" in info.value.message and info.value.hint != "replace the op"
+    with pytest.raises(ConversionError), vendor_errors("tensorflow", step="tflite_convert"):
+        exec("import edgekit_test_absent_vendor_module", {"__name__": "edgekit.quantize._probe"})
+
+
 def test_edgekit_errors_and_interrupts_pass_untouched() -> None:
     mine = MissingDependency("m", hint="pip")
     with pytest.raises(MissingDependency) as info, vendor_errors("tensorflow"):

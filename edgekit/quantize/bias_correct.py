@@ -4,9 +4,11 @@ Quantizing a layer's weights shifts the mean of its output: with W~ the int8 wei
 E[W~ x] - E[W x] = (W~ - W) E[x], a bias error per output channel that the next layers amplify
 (depthwise convolutions, with few weights per channel, suffer most). E[x] is each input channel's mean
 in the quantized model itself (what the layer actually reads), so the shift of every layer is its own:
-correcting them all at once does not count an upstream shift twice. The shift is subtracted from the
-float bias and the model is quantized again: the weights' int8 grids do not move (they depend on the
-weights only). Zero padding makes E[x] at the borders smaller than the channel mean: a small residue.
+correcting them all at once does not count an upstream shift twice. For a 2-D Conv, E[x] is taken per kernel
+tap (edgekit.quantize.tap_means, shared with the TFLite route): zero padding makes a border tap read less than
+the channel mean, so with per-tap means the shift is the layer's exact mean output shift. The shift is
+subtracted from the float bias and the model is quantized again: the weights' int8 grids do not move (they
+depend on the weights only).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from edgekit.quantize.onnx_graph import Graph, run_batches, session, with_outputs
+from edgekit.quantize.tap_means import conv_shift, same_pads, tap_means
 
 MAX_SAMPLES = 64  # the mean shift settles well before this; more only costs time
 
@@ -49,8 +52,36 @@ def _dequantized_weight(qdq: Any, qg: Graph, qnode: Any) -> np.ndarray | None:
     return (q - zp) * scale
 
 
-def _shift(node: Any, g: Graph, dw: np.ndarray, mean_in: np.ndarray) -> np.ndarray | None:
-    """(W~ - W) E[x] per output channel, E[x] per input channel."""
+def _taps(node: Any, g: Graph, kernel: tuple[int, int], total: np.ndarray, samples: int) -> np.ndarray | None:
+    """[kh, kw, C]: what each tap of 2-D Conv NODE reads on average (edgekit.quantize.tap_means), from TOTAL, its
+    input summed over SAMPLES ([C, H, W]), with ONNX's pads, strides, dilations and auto_pad."""
+    strides = tuple(int(v) for v in g.attr(node, "strides", [1, 1]))
+    dilations = tuple(int(v) for v in g.attr(node, "dilations", [1, 1]))
+    auto = g.attr(node, "auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else str(auto)
+    if total.ndim != 3 or len(strides) != 2 or len(dilations) != 2:
+        return None
+    sizes = total.shape[1:]
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        pads = tuple(same_pads(n, k, s, d, lower=auto == "SAME_LOWER")
+                     for n, k, s, d in zip(sizes, kernel, strides, dilations, strict=True))
+    elif auto == "VALID":
+        pads = ((0, 0), (0, 0))
+    else:  # [top, left, bottom, right]
+        p = [int(v) for v in g.attr(node, "pads", [0, 0, 0, 0])]
+        pads = ((p[0], p[2]), (p[1], p[3]))
+    return tap_means(total.transpose(1, 2, 0), samples, kernel, (strides[0], strides[1]),
+                     (dilations[0], dilations[1]), (pads[0], pads[1]))
+
+
+def _shift(node: Any, g: Graph, dw: np.ndarray, total: np.ndarray, samples: int) -> np.ndarray | None:
+    """(W~ - W) E[x] per output channel from TOTAL, the layer's input summed over SAMPLES: E[x] per kernel tap for a
+    2-D Conv (zero padding and strides make a border tap read less than the channel mean), per input channel
+    otherwise."""
+    if node.op_type == "Conv" and dw.ndim == 4:
+        taps = _taps(node, g, (int(dw.shape[2]), int(dw.shape[3])), total, samples)
+        return None if taps is None else conv_shift(dw.transpose(0, 2, 3, 1), taps)
+    mean_in = total.reshape(total.shape[0], -1).sum(axis=1) / (samples * (total.size // total.shape[0]))
     if node.op_type == "Gemm":
         m = dw if g.attr(node, "transB", 0) else dw.T  # [out, in]
         return m @ mean_in if m.shape[1] == mean_in.size else None
@@ -90,12 +121,12 @@ def correct_biases(src: Path, dst: Path, data: Any, config: Any) -> Path:
         return src
     names = list(dict.fromkeys(qnodes[n.name].input[0] for n in targets))
     seen = run_batches(session(with_outputs(qdq, names), optimize=False), data.samples[:MAX_SAMPLES], names, 16)
-    means = {name: x.astype(np.float64).mean(axis=tuple(k for k in range(x.ndim) if k != 1))
-             for name, x in zip(names, seen, strict=True)}
+    totals = {name: x.astype(np.float64).sum(axis=0) for name, x in zip(names, seen, strict=True)}  # [C, ...]
+    samples = int(seen[0].shape[0])
     worst, done = 0.0, 0
     for node in targets:
         w = g.inits[node.input[1]].astype(np.float64)
-        shift = _shift(node, g, weights[node.name] - w, means[qnodes[node.name].input[0]])
+        shift = _shift(node, g, weights[node.name] - w, totals[qnodes[node.name].input[0]], samples)
         c = _channels(w, node, g)
         if shift is None or shift.shape != (c,):
             continue

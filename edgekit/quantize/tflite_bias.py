@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from edgekit.quantize.flatbuffer import FlatModel
+from edgekit.quantize.tap_means import conv_shift, same_pads, tap_means
 
 MAX_SAMPLES = 64  # the means settle well before this; more only costs time (as edgekit.quantize.bias_correct)
 LAYERS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
@@ -85,43 +86,21 @@ def output_shift(kind: str, dw: np.ndarray, mean_in: np.ndarray) -> np.ndarray |
         if dw.shape[-1] % c:
             return None
         return np.einsum("hwj,hwj->j", dw[0], np.repeat(mean_in, dw.shape[-1] // c, axis=2))
-    cout, cin_g = dw.shape[0], dw.shape[-1]
-    if c % cin_g or cout % (c // cin_g):
-        return None
-    groups = c // cin_g  # output channel o reads the input channels of its group
-    taps = mean_in.reshape(*mean_in.shape[:2], groups, cin_g)[:, :, np.arange(cout) // (cout // groups)]
-    return np.einsum("ohwc,hwoc->o", dw, taps)
+    return conv_shift(dw, mean_in)
 
 
-def tap_means(total: np.ndarray, samples: int, kernel: tuple[int, int], options: Any) -> np.ndarray | None:
+def tflite_tap_means(total: np.ndarray, samples: int, kernel: tuple[int, int], options: Any) -> np.ndarray | None:
     """[kh, kw, C]: what each kernel tap of a CONV_2D / DEPTHWISE_CONV_2D with OPTIONS (padding, strides,
-    dilations) reads, averaged over the output positions and SAMPLES, from TOTAL, the input summed over the
-    samples ([H, W, C]); zero padding placed as TFLite places it (SAME: the odd one at the bottom / right)."""
+    dilations) reads on average (edgekit.quantize.tap_means), from TOTAL, the input summed over SAMPLES ([H, W, C]);
+    zero padding placed as TFLite places it (SAME: the odd one at the bottom / right)."""
     if total.ndim != 3 or options is None:
         return None
-    (h, w, c), (kh, kw) = total.shape, kernel
-    steps = (int(options.strideH or 1), int(options.strideW or 1))
+    strides = (int(options.strideH or 1), int(options.strideW or 1))
     dilations = (int(options.dilationHFactor or 1), int(options.dilationWFactor or 1))
-
-    def span(size: int, k: int, s: int, d: int) -> tuple[int, int, int]:
-        """Output size, padding before and after, along one axis."""
-        if options.padding == 0:  # SAME
-            out = -(-size // s)
-            pad = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
-            return out, pad // 2, pad - pad // 2
-        return (size - (k - 1) * d - 1) // s + 1, 0, 0
-
-    (ho, ph0, ph1), (wo, pw0, pw1) = (span(n, k, s, d) for n, k, s, d in zip((h, w), kernel, steps, dilations,
-                                                                                strict=True))
-    if ho < 1 or wo < 1:
-        return None
-    padded = np.pad(total, ((ph0, ph1), (pw0, pw1), (0, 0)))
-    (sh, sw), (dh, dw) = steps, dilations
-    out = np.empty((kh, kw, c))
-    for a in range(kh):
-        for b in range(kw):
-            out[a, b] = padded[a * dh:a * dh + (ho - 1) * sh + 1:sh, b * dw:b * dw + (wo - 1) * sw + 1:sw].sum((0, 1))
-    return out / (samples * ho * wo)
+    same = options.padding == 0
+    pads = tuple(same_pads(n, k, s, d) if same else (0, 0)
+                 for n, k, s, d in zip(total.shape[:2], kernel, strides, dilations, strict=True))
+    return tap_means(total, samples, kernel, strides, dilations, (pads[0], pads[1]))
 
 
 def input_sums(blob: bytes, tensors: list[int], batches: Iterable[list[np.ndarray]]) -> tuple[dict[int, np.ndarray],
@@ -158,7 +137,7 @@ def _mean_in(f: FlatModel, k: int, w: np.ndarray, total: np.ndarray, samples: in
     if f.name(k) == "FULLY_CONNECTED":
         n = w.shape[1]
         return total.reshape(-1, n).sum(axis=0) / (samples * (total.size // n)) if total.size % n == 0 else None
-    return tap_means(total, samples, (int(w.shape[1]), int(w.shape[2])), f.sg.operators[k].builtinOptions)
+    return tflite_tap_means(total, samples, (int(w.shape[1]), int(w.shape[2])), f.sg.operators[k].builtinOptions)
 
 
 def _targets(f: FlatModel) -> tuple[list[tuple[int, np.ndarray]], list[int], int]:
@@ -222,4 +201,5 @@ def _name(f: FlatModel, k: int) -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
-__all__ = ["BiasCorrection", "correct_biases", "input_sums", "int8_grid", "int8_weights", "output_shift", "tap_means"]
+__all__ = ["BiasCorrection", "correct_biases", "input_sums", "int8_grid", "int8_weights", "output_shift",
+           "tflite_tap_means"]

@@ -14,8 +14,7 @@ def conv_chain(path: Path, spread: float = 1.0, relu6: bool = False, seed: int =
     scaled by SPREAD and the depthwise weights reading it by 1/SPREAD, so the float function is the same but
     the tensor between them holds one channel SPREAD times wider than the rest.
     """
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(seed)
     w1 = rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3
@@ -51,8 +50,16 @@ def conv_chain(path: Path, spread: float = 1.0, relu6: bool = False, seed: int =
     if relu6:
         inits += [numpy_helper.from_array(np.array(0, np.float32), "c0"),
                   numpy_helper.from_array(np.array(6, np.float32), "c6")]
-    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    return save_checked(path, "chain", nodes, inits, [1, 3, 16, 16], [1, 10])
+
+
+def save_checked(path: Path, name: str, nodes: list, inits: list, x_shape: list[int], y_shape: list[int]) -> Path:
+    """The graph of NODES and INITS (float input x of X_SHAPE, output y of Y_SHAPE) as a checked opset-17 model."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from onnx_models import save_checked
 
 
 def shared_bias_model(path: Path, collide: str = "b0") -> Path:
@@ -18,8 +19,7 @@ def shared_bias_model(path: Path, collide: str = "b0") -> Path:
     initializers named b...), which is already the first Reshape's output: the GroupNorm chain of a torch
     export (val_53 -> val_539) in small.
     """
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(0)
     w1 = rng.standard_normal((4, 3, 3, 3)).astype(np.float32) * 0.3
@@ -32,14 +32,7 @@ def shared_bias_model(path: Path, collide: str = "b0") -> Path:
              helper.make_node("Conv", ["a1r", "w2", "b"], ["y"], name="conv2", pads=[1, 1, 1, 1])]
     inits = [numpy_helper.from_array(v, n) for n, v in (("w1", w1), ("w2", w2), ("b", b),
              ("flat", np.array([1, 4, 64], np.int64)), ("back", np.array([1, 4, 8, 8], np.int64)))]
-    graph = helper.make_graph(nodes, "shared_bias",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, str(path))
-    return path
+    return save_checked(path, "shared_bias", nodes, inits, [1, 3, 8, 8], [1, 4, 8, 8])
 
 
 @pytest.fixture(scope="module")

@@ -37,9 +37,13 @@ def test_auto_stops_at_equalization_on_the_channel_range_problem(spread_model: P
                                                                  tmp_path: Path) -> None:
     choice = _search(spread_model, samples, tmp_path, "auto")
     names = [t.recipe for t in choice.trials]
-    assert names[:3] == ["plain", "uint8", "equalize"] and names[-1] in ("equalize", "equalize+bias")
+    assert names[:3] == ["plain", "uint8", "equalize"]
     assert not any(t.passed for t in choice.trials[:2]) and choice.trials[-1].passed
-    assert choice.chosen == names[-1] and choice.met and choice.float_nodes == ()
+    # equalization recovers 57% -> 98% on the 160 judged samples; as the third candidate it must show 97% at 1.6
+    # sigma (edgekit.quantize.search.margin_z), which 98% of 160 cannot: the search ends on equalization's family
+    assert (choice.trials[2].top1_agreement or 0) >= 0.97
+    assert names[-1] in ("equalize", "equalize+bias") or names[-1].startswith("mixed[equalize")
+    assert choice.chosen == names[-1] and choice.met
     assert "held-out" in choice.judged_on and choice.cost and choice.cost["latency_ms"] > 0
 
 

@@ -64,7 +64,11 @@ def test_explain_diagnoses_a_pass_too_and_auto_recovers(spread_model: Path, cali
     art = manifest.artifacts[0]
     rec = art.extra["int8_recipe"]
     assert rec["trials"][0]["recipe"] == "plain" and not rec["trials"][0]["passed"]
-    assert rec["chosen"] in ("equalize", "equalize+bias") and art.fidelity is not None and art.fidelity.passed
+    # under the bound that grows with the candidates tried, equalization's ~98% may need a few layers in float
+    # (as in tests/quantize/test_search.py): the search ends on equalization's family
+    chosen = rec["chosen"]
+    assert chosen in ("equalize", "equalize+bias") or chosen.startswith("mixed[equalize"), chosen
+    assert art.fidelity is not None and art.fidelity.passed
     assert art.fidelity.diagnosis is not None and art.fidelity.diagnosis["layers_total"] == 4
     assert art.fidelity.diagnosis["samples"] == min(32, art.fidelity.samples) > 16  # asked: the full sample
 

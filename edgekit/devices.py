@@ -169,6 +169,14 @@ def cpu_model(root: str | Path = "/") -> str:
     return platform.processor() or platform.machine()
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def host_info(root: str | Path = "/") -> dict[str, Any]:
     """What the measurement ran on: CPU model, cores, OS, board, Python."""
     try:
@@ -177,10 +185,7 @@ def host_info(root: str | Path = "/") -> dict[str, Any]:
         physical = psutil.cpu_count(logical=False)
     except ImportError:
         physical = None
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        usable = os.cpu_count()
+    usable = usable_cores()
     return {
         "cpu_model": cpu_model(root),
         "cpu_cores_logical": os.cpu_count(),

@@ -32,6 +32,7 @@ def run_tflite(paths: list[Path], x: np.ndarray, latency: bool = False) -> list[
 
 def _run_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
                                                                                     dict[str, np.ndarray]]:
+    from edgekit.devices import usable_cores
     from edgekit.runtimes import runtime_for_format
 
     x = arrays["x"]
@@ -43,7 +44,7 @@ def _run_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tup
             continue
         runtime = runtime_for_format("tflite")()
         try:
-            runtime.load(Path(path))
+            runtime.load(Path(path), threads=usable_cores())  # LiteRT runs on one thread unless told
             spec = runtime.inputs[0]
             batch = spec.shape[0] if spec.shape and spec.shape[0] > 0 else 1
             parts = []

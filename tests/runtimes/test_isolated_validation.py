@@ -13,6 +13,7 @@ from tflite_builder import conv_chain
 
 from edgekit.errors import InternalError, RuntimeFailure, UsageError
 from edgekit.isolate import run_isolated
+from edgekit.runtimes.litert import LiteRT
 from edgekit.validate import Reference, check_artifact
 
 pytest.importorskip("ai_edge_litert")
@@ -108,6 +109,35 @@ def test_the_child_imports_only_the_runtime_library(tmp_path):
     x = np.zeros((2, 8, 8, 8), np.float32)
     answer, arrays = run_isolated("bad_tflite:check_and_list_modules", request, {"x": x}, who="t", doing="d")
     assert answer["heavy"] == [] and arrays["y0"].shape == (2, 6, 6, 4)  # y<i>: the i-th output
+
+
+class ThreadsSeen(LiteRT):
+    """LiteRT, recording the threads each load was given."""
+
+    seen: list[int | None] = []
+
+    def _load(self, path, device, threads, options):  # noqa: ANN001, ANN202
+        ThreadsSeen.seen.append(threads)
+        super()._load(path, device, threads, options)
+
+
+def test_validation_runs_on_every_usable_core(tmp_path, monkeypatch):
+    """LiteRT's Interpreter runs on one thread unless told: validation and the int8 search's candidate runs tell
+    it the cores this process may use."""
+    import edgekit.devices
+    from edgekit.quantize.tflite_run import _run_in_child
+    from edgekit.validate import _check_in_child
+
+    monkeypatch.setattr(edgekit.devices, "usable_cores", lambda: 3)
+    monkeypatch.setattr(ThreadsSeen, "seen", [])
+    model = conv_chain(tmp_path / "conv.tflite")
+    x = np.zeros((2, 8, 8, 8), np.float32)
+    request = {"path": str(model), "runtime": f"{__name__}:ThreadsSeen", "layout_from": "NHWC",
+               "layout_to": "NHWC", "options": {}}
+    _check_in_child(request, {"x": x})
+    monkeypatch.setattr("edgekit.runtimes.runtime_for_format", lambda fmt: ThreadsSeen)
+    _, out = _run_in_child({"paths": [str(model)]}, {"x": x})
+    assert ThreadsSeen.seen == [3, 3] and out["y0"].shape == (2, 6, 6, 4)
 
 
 # --- the LiteRT runtime's kernels option --------------------------------------------------------------

@@ -23,6 +23,7 @@ from edgekit.artifact import Artifact, ArtifactFailure, Manifest, Preprocessing,
 from edgekit.errors import EdgekitError, InternalError, UsageError
 from edgekit.formats import FORMATS
 from edgekit.fsutil import publish, sha256_file
+from edgekit.measure.machine import release_freed_memory
 from edgekit.outdir import output_lock, staging_dir
 from edgekit.plan import Plan, check_outputs, shown_path, stem_of
 from edgekit.steps import Intermediate, Step, StepContext
@@ -93,6 +94,7 @@ class _Runner:
                 except EdgekitError as exc:
                     exc.step = exc.step or step.name
                     result = exc
+                release_freed_memory()  # what the step's libraries freed, before the next one grows from it
                 self.memo[key] = (result, time.perf_counter() - t0)
                 verdict = "failed" if isinstance(result, EdgekitError) else "done"
                 self.progress(f"[{self.done}/{self.total}] {step.name} {verdict} in {self.memo[key][1]:.1f}s")

@@ -28,7 +28,7 @@ import numpy as np
 
 from edgekit import jsonsafe
 from edgekit._deps import require
-from edgekit.batching import rows_per_chunk
+from edgekit.batching import TF_CHUNK_INPUT_BYTES, rows_per_chunk
 from edgekit.border import all_text, vendor_errors, vendor_message
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.fsutil import sha256_file
@@ -242,7 +242,7 @@ def make_predict_outputs(model: Any, dtype: str, names: list[str], shape: list[i
     def predict_outputs(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         x = next(iter(feeds.values()))
         outs: dict[str, list[np.ndarray]] = {}
-        step = rows_per_chunk([x], max_batch)
+        step = rows_per_chunk([x], max_batch, TF_CHUNK_INPUT_BYTES)
         for i in range(0, len(x), step):
             y = forward(x[i:i + step])
             if not isinstance(y, dict):

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from edgekit._deps import require
-from edgekit.batching import rows_per_chunk
+from edgekit.batching import TF_CHUNK_INPUT_BYTES, rows_per_chunk
 from edgekit.border import vendor_errors, vendor_message
 from edgekit.errors import UnsupportedModel, UsageError
 from edgekit.fsutil import sha256_tree
@@ -106,7 +106,7 @@ def make_predict_outputs(loaded: Any, fn: Any, key: str, out_keys: list[str], st
         _ = loaded  # keep the SavedModel's objects (variables) alive as long as this function
         x = feeds[key] if key in feeds else next(iter(feeds.values()))
         outs: dict[str, list[np.ndarray]] = {}
-        step = chunk if static_batch else rows_per_chunk([x], chunk)
+        step = chunk if static_batch else rows_per_chunk([x], chunk, TF_CHUNK_INPUT_BYTES)
         for i in range(0, len(x), step):
             part = np.ascontiguousarray(x[i:i + step], dtype=dtype)
             n = len(part)

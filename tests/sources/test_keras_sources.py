@@ -160,7 +160,7 @@ def test_the_reference_runs_one_traced_graph_for_every_chunk(files, probe, monke
     dense = src.model.get_layer("scores")
     real_call = dense.call
     monkeypatch.setattr(dense, "call", lambda *a, **k: calls.append(1) or real_call(*a, **k))
-    monkeypatch.setattr(keras_source, "rows_per_chunk", lambda arrays, cap: 2)  # chunks of 2, 2 and 1
+    monkeypatch.setattr(keras_source, "rows_per_chunk", lambda arrays, cap, budget: 2)  # chunks of 2, 2 and 1
     np.testing.assert_allclose(src.predict(probe), _expected(probe), rtol=0, atol=1e-6)
     assert calls == []  # eagerly, the layer's Python code would run once per chunk; traced, never again
 

@@ -6,7 +6,10 @@ Its own module so that the recipes (edgekit.quantize.onnx_recipes) and the passe
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +35,44 @@ class Reader:
         self.i = 0
 
 
+class _OutOfRangeAxis(logging.Filter):
+    """Drops onnxruntime's "Axis 1 is out-of-range for weight ..." warnings, keeping the weights' names.
+
+    onnxruntime 1.2x asks every normalization's scale for per-channel axis 1 (quantization/operators/norm.py),
+    which a LayerNormalization's 1-D scale does not have: it then quantizes that scale per tensor, and says so on
+    the root logger, once per node and per quantization (a ConvNeXt-T: 18 lines on the terminal each time).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weights: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if "is out-of-range for weight" not in text:
+            return True
+        self.weights.add(text.split("'")[1] if text.count("'") >= 2 else text)
+        return False
+
+
+@contextlib.contextmanager
+def _quiet_axis_warnings(notes: list[str] | None) -> Iterator[None]:
+    """While inside, onnxruntime's out-of-range-axis warnings become one note in NOTES."""
+    root, quiet = logging.getLogger(), _OutOfRangeAxis()
+    root.addFilter(quiet)
+    try:
+        yield
+    finally:
+        root.removeFilter(quiet)
+        if quiet.weights and notes is not None:
+            notes.append(f"{len(quiet.weights)} normalization scale(s) quantized per tensor: onnxruntime's "
+                         "per-channel axis 1 does not exist on a 1-D LayerNormalization scale")
+
+
 def quantize(src: Path, dst: Path, data: Any, config: Any) -> None:
     """onnxruntime quantize_static with CONFIG's calibration statistic (`mse`: edgekit.quantize.ort_mse) and float
     nodes."""
-    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
-
-    from edgekit.quantize.ort_calibrate import chunked_reader, strided_options
+    from onnxruntime.quantization import CalibrationMethod, QuantType
 
     method = {"minmax": CalibrationMethod.MinMax, "percentile": CalibrationMethod.Percentile,
               "entropy": CalibrationMethod.Entropy, "mse": CalibrationMethod.MinMax}[config.calibrate]
@@ -52,6 +87,17 @@ def quantize(src: Path, dst: Path, data: Any, config: Any) -> None:
     extra: dict[str, Any] = {"ActivationSymmetric": False, "WeightSymmetric": True}
     if config.calibrate == "percentile":
         extra["CalibPercentile"] = config.percentile
+    with _quiet_axis_warnings(getattr(data, "notes", None)):
+        _quantize_static(src, dst, data, config, cache, method, qtype, extra)
+    shutil.rmtree(data.work / "augmented_model.onnx", ignore_errors=True)
+
+
+def _quantize_static(src: Path, dst: Path, data: Any, config: Any, cache: Path | None, method: Any, qtype: Any,
+                     extra: dict[str, Any]) -> None:
+    from onnxruntime.quantization import QuantFormat, quantize_static
+
+    from edgekit.quantize.ort_calibrate import chunked_reader, strided_options
+
     quantize_static(
         # fed and folded a chunk at a time (edgekit.quantize.ort_calibrate): histograms held every sample's tensors
         str(src), str(dst), chunked_reader(src, data.name, data.samples, data.batch, data.feeds),
@@ -64,7 +110,6 @@ def quantize(src: Path, dst: Path, data: Any, config: Any) -> None:
         nodes_to_exclude=list(config.float_nodes) or None, extra_options={**extra, **strided_options()},
         calibration_cache_path=str(cache) if cache is not None else None,
     )
-    shutil.rmtree(data.work / "augmented_model.onnx", ignore_errors=True)
 
 
 __all__ = ["Reader", "quantize"]

@@ -140,3 +140,35 @@ def test_streamed_layer_figures_equal_the_whole_arrays(chain: Path, tmp_path: Pa
         if expected is not None:
             assert s.top.ratio() == pytest.approx(expected, rel=1e-12)
             assert s.top.kept.size <= s.top.keep  # the top 0.1% only, not the tensor
+
+
+def test_layernorm_scales_are_one_note_not_a_warning_per_node(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    """onnxruntime asks a LayerNormalization's 1-D scale for per-channel axis 1 and warns on the root logger, per node
+    and per quantization; edgekit's quantize says it once, as a note, and the scale is still quantized per tensor."""
+    import logging
+
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from edgekit.quantize.onnx_recipes import Plain, QuantData
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w")]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h0"], name="mm")]
+    for k in range(2):
+        inits += [numpy_helper.from_array(rng.uniform(0.5, 1.5, 8).astype(np.float32), f"g{k}"),
+                  numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), f"b{k}")]
+        nodes.append(helper.make_node("LayerNormalization", [f"h{k}", f"g{k}", f"b{k}"], [f"h{k + 1}"], axis=-1,
+                                      name=f"ln{k}"))
+    graph = helper.make_graph(nodes, "ln", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8])],
+                              [helper.make_tensor_value_info("h2", TensorProto.FLOAT, [1, 4, 8])], inits)
+    src = tmp_path / "ln.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(src))
+    data = QuantData(name="x", samples=rng.standard_normal((8, 4, 8)).astype(np.float32), batch=1, work=tmp_path)
+    with caplog.at_level(logging.WARNING):
+        Plain().build(src, tmp_path / "ln.int8.onnx", data)
+    assert not [r for r in caplog.records if "out-of-range" in r.getMessage()]
+    assert data.notes == ["2 normalization scale(s) quantized per tensor: onnxruntime's per-channel axis 1 does not "
+                          "exist on a 1-D LayerNormalization scale"]
+    scales = {i.name: i for i in onnx.load(str(tmp_path / "ln.int8.onnx")).graph.initializer}
+    assert any(n.startswith("g0") and n.endswith("_scale") for n in scales)  # quantized all the same

@@ -9,8 +9,17 @@ first unsupported op: everything after runs on the CPU).
   NHWC conversion): the transpose is folded into the FC weights (their columns permuted), the op removed.
 - PADV2 with a very negative constant (a padded MaxPool from ONNX) on a tensor that cannot be negative
   (written by a ReLU/ReLU6, fused or not): padding with 0 gives the same maximum, so it becomes PAD.
+- FULLY_CONNECTED on a 4-D tensor (keep_num_dims: the pointwise MLPs of ConvNeXt and the channels-last blocks
+  onnx2tf writes for a Linear on NHWC data), which the Edge TPU refuses ("the output must be one-dimensional")
+  and where mapping stopped after 23 of 328 ops on a ConvNeXt-T: the same product as a 1x1 CONV_2D, whose
+  filter [out, 1, 1, in] holds the FC weights [out, in] byte for byte.
+- RELU_0_TO_1 (not in Coral's table; PaddleOCR's hard sigmoids end in it) becomes MUL by 6 with a fused RELU6,
+  then MUL by 1/6.
+- GELU (not in Coral's table; ConvNeXt, PoolFormer, ViT MLPs) becomes x * LOGISTIC(1.702 x): MUL, LOGISTIC,
+  MUL. The only fix that is not exact in float: at most 0.0203 from the exact GELU (at x = -2.27), below one
+  int8 step of a GELU output whose range exceeds 5.2; validation measures what it costs.
 
-Each fix is exact in float. `apply_fixes` returns the edited model and what it changed; the pre-flight of
+Every other fix is exact in float. `apply_fixes` returns the edited model and what it changed; the pre-flight of
 the quantized model before and after proves the effect (edgekit.quantize.tflite_recipes records both).
 """
 
@@ -36,29 +45,18 @@ class FixReport:
 
 
 def _hard_swish(f: FlatModel) -> int:
-    done = 0
-    k = 0
-    while k < len(f.sg.operators):
-        if f.name(k) != "HARD_SWISH":
-            k += 1
-            continue
-        op = f.sg.operators[k]
-        x, y = int(op.inputs[0]), int(op.outputs[0])
-        name = f.sg.tensors[y].name
-        base = name.decode() if isinstance(name, bytes) else str(name)
+    def rewrite(x: int, y: int, base: str) -> list[object]:
         three = f.add_const(f"{base}/hswish_3", np.array(3.0, np.float32))
         sixth = f.add_const(f"{base}/hswish_1_6", np.array(1.0 / 6.0, np.float32))
         t1, t2 = f.add_like(f"{base}/hswish_relu6", x), f.add_like(f"{base}/hswish_mul", x)
         add_opts, add_type = f.fused("ADD", _RELU6)
         mul_opts, mul_type = f.fused("MUL")
         mul2_opts, _ = f.fused("MUL")
-        f.sg.operators[k:k + 1] = [f.make_op("ADD", [x, three], [t1], add_opts, add_type),
-                                   f.make_op("MUL", [x, t1], [t2], mul_opts, mul_type),
-                                   f.make_op("MUL", [t2, sixth], [y], mul2_opts, mul_type)]
-        k += 3
-        done += 1
-    f.reindex()
-    return done
+        return [f.make_op("ADD", [x, three], [t1], add_opts, add_type),
+                f.make_op("MUL", [x, t1], [t2], mul_opts, mul_type),
+                f.make_op("MUL", [t2, sixth], [y], mul2_opts, mul_type)]
+
+    return _replace_each(f, "HARD_SWISH", rewrite)
 
 
 def _transpose_into_fc(f: FlatModel) -> int:
@@ -133,10 +131,94 @@ def _padv2_to_pad(f: FlatModel) -> int:
     return done
 
 
+def _base_name(f: FlatModel, tensor: int) -> str:
+    name = f.sg.tensors[tensor].name
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def _fc_to_conv(f: FlatModel) -> int:
+    done = 0
+    for k in range(len(f.sg.operators)):
+        if f.name(k) != "FULLY_CONNECTED":
+            continue
+        op = f.sg.operators[k]
+        x, y = int(op.inputs[0]), int(op.outputs[0])
+        xs, ys = f.sg.tensors[x].shape, f.sg.tensors[y].shape
+        opts = op.builtinOptions
+        if xs is None or ys is None or len(xs) != 4 or len(ys) != 4 or int(getattr(opts, "weightsFormat", 0) or 0):
+            continue
+        w = f.weight(int(op.inputs[1]))
+        if w is None or w.ndim != 2 or w.shape[1] != int(xs[3]) or w.shape[0] != int(ys[3]):
+            continue
+        wt = f.sg.tensors[int(op.inputs[1])]
+        wt.shape = np.array([w.shape[0], 1, 1, w.shape[1]], np.int32)  # the same bytes, read as a 1x1 filter
+        wt.shapeSignature = None
+        bias = int(op.inputs[2]) if len(op.inputs) > 2 else -1
+        if bias < 0:  # the converter's CONV_2D always has a bias
+            bias = f.add_const(f"{_base_name(f, y)}/conv_bias", np.zeros(w.shape[0], np.float32))
+        conv = f.schema.Conv2DOptionsT()
+        conv.padding, conv.strideW, conv.strideH = f.schema.Padding.VALID, 1, 1
+        conv.dilationWFactor = conv.dilationHFactor = 1
+        conv.fusedActivationFunction = int(getattr(opts, "fusedActivationFunction", 0) or 0)
+        f.sg.operators[k] = f.make_op("CONV_2D", [x, int(op.inputs[1]), bias], [y], conv,
+                                      f.schema.BuiltinOptions.Conv2DOptions)
+        done += 1
+    f.reindex()
+    return done
+
+
+def _replace_each(f: FlatModel, op_name: str, rewrite: Callable[[int, int, str], list[object]]) -> int:
+    """Every OP_NAME op (one input x, one output y) replaced by REWRITE(x, y, base name)'s ops, in order."""
+    done = k = 0
+    while k < len(f.sg.operators):
+        if f.name(k) != op_name:
+            k += 1
+            continue
+        op = f.sg.operators[k]
+        x, y = int(op.inputs[0]), int(op.outputs[0])
+        ops = rewrite(x, y, _base_name(f, y))
+        f.sg.operators[k:k + 1] = ops
+        k += len(ops)
+        done += 1
+    f.reindex()
+    return done
+
+
+def _relu_0_to_1(f: FlatModel) -> int:
+    def rewrite(x: int, y: int, base: str) -> list[object]:
+        six = f.add_const(f"{base}/relu01_6", np.array(6.0, np.float32))
+        sixth = f.add_const(f"{base}/relu01_1_6", np.array(1.0 / 6.0, np.float32))
+        t = f.add_like(f"{base}/relu01_relu6", x)
+        relu6_opts, mul_type = f.fused("MUL", _RELU6)
+        mul_opts, _ = f.fused("MUL")
+        return [f.make_op("MUL", [x, six], [t], relu6_opts, mul_type),  # min(max(6x, 0), 6) / 6
+                f.make_op("MUL", [t, sixth], [y], mul_opts, mul_type)]
+
+    return _replace_each(f, "RELU_0_TO_1", rewrite)
+
+
+GELU_SIGMOID_SCALE = 1.702  # x * sigmoid(1.702 x): Hendrycks & Gimpel 2016, section 2
+
+
+def _gelu(f: FlatModel) -> int:
+    def rewrite(x: int, y: int, base: str) -> list[object]:
+        scale = f.add_const(f"{base}/gelu_1.702", np.array(GELU_SIGMOID_SCALE, np.float32))
+        s, g = f.add_like(f"{base}/gelu_scaled", x), f.add_like(f"{base}/gelu_sigmoid", x)
+        mul_opts, mul_type = f.fused("MUL")
+        mul2_opts, _ = f.fused("MUL")
+        return [f.make_op("MUL", [x, scale], [s], mul_opts, mul_type), f.make_op("LOGISTIC", [s], [g]),
+                f.make_op("MUL", [x, g], [y], mul2_opts, mul_type)]
+
+    return _replace_each(f, "GELU", rewrite)
+
+
 FIXES: dict[str, Callable[[FlatModel], int]] = {
     "HARD_SWISH -> ADD+RELU6, MUL, MUL": _hard_swish,
     "TRANSPOSE folded into FULLY_CONNECTED": _transpose_into_fc,
     "PADV2(-inf) after ReLU -> PAD": _padv2_to_pad,
+    "FULLY_CONNECTED on 4-D -> CONV_2D 1x1": _fc_to_conv,
+    "RELU_0_TO_1 -> MUL+RELU6, MUL": _relu_0_to_1,
+    "GELU -> MUL, LOGISTIC, MUL (x sigmoid(1.702 x))": _gelu,
 }
 
 

@@ -108,6 +108,8 @@ def test_debugger_diagnosis_ranks_layers(tf, spread_saved: Path, xs: np.ndarray,
     ("hard_swish", "HARD_SWISH -> ADD+RELU6, MUL, MUL", None),
     ("transpose_fc", "TRANSPOSE folded into FULLY_CONNECTED", 13),  # TRANSPOSE maps from runtime 14 only
     ("padv2", "PADV2(-inf) after ReLU -> PAD", None),
+    ("fc4d", "FULLY_CONNECTED on 4-D -> CONV_2D 1x1", None),
+    ("gelu", "GELU -> MUL, LOGISTIC, MUL (x sigmoid(1.702 x))", None),
 ])
 def test_each_edgetpu_fix_keeps_fidelity_and_raises_the_tpu_op_count(
         tf, xs: np.ndarray, tmp_path: Path, pattern: str, fix: str, min_runtime: int | None) -> None:
@@ -226,3 +228,39 @@ def test_mse_beats_plain_and_both_statistics_are_recorded(tf, squash_saved: Path
         assert [t["recipe"] for t in d["trials"]] == [name] and d["float_nodes"] == []
     assert any(n.startswith("mse: 4 activation ranges") for n in choices["mse"].notes)
     assert {"percentile", "mse"} <= set(TFLITE_RECIPES) and AUTO_ORDER[-3:-1] == ("percentile", "mse")
+
+
+def test_relu_0_to_1_becomes_two_muls_the_tpu_maps(tf, tmp_path: Path) -> None:
+    """The converter writes RELU_0_TO_1 only from onnx2tf's graphs (PaddleOCR's hard sigmoids), so the model here is
+    made by hand: MINIMUM(RELU(t), 1) rewritten as the one op. The fix must give the same floats and leave no op
+    the Edge TPU lacks."""
+    from edgekit.edgetpu.fixes import apply_fixes
+    from edgekit.edgetpu.rules import RULES
+    from edgekit.quantize.flatbuffer import FlatModel
+    from edgekit.quantize.tflite_run import run_tflite
+    from edgekit.tflite_model import read_tflite
+
+    class Clip(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec((1, 8, 8, 4), tf.float32)])
+        def __call__(self, x):  # noqa: ANN001, ANN204
+            return {"y": tf.maximum(tf.minimum(tf.tanh(x) * 2.0 + x, 1.0), 0.0)}
+
+    m = Clip()
+    tf.saved_model.save(m, str(tmp_path / "clip"), signatures={"serving_default": m.__call__})
+    f = FlatModel(tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "clip")).convert())
+    names = [f.name(k) for k in range(len(f.sg.operators))]
+    assert names[-2:] == ["MINIMUM", "RELU"]
+    lo, hi = f.sg.operators[-2], f.sg.operators[-1]
+    f.sg.operators[-2:] = [f.make_op("RELU_0_TO_1", [int(lo.inputs[0])], [int(hi.outputs[0])])]
+    paths = [tmp_path / "relu01.tflite", tmp_path / "fixed.tflite"]
+    paths[0].write_bytes(f.to_bytes())
+    fixed, report = apply_fixes(paths[0].read_bytes())
+    paths[1].write_bytes(fixed)
+    assert report.applied == {"RELU_0_TO_1 -> MUL+RELU6, MUL": 1}
+    assert "RELU_0_TO_1" not in [op.op for op in read_tflite(paths[1]).ops]
+    assert [op.op for op in read_tflite(paths[0]).ops if op.op not in RULES] == ["RELU_0_TO_1"]  # Coral's table
+    assert [op.op for op in read_tflite(paths[1]).ops if op.op not in RULES] == []
+    x = np.random.default_rng(0).uniform(-3, 3, (8, 8, 8, 4)).astype(np.float32)
+    y0, y1 = run_tflite(paths, x)
+    assert 0.0 < y0.mean() < 1.0 and y0.min() == 0.0 and y0.max() == 1.0  # both ends are reached
+    np.testing.assert_allclose(y1, y0, atol=1e-6)

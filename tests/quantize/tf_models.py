@@ -23,14 +23,16 @@ def _weights(seed: int, spread: float, head_spread: float) -> dict[str, np.ndarr
     w3[..., [0, 7]] *= head_spread  # the same problem at the classifier's input
     wg[[0, 7]] /= head_spread
     return {"w1": w1, "b1": b1, "dw": dw, "w3": w3, "wg": wg,
-            "wf": (rng.standard_normal((16 * 8 * 8, 10)) * 0.05).astype(np.float32)}
+            "wf": (rng.standard_normal((16 * 8 * 8, 10)) * 0.05).astype(np.float32),
+            "wp": (rng.standard_normal((16, 16)) * 0.3).astype(np.float32)}
 
 
 def build(path: Path, pattern: str = "plain", spread: float = 1.0, seed: int = 0, head_spread: float = 1.0) -> Path:
     """PATTERN: plain (conv, depthwise, 1x1 conv, GAP, dense; SPREAD gives the channel-range problem after the
     first conv, HEAD_SPREAD between the last conv and the classifier), hard_swish (the same with hard-swish
     activations), transpose_fc (an NCHW flatten before the dense layer), padv2 (a MaxPool padded with the
-    float minimum after a ReLU)."""
+    float minimum after a ReLU), fc4d (a pointwise dense layer on the 4-D map, ConvNeXt's MLP), gelu (a 1x1 conv and
+    GELU after the last conv)."""
     import tensorflow as tf
 
     w = {k: tf.constant(v) for k, v in _weights(seed, spread, head_spread).items()}
@@ -49,6 +51,10 @@ def build(path: Path, pattern: str = "plain", spread: float = 1.0, seed: int = 0
                 h = tf.nn.max_pool2d(h, 3, 1, "VALID")
             h = act(tf.nn.depthwise_conv2d(h, w["dw"], [1, 1, 1, 1], "SAME"))
             h = act(tf.nn.conv2d(h, w["w3"], 1, "SAME"))
+            if pattern == "fc4d":  # a constant right operand: the converter writes FULLY_CONNECTED, keep_num_dims
+                h = tf.nn.relu(tf.matmul(h, w["wp"]))
+            if pattern == "gelu":
+                h = tf.nn.gelu(tf.nn.conv2d(h, w["wp"][None, None], 1, "SAME"), approximate=False)
             if pattern == "transpose_fc":
                 h = tf.nn.max_pool2d(h, 2, 2, "VALID")
                 flat = tf.reshape(tf.transpose(h, [0, 3, 1, 2]), [1, -1])  # NCHW order, as from PyTorch

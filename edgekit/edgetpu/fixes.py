@@ -15,6 +15,9 @@ first unsupported op: everything after runs on the CPU).
   filter [out, 1, 1, in] holds the FC weights [out, in] byte for byte.
 - RELU_0_TO_1 (not in Coral's table; PaddleOCR's hard sigmoids end in it) becomes MUL by 6 with a fused RELU6,
   then MUL by 1/6.
+- NEG (Keras's LayerNormalization subtracts its mean through it): the quantizer has no int8 NEG and leaves it in
+  float between a DEQUANTIZE and a QUANTIZE, where Edge TPU mapping stops (a Keras ConvNeXt-T: after 5 of 376
+  ops); MUL by -1 is the same and quantizes. SQUARE likewise (ConvNeXt-V2's global response norm) becomes MUL(x, x).
 - GELU (not in Coral's table; ConvNeXt, PoolFormer, ViT MLPs) becomes x * LOGISTIC(1.702 x): MUL, LOGISTIC,
   MUL. The only fix that is not exact in float: at most 0.0203 from the exact GELU (at x = -2.27), below one
   int8 step of a GELU output whose range exceeds 5.2; validation measures what it costs.
@@ -197,6 +200,23 @@ def _relu_0_to_1(f: FlatModel) -> int:
     return _replace_each(f, "RELU_0_TO_1", rewrite)
 
 
+def _neg(f: FlatModel) -> int:
+    def rewrite(x: int, y: int, base: str) -> list[object]:
+        minus_one = f.add_const(f"{base}/neg_-1", np.array(-1.0, np.float32))
+        mul_opts, mul_type = f.fused("MUL")
+        return [f.make_op("MUL", [x, minus_one], [y], mul_opts, mul_type)]
+
+    return _replace_each(f, "NEG", rewrite)
+
+
+def _square(f: FlatModel) -> int:
+    def rewrite(x: int, y: int, base: str) -> list[object]:
+        mul_opts, mul_type = f.fused("MUL")
+        return [f.make_op("MUL", [x, x], [y], mul_opts, mul_type)]
+
+    return _replace_each(f, "SQUARE", rewrite)
+
+
 GELU_SIGMOID_SCALE = 1.702  # x * sigmoid(1.702 x): Hendrycks & Gimpel 2016, section 2
 
 
@@ -219,6 +239,8 @@ FIXES: dict[str, Callable[[FlatModel], int]] = {
     "FULLY_CONNECTED on 4-D -> CONV_2D 1x1": _fc_to_conv,
     "RELU_0_TO_1 -> MUL+RELU6, MUL": _relu_0_to_1,
     "GELU -> MUL, LOGISTIC, MUL (x sigmoid(1.702 x))": _gelu,
+    "NEG -> MUL by -1": _neg,
+    "SQUARE -> MUL(x, x)": _square,
 }
 
 

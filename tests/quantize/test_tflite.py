@@ -110,6 +110,8 @@ def test_debugger_diagnosis_ranks_layers(tf, spread_saved: Path, xs: np.ndarray,
     ("padv2", "PADV2(-inf) after ReLU -> PAD", None),
     ("fc4d", "FULLY_CONNECTED on 4-D -> CONV_2D 1x1", None),
     ("gelu", "GELU -> MUL, LOGISTIC, MUL (x sigmoid(1.702 x))", None),
+    ("neg", "NEG -> MUL by -1", None),
+    ("square", "SQUARE -> MUL(x, x)", None),
 ])
 def test_each_edgetpu_fix_keeps_fidelity_and_raises_the_tpu_op_count(
         tf, xs: np.ndarray, tmp_path: Path, pattern: str, fix: str, min_runtime: int | None) -> None:

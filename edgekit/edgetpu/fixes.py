@@ -12,7 +12,8 @@ first unsupported op: everything after runs on the CPU).
 - FULLY_CONNECTED on a 4-D tensor (keep_num_dims: the pointwise MLPs of ConvNeXt and the channels-last blocks
   onnx2tf writes for a Linear on NHWC data), which the Edge TPU refuses ("the output must be one-dimensional")
   and where mapping stopped after 23 of 328 ops on a ConvNeXt-T: the same product as a 1x1 CONV_2D, whose
-  filter [out, 1, 1, in] holds the FC weights [out, in] byte for byte.
+  filter [out, 1, 1, in] holds the FC weights [out, in] byte for byte. On a 3-D [1, N, C] tensor (a sequence:
+  LeViT's tokens, a text recognizer's time steps) the same between RESHAPEs to and from [1, 1, N, C].
 - RELU_0_TO_1 (not in Coral's table; PaddleOCR's hard sigmoids end in it) becomes MUL by 6 with a fused RELU6,
   then MUL by 1/6.
 - NEG (Keras's LayerNormalization subtracts its mean through it): the quantizer has no int8 NEG and leaves it in
@@ -140,34 +141,62 @@ def _base_name(f: FlatModel, tensor: int) -> str:
 
 
 def _fc_to_conv(f: FlatModel) -> int:
-    done = 0
-    for k in range(len(f.sg.operators)):
-        if f.name(k) != "FULLY_CONNECTED":
-            continue
+    done = k = 0
+    while k < len(f.sg.operators):
         op = f.sg.operators[k]
-        x, y = int(op.inputs[0]), int(op.outputs[0])
-        xs, ys = f.sg.tensors[x].shape, f.sg.tensors[y].shape
-        opts = op.builtinOptions
-        if xs is None or ys is None or len(xs) != 4 or len(ys) != 4 or int(getattr(opts, "weightsFormat", 0) or 0):
+        ops = _as_conv(f, op) if f.name(k) == "FULLY_CONNECTED" else None
+        if ops is None:
+            k += 1
             continue
-        w = f.weight(int(op.inputs[1]))
-        if w is None or w.ndim != 2 or w.shape[1] != int(xs[3]) or w.shape[0] != int(ys[3]):
-            continue
-        wt = f.sg.tensors[int(op.inputs[1])]
-        wt.shape = np.array([w.shape[0], 1, 1, w.shape[1]], np.int32)  # the same bytes, read as a 1x1 filter
-        wt.shapeSignature = None
-        bias = int(op.inputs[2]) if len(op.inputs) > 2 else -1
-        if bias < 0:  # the converter's CONV_2D always has a bias
-            bias = f.add_const(f"{_base_name(f, y)}/conv_bias", np.zeros(w.shape[0], np.float32))
-        conv = f.schema.Conv2DOptionsT()
-        conv.padding, conv.strideW, conv.strideH = f.schema.Padding.VALID, 1, 1
-        conv.dilationWFactor = conv.dilationHFactor = 1
-        conv.fusedActivationFunction = int(getattr(opts, "fusedActivationFunction", 0) or 0)
-        f.sg.operators[k] = f.make_op("CONV_2D", [x, int(op.inputs[1]), bias], [y], conv,
-                                      f.schema.BuiltinOptions.Conv2DOptions)
+        f.sg.operators[k:k + 1] = ops
+        k += len(ops)
         done += 1
     f.reindex()
     return done
+
+
+def _as_conv(f: FlatModel, op: object) -> list[object] | None:
+    """FULLY_CONNECTED OP on a [1, H, W, C] or [1, N, C] tensor as a 1x1 CONV_2D (between two RESHAPEs for 3-D),
+    or None where it is not one (2-D, a batch, another weights format, weights shared)."""
+    x, y = int(op.inputs[0]), int(op.outputs[0])
+    xs, ys = f.sg.tensors[x].shape, f.sg.tensors[y].shape
+    opts = op.builtinOptions
+    if xs is None or ys is None or len(xs) not in (3, 4) or len(ys) != len(xs) or int(xs[0]) != 1:
+        return None
+    if int(getattr(opts, "weightsFormat", 0) or 0):
+        return None
+    w = f.weight(int(op.inputs[1]))
+    if w is None or w.ndim != 2 or w.shape[1] != int(xs[-1]) or w.shape[0] != int(ys[-1]):
+        return None
+    base = _base_name(f, y)
+    wt = f.sg.tensors[int(op.inputs[1])]
+    wt.shape = np.array([w.shape[0], 1, 1, w.shape[1]], np.int32)  # the same bytes, read as a 1x1 filter
+    wt.shapeSignature = None
+    bias = int(op.inputs[2]) if len(op.inputs) > 2 else -1
+    if bias < 0:  # the converter's CONV_2D always has a bias
+        bias = f.add_const(f"{base}/conv_bias", np.zeros(w.shape[0], np.float32))
+    conv = f.schema.Conv2DOptionsT()
+    conv.padding, conv.strideW, conv.strideH = f.schema.Padding.VALID, 1, 1
+    conv.dilationWFactor = conv.dilationHFactor = 1
+    conv.fusedActivationFunction = int(getattr(opts, "fusedActivationFunction", 0) or 0)
+    conv_type = f.schema.BuiltinOptions.Conv2DOptions
+    if len(xs) == 4:
+        return [f.make_op("CONV_2D", [x, int(op.inputs[1]), bias], [y], conv, conv_type)]
+    n = int(xs[1])  # [1, N, C] -> [1, 1, N, C] -> conv -> [1, 1, N, O] -> [1, N, O]
+    x4, y4 = f.add_like(f"{base}/as_4d_in", x), f.add_like(f"{base}/as_4d_out", y)
+    f.sg.tensors[x4].shape = np.array([1, 1, n, int(xs[2])], np.int32)
+    f.sg.tensors[y4].shape = np.array([1, 1, n, int(ys[2])], np.int32)
+    f.sg.tensors[x4].shapeSignature = f.sg.tensors[y4].shapeSignature = None
+    return [_reshape(f, x, x4, [1, 1, n, int(xs[2])], base + "/in"),
+            f.make_op("CONV_2D", [x4, int(op.inputs[1]), bias], [y4], conv, conv_type),
+            _reshape(f, y4, y, [1, n, int(ys[2])], base + "/out")]
+
+
+def _reshape(f: FlatModel, x: int, y: int, shape: list[int], name: str) -> object:
+    opts = f.schema.ReshapeOptionsT()
+    opts.newShape = list(shape)
+    return f.make_op("RESHAPE", [x, f.add_int32(f"{name}_shape", np.array(shape, np.int32))], [y], opts,
+                     f.schema.BuiltinOptions.ReshapeOptions)
 
 
 def _replace_each(f: FlatModel, op_name: str, rewrite: Callable[[int, int, str], list[object]]) -> int:
@@ -236,7 +265,7 @@ FIXES: dict[str, Callable[[FlatModel], int]] = {
     "HARD_SWISH -> ADD+RELU6, MUL, MUL": _hard_swish,
     "TRANSPOSE folded into FULLY_CONNECTED": _transpose_into_fc,
     "PADV2(-inf) after ReLU -> PAD": _padv2_to_pad,
-    "FULLY_CONNECTED on 4-D -> CONV_2D 1x1": _fc_to_conv,
+    "FULLY_CONNECTED on 3-D/4-D -> CONV_2D 1x1": _fc_to_conv,
     "RELU_0_TO_1 -> MUL+RELU6, MUL": _relu_0_to_1,
     "GELU -> MUL, LOGISTIC, MUL (x sigmoid(1.702 x))": _gelu,
     "NEG -> MUL by -1": _neg,

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-FLOAT32 = 0  # TensorType.FLOAT32
+FLOAT32, INT32 = 0, 2  # TensorType.FLOAT32, TensorType.INT32
 
 
 class FlatModel:
@@ -62,6 +62,15 @@ class FlatModel:
         buf.data = np.frombuffer(np.asarray(value, np.float32).tobytes(), np.uint8)
         self.model.buffers.append(buf)
         return self._tensor(name, list(np.shape(value)), len(self.model.buffers) - 1)
+
+    def add_int32(self, name: str, value: np.ndarray) -> int:
+        """A new int32 constant tensor (a RESHAPE's shape, a reduction's axes)."""
+        buf = self.schema.BufferT()
+        buf.data = np.frombuffer(np.asarray(value, np.int32).tobytes(), np.uint8)
+        self.model.buffers.append(buf)
+        k = self._tensor(name, list(np.shape(value)), len(self.model.buffers) - 1)
+        self.sg.tensors[k].type = INT32
+        return k
 
     def add_like(self, name: str, like: int) -> int:
         """A new float activation tensor with the shape of tensor LIKE."""

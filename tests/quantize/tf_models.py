@@ -31,8 +31,9 @@ def build(path: Path, pattern: str = "plain", spread: float = 1.0, seed: int = 0
     """PATTERN: plain (conv, depthwise, 1x1 conv, GAP, dense; SPREAD gives the channel-range problem after the
     first conv, HEAD_SPREAD between the last conv and the classifier), hard_swish (the same with hard-swish
     activations), transpose_fc (an NCHW flatten before the dense layer), padv2 (a MaxPool padded with the
-    float minimum after a ReLU), fc4d (a pointwise dense layer on the 4-D map, ConvNeXt's MLP), gelu (a 1x1 conv and
-    GELU after the last conv), neg and square (a branch through those ops added to the last conv's output)."""
+    float minimum after a ReLU), fc4d (a pointwise dense layer on the 4-D map, ConvNeXt's MLP), fc3d (the same on
+    the map as 256 tokens), gelu (a 1x1 conv and GELU after the last conv), neg and square (a branch through
+    those ops added to the last conv's output)."""
     import tensorflow as tf
 
     w = {k: tf.constant(v) for k, v in _weights(seed, spread, head_spread).items()}
@@ -53,6 +54,8 @@ def build(path: Path, pattern: str = "plain", spread: float = 1.0, seed: int = 0
             h = act(tf.nn.conv2d(h, w["w3"], 1, "SAME"))
             if pattern == "fc4d":  # a constant right operand: the converter writes FULLY_CONNECTED, keep_num_dims
                 h = tf.nn.relu(tf.matmul(h, w["wp"]))
+            if pattern == "fc3d":  # the same on the map as a sequence of 256 tokens
+                h = tf.reshape(tf.nn.relu(tf.matmul(tf.reshape(h, [1, 256, 16]), w["wp"])), [1, 16, 16, 16])
             if pattern in ("neg", "square"):  # float in an int8 model: the quantizer has neither in int8
                 t = tf.tanh(tf.nn.conv2d(h, w["wp"][None, None], 1, "SAME"))
                 h = h + (tf.negative(t) * t if pattern == "neg" else tf.square(t))

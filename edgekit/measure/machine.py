@@ -38,8 +38,8 @@ def release_freed_memory() -> bool:
 
     Why: TensorFlow's and PyTorch's CPU allocators free a batch's activations to malloc, and glibc keeps the
     pages for reuse: after the reference outputs of a Keras ConvNeXt-T (chunks of 27 samples at 160x160) the
-    process held 2.25 GiB, 0.94 GiB once trimmed, and the step that came next (tf2onnx) grew from there, to
-    the run's 4.2 GiB peak. Trimming costs milliseconds; it runs between a conversion's phases and steps.
+    process held 2.25 GiB, 0.94 GiB once trimmed: memory the child processes of the later steps (onnx2tf,
+    validation) can have. Trimming costs milliseconds; it runs between a conversion's phases and steps.
     """
     import ctypes
     import ctypes.util

@@ -7,8 +7,9 @@ artifact is that float model, and int8 and the Edge TPU's uint8-I/O int8 are two
 calibration. (TF 2.21's quantizer, like the converter's one-shot path, leaves an op without an int8 kernel
 in float between QUANTIZE/DEQUANTIZE; the Edge TPU pre-flight names such ops.)
 `--int8-recipe` (default plain; auto searches) chooses how: edgekit.quantize.tflite_recipes (plain, equalize,
-percentile, mse, mixed precision by selective quantization; an integer-only target such as the Edge TPU never gets
-float layers).
+equalize+bias, bias, percentile, mse, mixed precision by selective quantization; an integer-only target such as the
+Edge TPU never gets float layers). For the Edge TPU the float model is first rewritten by edgekit.edgetpu.fixes
+(ops the compiler cannot map as ops it can), unless --no-edgetpu-fixes.
 """
 
 from __future__ import annotations

@@ -203,7 +203,8 @@ def trial_words(t: Any) -> str:
 def row(choice: Any, fig: dict[str, float], size: int, latency: float, seconds: float) -> dict[str, Any]:
     return {**fig, "size_bytes": size, "latency_ms": latency, "chosen": choice.chosen, "met_in_search": choice.met,
             "judged_on": choice.judged_on, "ops_in_float": len(choice.float_nodes),
-            "macs_float_fraction": round(choice.macs_float_fraction, 4), "cost": choice.cost,
+            "macs_float_fraction": round(choice.macs_float_fraction, 4),
+            "macs_float_needed_over": choice.macs_float_needed_over, "cost": choice.cost,
             "float_input_noise_agreement": choice.float_input_noise_agreement, "why": choice.why_words() or None,
             "trials": [trial_words(t) for t in choice.trials],
             "seconds": round(seconds, 1)}

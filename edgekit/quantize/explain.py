@@ -38,7 +38,7 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
     from edgekit.console import captured_output
     from edgekit.steps.base import to_layout
 
-    x = to_layout(ref.x, ref.layout, inter.layout).astype("float32")
+    x = x_all = to_layout(ref.x, ref.layout, inter.layout).astype("float32")
     if not options.explain:  # unasked: the ranking of a few layers, not the last digit of their SQNR
         x = x[:UNASKED_SAMPLES if art.format == "onnx" else UNASKED_TFLITE_SAMPLES]
     key = _key(art.format, choice, len(x))
@@ -62,6 +62,8 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
         art.extra["diagnosis_error"] = f"{type(exc).__name__}: {exc}"[:400]
         progress(f"{art.path}: int8 diagnosis could not run ({type(exc).__name__}: {str(exc)[:200]})")
         return None
+    if choice.met is None and choice.float_input_noise_agreement is None:  # a named recipe: the search did not
+        choice = _noise_measured(art, choice, x_all)  # measure it, the words below are where it is read
     why = choice.why_words()
     if why:  # the model's own sensitivity, or the float share it needed (issue 9)
         import dataclasses
@@ -77,6 +79,25 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
         progress(f"{art.path}: --int8-recipe auto tries the recovery recipes (equalization, bias correction, "
                  "calibration statistics, mixed precision where the target allows float layers)")
     return diag
+
+
+def _noise_measured(art: Any, choice: Any, x: Any) -> Any:
+    """CHOICE with the float twin's input-noise agreement (edgekit.quantize.search.twin_noise_agreement), also in
+    ART's manifest record; CHOICE itself (the reason noted) where the twin cannot run."""
+    import dataclasses
+
+    from edgekit.quantize.search import twin_noise_agreement
+
+    try:
+        noise = twin_noise_agreement(art.format, choice.float_model, x)
+    except Exception as exc:  # noqa: BLE001 - advice, as the diagnosis
+        art.extra["noise_agreement_error"] = f"{type(exc).__name__}: {exc}"[:400]
+        return choice
+    if noise is None:
+        return choice
+    if isinstance(art.extra.get("int8_recipe"), dict):
+        art.extra["int8_recipe"]["float_input_noise_agreement"] = round(noise, 4)
+    return dataclasses.replace(choice, float_input_noise_agreement=round(noise, 4))
 
 
 def _key(fmt: str, choice: Any, samples: int) -> str:

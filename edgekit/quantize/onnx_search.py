@@ -6,9 +6,14 @@ judged on the rest (edgekit.quantize.search.split). Mixed precision measures eac
 (only that group quantized, reusing the base recipe's calibration ranges; a group is a layer with the
 layer that feeds it, since onnxruntime keeps a tensor quantized while its producer or a reader is), ranks
 the groups by damage per MAC and bisects for the smallest prefix that meets the thresholds, past the 10%
-of MACs where the model needs it (the record says how much). The first candidate that meets the int8
-thresholds is chosen; where none does, the best one is kept and the record says it missed (validation
-then judges it on held-out samples, and the diagnosis says why).
+of MACs where the model needs it, up to edgekit.quantize.search.AUTO_FLOAT_CAP (the record says how much). The
+first candidate that meets the int8 thresholds is chosen; where none does, the best float-free one is kept and
+the record says it missed and how much float did not suffice (validation then judges it on held-out samples,
+and the diagnosis says why).
+
+A named recipe (`--int8-recipe plain|equalize|...`) is built on every calibration sample and not judged here:
+validation judges every artifact on held-out samples anyway, and judging it in-sample first ran both models on
+every calibration sample again (`met` is None, `judged_on` says so).
 """
 
 from __future__ import annotations
@@ -25,9 +30,12 @@ from edgekit.errors import UsageError
 from edgekit.quantize.onnx_recipes import ONNX_RECIPES, OnnxRecipe, QuantData, quantize
 from edgekit.quantize.records import RecipeChoice, RecipeTrial
 from edgekit.quantize.search import (
+    NOT_JUDGED,
     Judged,
     Log,
     best,
+    best_float_free,
+    cap_share,
     input_noise_agreement,
     judge,
     macs_fraction,
@@ -69,18 +77,18 @@ class _Search:
         from edgekit.quantize.onnx_graph import node_macs
 
         self.pre, self.log = pre, log
-        n = len(data.samples)  # a named recipe is not searched for: calibrated and judged on every sample
-        calib_idx, judge_idx, self.judged_on = split(n) if searching else (
-            np.arange(n), np.arange(n), f"{n} calibration samples against the fp32 model")
+        n = len(data.samples)  # a named recipe is not searched for: calibrated on every sample, not judged here
+        calib_idx, judge_idx, self.judged_on = split(n) if searching else (np.arange(n), np.arange(n), NOT_JUDGED)
         self.data = replace(data, samples=data.samples[calib_idx])  # the recipes calibrate on these
         self.x = data.samples[judge_idx]  # and are judged on these
-        self.y_ref = _run(pre, self.x)
+        self.y_ref = _run(pre, self.x) if searching else None
         self.model = onnx.load(str(pre))
         self.macs = node_macs(self.model)
-        # (judged, float layers, (recipe, float model, int8 model, its folder))
-        self.kept: list[tuple[Judged, int, tuple[OnnxRecipe, Path, Path, Path]]] = []
+        # (judged (None: not judged), float layers, (recipe, float model, int8 model, its folder))
+        self.kept: list[tuple[Judged | None, int, tuple[OnnxRecipe, Path, Path, Path]]] = []
         self.trials: list[RecipeTrial] = []
         self.chosen: int | None = None  # the candidate mixed precision chose (bisection does not end on it)
+        self.needed_over: float | None = None  # mixed precision missed with this share of MACs in float
 
     def candidate(self, label: str, recipe: OnnxRecipe, make: Callable[[Path, QuantData], Path]) -> bool:
         t0 = time.perf_counter()
@@ -91,8 +99,11 @@ class _Search:
         if self.data.cache is None:  # onnxruntime reads any file there (checking only its method): a folder kept from
             cache.unlink(missing_ok=True)  # an earlier run would lend that run's model's ranges to this one
         src = make(out, replace(self.data, work=work, cache=self.data.cache or cache))
-        judged = judge(self.y_ref, _run(out, self.x), z=margin_z(len(self.kept) + 1))  # stricter as more are tried
         nodes = recipe.config.float_nodes
+        if self.y_ref is None:  # a named recipe: validation judges it
+            self.kept.append((None, len(nodes), (recipe, src, out, work)))
+            return False
+        judged = judge(self.y_ref, _run(out, self.x), z=margin_z(len(self.kept) + 1))  # stricter as more are tried
         self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
         say(self.log, label, judged, len(nodes))
         self.kept.append((judged, len(nodes), (recipe, src, out, work)))
@@ -129,6 +140,7 @@ class _Search:
     def mixed(self, base_index: int) -> bool:
         """Mixed precision on candidate BASE_INDEX's float model and calibration ranges."""
         _, _, (base, src, out, work) = self.kept[base_index]
+        assert self.y_ref is not None  # mixed precision is searched for
         cache = work / "calibration.json"
         data = replace(self.data, work=work, cache=cache if cache.is_file() else None)
         units, rest = self.units()
@@ -164,6 +176,7 @@ class _Search:
 
         k = smallest_float_set(ranked, self.macs, passes)
         if k is None:
+            self.needed_over = cap_share(ranked, self.macs)
             return False
         self.chosen = tried[prefix_nodes(ranked, k)]
         return True
@@ -173,12 +186,16 @@ def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Lo
                   float_free: bool = False) -> RecipeChoice:
     """Quantize PRE (the pre-processed fp32 ONNX) to DST with the recipe REQUESTED (or auto); the record."""
     check_name(requested)
-    s = _Search(pre, data, log, searching=requested in ("auto", "mixed"))
+    searching = requested in ("auto", "mixed")
+    s = _Search(pre, data, log, searching)
     names = AUTO_ORDER if requested == "auto" else ("plain",) if requested == "mixed" else (requested,)
     met = any(s.try_recipe(name) for name in names)  # any() stops at the first that meets the thresholds
-    if not met and requested in ("auto", "mixed") and not float_free:
-        met = s.mixed(best([(j, n, r) for j, n, r in s.kept]))
-    pick = (s.chosen if s.chosen is not None else len(s.kept) - 1) if met else best([(j, n, r) for j, n, r in s.kept])
+    if not met and searching and not float_free:
+        met = s.mixed(best(s.kept))  # type: ignore[arg-type]  # every candidate is judged when searching
+    if met:
+        pick = s.chosen if s.chosen is not None else len(s.kept) - 1
+    else:  # a miss keeps a float-free candidate (edgekit.quantize.search.AUTO_FLOAT_CAP); a named recipe, itself
+        pick = best_float_free(s.kept) if searching else 0
     _, _, (recipe, src, out, _) = s.kept[pick]
     if len(s.data.samples) < len(data.samples):  # judged on a held-out part: rebuilt on every calibration sample
         work = data.work / "chosen"
@@ -186,15 +203,19 @@ def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Lo
         src = recipe.build(pre, dst, replace(data, work=work, cache=None))
     else:
         shutil.copyfile(out, dst)
-    t = s.trials[pick]
-    if not met:
-        log(f"int8: no recipe met the thresholds on the samples the search judges; keeping the best, {t.recipe}")
-    noise = input_noise_agreement(lambda x: _run(pre, x), s.x, s.y_ref)
-    return RecipeChoice(
-        requested=requested, chosen=t.recipe, config=recipe.config.to_dict(), met=met, judged_on=s.judged_on,
-        float_nodes=recipe.config.float_nodes, macs_float_fraction=t.macs_float_fraction, trials=tuple(s.trials),
-        notes=tuple(dict.fromkeys(data.notes)), float_model=str(src), cost=_cost(s, dst, pre, t.recipe),
-        float_input_noise_agreement=None if noise is None else round(noise, 4))
+    t = s.trials[pick] if searching else None
+    noise = input_noise_agreement(lambda x: _run(pre, x), s.x, s.y_ref) if s.y_ref is not None else None
+    label = t.recipe if t else requested
+    choice = RecipeChoice(
+        requested=requested, chosen=label, config=recipe.config.to_dict(), met=met if searching else None,
+        judged_on=s.judged_on, float_nodes=recipe.config.float_nodes,
+        macs_float_fraction=t.macs_float_fraction if t else 0.0, trials=tuple(s.trials),
+        notes=tuple(dict.fromkeys(data.notes)), float_model=str(src), cost=_cost(s, dst, pre, label),
+        float_input_noise_agreement=None if noise is None else round(noise, 4), macs_float_needed_over=s.needed_over)
+    if searching and not met:
+        log(f"int8: no recipe met the thresholds on the samples the search judges; keeping the best float-free one, "
+            f"{choice.chosen}" + (f" ({choice.why_words()})" if s.needed_over is not None else ""))
+    return choice
 
 
 def _cost(s: _Search, dst: Path, pre: Path, chosen: str) -> dict[str, object]:

@@ -25,6 +25,7 @@ def _value(v: Any) -> Any:
 
 INT8_TOP1 = 0.97  # the int8 top-1 agreement threshold (edgekit.precisions), for the words only
 MACS_BUDGET = 0.10  # the share of MACs in float that issue 9 calls cheap (edgekit.quantize.search.AUTO_MACS_TARGET)
+MACS_CAP = 0.50  # the most mixed precision may leave in float (edgekit.quantize.search.AUTO_FLOAT_CAP: why there)
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,9 @@ class RecipeChoice:
     """How an int8 artifact was made: the recipe asked for, the one chosen, and its cost.
 
     `met` says whether the chosen recipe met the int8 thresholds on the samples the search judged
-    (`judged_on`); the artifact's own verdict is validation's, on held-out samples. `float_nodes`
+    (`judged_on`), None where the search did not judge it (a named recipe: validation judges every
+    artifact on held-out samples, and judging it in-sample first cost as much again); the artifact's
+    own verdict is validation's. `float_nodes`
     are the layers left in float (mixed precision) and `macs_float_fraction` their share of the
     model's multiply-accumulates; an Edge TPU artifact only ever gets float-free recipes.
     """
@@ -58,7 +61,7 @@ class RecipeChoice:
     requested: str
     chosen: str
     config: dict[str, Any]
-    met: bool
+    met: bool | None
     judged_on: str
     float_nodes: tuple[str, ...] = ()
     macs_float_fraction: float = 0.0
@@ -72,6 +75,10 @@ class RecipeChoice:
     # the fp32 model's top-1 agreement with itself under input noise of half an int8 step (on the samples the
     # search judges): below the threshold, no int8 artifact with an int8 input can meet it
     float_input_noise_agreement: float | None = None
+    # mixed precision tried up to the cap (MACS_CAP) and missed: the float share of MACs of the largest candidate
+    # under it, which still missed; the model needs more than this in float to meet the thresholds, and the best
+    # float-free recipe was kept instead (None: mixed precision met within the cap, or was not tried)
+    macs_float_needed_over: float | None = None
     # where diagnosis finds the float twin of the artifact (a staging path: never written to the manifest)
     float_model: str | None = field(default=None, compare=False, metadata={"json": False})
 
@@ -94,12 +101,19 @@ class RecipeChoice:
         if noise is not None and noise < INT8_TOP1:
             out.append(f"the fp32 model itself keeps its top-1 on only {noise:.0%} of samples when its input moves by "
                        "half an int8 step: its decision turns on differences below 8-bit resolution, so no artifact "
-                       f"with an int8 input can agree {INT8_TOP1:.0%} (float layers, up to the whole model, are the "
-                       "only way)")
+                       f"with an int8 input can agree {INT8_TOP1:.0%} (only float layers could, up to the whole model, "
+                       f"and auto stops at {100 * MACS_CAP:.0f}% of its MACs in float)")
         if self.float_nodes and self.macs_float_fraction > MACS_BUDGET:
             out.append(f"it {'needed' if self.met else 'was given'} {100 * self.macs_float_fraction:.0f}% of its MACs "
                        f"in float ({len(self.float_nodes)} ops), over the {100 * MACS_BUDGET:.0f}% budget"
                        + ("" if self.met else ", and still missed"))
+        over, cap = self.macs_float_needed_over, f"the {100 * MACS_CAP:.0f}% cap on float MACs"
+        if over:
+            out.append(f"mixed precision would need more than {100 * over:.0f}% of its MACs in float (with that much, "
+                       f"the most under {cap}, it still missed), so the best float-free recipe was kept")
+        elif over is not None:
+            out.append(f"the layer group that mixed precision would keep in float first is alone over {cap}: none "
+                       "was tried, the best float-free recipe was kept")
         return "; ".join(out)
 
     def cost_words(self) -> str:

@@ -6,7 +6,9 @@ As for ONNX (edgekit.quantize.onnx_search): when searching, the recipes calibrat
 samples and are judged on the rest (edgekit.quantize.search.split), and the chosen recipe is rebuilt on all of
 them. Mixed precision measures each layer group's own damage (only that group quantized: every other op on the
 quantizer's denylist), ranks the groups by damage per MAC and bisects for the smallest prefix that meets the
-thresholds, past 10% of the MACs where the model needs it.
+thresholds, past 10% of the MACs where the model needs it, up to edgekit.quantize.search.AUTO_FLOAT_CAP; where
+even that misses, the best float-free candidate is kept and the record says how much float did not suffice.
+A named recipe is built on every calibration sample and not judged here: validation judges it.
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ import numpy as np
 
 from edgekit.quantize.records import RecipeChoice, RecipeTrial
 from edgekit.quantize.search import (
+    NOT_JUDGED,
     Judged,
     best,
+    best_float_free,
+    cap_share,
     cost_record,
     input_noise_agreement,
     judge,
@@ -62,21 +67,22 @@ class _Search:
 
         self.all = job
         n = len(job.samples)
-        calib_idx, judge_idx, self.judged_on = split(n) if searching else (
-            np.arange(n), np.arange(n), f"{n} calibration samples against the fp32 TFLite model")
+        calib_idx, judge_idx, self.judged_on = split(n) if searching else (np.arange(n), np.arange(n), NOT_JUDGED)
         self.job = replace(job, samples=job.samples[calib_idx])  # the recipes calibrate on these
         self.x = job.samples[judge_idx]  # and are judged on these
         self.ref_path = _write(job, "float.tflite", float_model(job))
-        self.y_ref = run_tflite([self.ref_path], self.x)[0]
-        if self.y_ref is None:
+        self.y_ref = run_tflite([self.ref_path], self.x)[0] if searching else None
+        if searching and self.y_ref is None:
             raise RuntimeError("the float TFLite model did not run on the calibration samples")
         fm = read_tflite(self.ref_path)
         self.macs = {fm.tensors[op.outputs[0]].name: fm.op_macs(op) for op in fm.ops if op.outputs}
         self.kept: list[tuple[Judged, int, Candidate]] = []
         self.trials: list[RecipeTrial] = []
+        self.needed_over: float | None = None  # mixed precision missed with this share of MACs in float
 
     def judge_many(self, cands: list[Candidate]) -> int | None:
         """Judge CANDS; index of the first that passes, or None."""
+        assert self.y_ref is not None  # only a search judges
         t0 = time.perf_counter()
         paths = [_write(self.job, f"candidate-{len(self.kept) + i}.tflite", c[1]) for i, c in enumerate(cands)]
         ys = run_tflite(paths, self.x)
@@ -110,7 +116,7 @@ class _Search:
 
     def mixed(self) -> int | None:
         """Selective quantization on the best float-free candidate's calibration: damage alone, rank, bisect."""
-        k = best([(j, n, r) for j, n, r in self.kept])
+        k = best(self.kept)
         _, _, (base, _, _, cal_path, edits) = self.kept[k]
         if cal_path is None:
             cal_path = _write(self.job, "plain.calibrated.tflite", calibrated(self.job))
@@ -148,7 +154,10 @@ class _Search:
             return ok
 
         found = smallest_float_set(ranked, self.macs, passes)
-        return None if found is None else tried[prefix_nodes(ranked, found)]
+        if found is None:
+            self.needed_over = cap_share(ranked, self.macs)
+            return None
+        return tried[prefix_nodes(ranked, found)]
 
 
 def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Path | None, dict[str, Any]]:
@@ -197,42 +206,53 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
     fixes = _edgetpu_fixes(job) if job.edgetpu_fixes else None
     if fixes is None:  # the rewrites every int8 model needs (the Edge TPU's include them)
         _range_fixes(job)
-    s = _Search(job, searching=requested in ("auto", "mixed"))
-    names = AUTO_ORDER if requested == "auto" else ("plain",) if requested == "mixed" else (requested,)
-    pick = None
-    for name in names:
-        pick = s.recipe(name)
-        if pick is not None:
-            break
-    if pick is None and requested in ("auto", "mixed") and not float_free:
-        pick = s.mixed()
-    met = pick is not None
-    if pick is None:
-        pick = best([(j, n, r) for j, n, r in s.kept])
-        job.log("int8: no recipe met the thresholds on the samples the search judges; keeping the best, "
-                f"{s.trials[pick].recipe}")
-    _, _, (label, blob, nodes, cal_path, edits) = s.kept[pick]
+    searching = requested in ("auto", "mixed")
+    s = _Search(job, searching)
+    met: bool | None = None
+    if searching:
+        pick, met = _searched(s, requested, float_free)
+        _, _, (label, blob, nodes, cal_path, edits) = s.kept[pick]
+        if len(s.job.samples) < len(job.samples):  # judged on a held-out part: rebuilt on every calibration sample
+            blob, cal_path, edits = build(job, label.split("[")[-1].rstrip("]"), nodes)
+    else:  # a named recipe, on every calibration sample: validation judges it
+        label, nodes = requested, ()
+        blob, cal_path, edits = build(job, requested, nodes)
     base = label.split("[")[-1].rstrip("]")
-    if len(s.job.samples) < len(job.samples):  # judged on a held-out part: rebuilt on every calibration sample
-        blob, cal_path, edits = build(job, base, nodes)
     if cal_path is None:  # the diagnosis re-quantizes a calibrated twin with the debugger's checks
         cal_path = _write(job, "plain.calibrated.tflite", calibrated(job))
-    t = s.trials[pick]
+    t = s.trials[pick] if searching else None
     if fixes is not None and fixes.get("applied"):
         fixes["preflight_after"] = _preflight_counts(job, blob)
         job.log(f"Edge TPU fixes: {fixes['words']}; predicted ops on the TPU {_counts_words(fixes['preflight_before'])}"
                 f" -> {_counts_words(fixes['preflight_after'])}")
     _refuse_absurd_ranges(job, blob)
-    noise = input_noise_agreement(lambda x: run_tflite([s.ref_path], x)[0], s.x, s.y_ref)
-    return blob, RecipeChoice(
+    noise = input_noise_agreement(lambda x: run_tflite([s.ref_path], x)[0], s.x, s.y_ref) if searching else None
+    choice = RecipeChoice(
         requested=requested, chosen=label, config={"recipe": base, "denylisted_nodes": list(nodes),
                                                    "io_dtype": job.io_dtype, "calibrate": _statistic(base),
                                                    "equalize": base in EQUALIZING,
                                                    "bias_correct": base in BIAS_CORRECTING, **edits},
         met=met, judged_on=s.judged_on.replace("fp32 model", "fp32 TFLite model"),
-        float_nodes=nodes, macs_float_fraction=t.macs_float_fraction, trials=tuple(s.trials),
+        float_nodes=nodes, macs_float_fraction=t.macs_float_fraction if t else 0.0, trials=tuple(s.trials),
         notes=tuple(dict.fromkeys(job.notes)), float_model=str(cal_path), edgetpu_fixes=fixes,
-        cost=_cost(s, blob, label), float_input_noise_agreement=None if noise is None else round(noise, 4))
+        cost=_cost(s, blob, label), float_input_noise_agreement=None if noise is None else round(noise, 4),
+        macs_float_needed_over=s.needed_over)
+    if met is False:
+        job.log("int8: no recipe met the thresholds on the samples the search judges; keeping the best float-free "
+                f"one, {label}" + (f" ({choice.why_words()})" if s.needed_over is not None else ""))
+    return blob, choice
+
+
+def _searched(s: _Search, requested: str, float_free: bool) -> tuple[int, bool]:
+    """Auto's (or mixed's) search: the index of the candidate kept, and whether it met the thresholds."""
+    for name in AUTO_ORDER if requested == "auto" else ("plain",):
+        pick = s.recipe(name)
+        if pick is not None:
+            return pick, True
+    pick = s.mixed() if not float_free else None
+    if pick is not None:
+        return pick, True
+    return best_float_free(s.kept), False  # type: ignore[arg-type]
 
 
 def _statistic(base: str) -> str:

@@ -57,6 +57,11 @@ def test_a_miss_is_diagnosed_without_being_asked(spread_model: Path, calib: Path
     assert diag is not None and diag["layers"] and diag["inputs"] == art.fidelity.inputs
     assert "dw2" in [layer["name"] for layer in diag["layers"]]
     assert art.fidelity.samples > 16 and diag["samples"] == 16  # unasked: a smaller sample than --explain's
+    # a named recipe is judged by validation only; the fp32 model's input-noise agreement, which the diagnosis's
+    # words read, is measured here, where it is read
+    rec = art.extra["int8_recipe"]
+    assert rec["met"] is None and rec["trials"] == [] and rec["judged_on"].startswith("not judged in the search")
+    assert 0.9 < rec["float_input_noise_agreement"] <= 1.0
 
 
 def test_explain_diagnoses_a_pass_too_and_auto_recovers(spread_model: Path, calib: Path, tmp_path: Path) -> None:

@@ -87,7 +87,16 @@ def test_mixed_precision_meets_what_plain_misses_but_never_for_an_integer_only_t
 
     _, mixed = quantize_tflite(_job(tf, head_saved, SEARCHED, tmp_path / "m"), "mixed")
     assert mixed.met and mixed.chosen == "mixed[plain]" and mixed.float_nodes
-    assert 0 < mixed.macs_float_fraction <= 0.5
+    assert 0 < mixed.macs_float_fraction <= 0.5 and mixed.macs_float_needed_over is None
+    # with the float cap just under what it needed: plain kept (float-free), the share that missed recorded
+    import edgekit.quantize.search as search
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(search, "AUTO_FLOAT_CAP", 0.99 * mixed.macs_float_fraction)
+        _, capped = quantize_tflite(_job(tf, head_saved, SEARCHED, tmp_path / "c"), "mixed")
+    assert capped.met is False and capped.chosen == "plain" and not capped.float_nodes
+    assert all(t.macs_float_fraction <= 0.99 * mixed.macs_float_fraction for t in capped.trials)
+    assert capped.macs_float_needed_over is not None and "float-free recipe was kept" in capped.why_words()
     _, tpu = quantize_tflite(_job(tf, head_saved, xs, tmp_path / "t", io="uint8"), "mixed", float_free=True)
     assert all(t.float_nodes == 0 for t in tpu.trials) and not tpu.float_nodes
     assert any("Edge TPU" in n for n in tpu.notes)
@@ -228,7 +237,7 @@ def test_mse_beats_plain_and_both_statistics_are_recorded(tf, squash_saved: Path
     for name, choice in choices.items():  # the manifest's extra.int8_recipe
         d = choice.to_dict()
         assert d["chosen"] == name and d["config"]["calibrate"] == ("minmax" if name == "plain" else name)
-        assert [t["recipe"] for t in d["trials"]] == [name] and d["float_nodes"] == []
+        assert d["trials"] == [] and d["met"] is None and d["float_nodes"] == []  # named: validation judges it
     assert any(n.startswith("mse: 4 activation ranges") for n in choices["mse"].notes)
     assert {"percentile", "mse"} <= set(TFLITE_RECIPES) and AUTO_ORDER[-3:-1] == ("percentile", "mse")
 

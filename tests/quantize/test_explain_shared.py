@@ -22,7 +22,8 @@ def _art(path: str) -> SimpleNamespace:
 
 
 def _inter(cal: Path, io: str) -> SimpleNamespace:
-    choice = SimpleNamespace(float_model=str(cal), float_nodes=(), requested="plain", why_words=lambda: "")
+    choice = SimpleNamespace(float_model=str(cal), float_nodes=(), requested="plain", why_words=lambda: "", met=None,
+                             float_input_noise_agreement=1.0)  # a named recipe's, its noise agreement measured
     return SimpleNamespace(quantization=choice, path=Path(f"m.{io}.tflite"), layout="NHWC")
 
 

@@ -123,7 +123,7 @@ def plain_int8_choice(requested: str, config: dict[str, Any], samples: int) -> A
     from edgekit.quantize.records import RecipeChoice
 
     note = "several inputs: the plain recipe, every input calibrated by name (the recipe search runs one-input models)"
-    return RecipeChoice(requested=requested, chosen="plain", config=config, met=False,
+    return RecipeChoice(requested=requested, chosen="plain", config=config, met=None,  # not judged: validation does
                         judged_on=f"not searched ({samples} calibration samples per input; validation judges it)",
                         notes=(note,))
 

@@ -15,7 +15,7 @@ import pytest
 
 from edgekit.cli import main
 from edgekit.errors import EXIT_OK, ConversionError
-from edgekit.feeds import by_keys
+from edgekit.feeds import by_keys, plain_int8_choice
 
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -29,6 +29,12 @@ def test_samples_are_keyed_by_name_never_by_position() -> None:
     assert got["serving_default_mask:0"] is mask and got["image"] is image
     with pytest.raises(ConversionError, match="'prompt' matches none"):
         by_keys({"image": image, "mask": mask}, ["image", "prompt"], "the model")
+
+
+def test_a_several_input_int8_record_says_it_was_not_judged() -> None:
+    """Not searched, so not judged before validation: met is None, as for any named recipe (not a miss)."""
+    choice = plain_int8_choice("auto", {"recipe": "plain"}, 100)
+    assert choice.met is None and choice.to_dict()["met"] is None and "validation judges it" in choice.judged_on
 
 
 def test_onnx_calibration_reader_feeds_every_input_by_name() -> None:

@@ -84,7 +84,10 @@ def rank(measures: list[LayerMeasure], method: str, samples: int, inputs: str) -
     for m in measures:
         # an input above what 8 bits can carry (8-bit pixels are exact: 140 dB) counts as INPUT_DB, or the first
         # layer would seem to lose 100 dB
-        added = min(m.input_sqnr_db, INPUT_DB) - m.sqnr_db if m.input_sqnr_db is not None else -m.sqnr_db
+        # the debugger feeds each op float inputs (input_sqnr_db None): what it loses is from an exact input, as the
+        # first layer's is (it printed "lost -11.2 dB", minus the SQNR, and the accumulation test below saw no noise)
+        added = (min(m.input_sqnr_db, INPUT_DB) - m.sqnr_db if m.input_sqnr_db is not None
+                 else max(INPUT_DB - m.sqnr_db, 0.0))
         pattern, fix = _pattern(m)
         layers.append(LayerDiagnosis(
             name=m.name, op=m.op, sqnr_db=round(m.sqnr_db, 2), cosine=round(m.cosine, 5), added_db=round(added, 2),

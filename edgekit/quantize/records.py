@@ -137,7 +137,8 @@ class LayerDiagnosis:
 
     sqnr_db: signal-to-quantization-noise of the layer's output (higher is better); added_db: how
     many dB the layer itself lost (its input's SQNR minus its output's: the layer's own share of the
-    error); act_spread: the largest per-channel range of its input over the median one; weight_spread:
+    error; where its own error is measured alone, as the TFLite debugger does, from an exact 8-bit input's
+    48 dB); act_spread: the largest per-channel range of its input over the median one; weight_spread:
     the same over its weights' output channels; outlier_ratio: the output's max |x| over its 99.9th
     percentile (a large one means MinMax calibration spends the int8 range on rare values).
     """

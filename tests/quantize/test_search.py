@@ -180,6 +180,22 @@ def test_diagnosis_names_the_wide_channels_and_the_fix(spread_model: Path, sampl
     assert any("dw2" in line for line in diag.lines())
 
 
+def test_each_op_s_own_error_is_what_it_loses_from_an_exact_input() -> None:
+    """The TFLite debugger feeds every op float inputs (no input SQNR): an op at 11 dB lost 37 dB from an exact
+    (8-bit: 48 dB) input, not "-11 dB"; and 20 ops of equal noise are an accumulation with no single culprit."""
+    from edgekit.quantize.diagnose import INPUT_DB, LayerMeasure, rank
+
+    own = [LayerMeasure(f"op{i}", "CONV_2D", 30.0 + i, 0.99, None) for i in range(20)]
+    own.append(LayerMeasure("bad", "CONV_2D", 11.2, 0.9, None))
+    diag = rank(own, "tflite quantization debugger (each op's own error)", 8, "validation")
+    assert diag.layers[0].name == "bad" and diag.layers[0].added_db == round(INPUT_DB - 11.2, 2)
+    assert all(layer.added_db >= 0 for layer in diag.layers)
+    assert "lost 36.8 dB" in diag.lines()[1]
+    even = rank([LayerMeasure(f"op{i}", "CONV_2D", 30.0, 0.99, None) for i in range(20)], "debugger", 8, "v")
+    assert "accumulates over many layers" in even.summary
+    assert rank([LayerMeasure("x", "ADD", 60.0, 1.0, None)], "debugger", 8, "v").layers[0].added_db == 0.0
+
+
 def test_choice_round_trips_without_its_staging_path(spread_model: Path, samples: np.ndarray, tmp_path: Path) -> None:
     choice = _search(spread_model, samples, tmp_path, "equalize")
     d = json.loads(json.dumps(choice.to_dict()))

@@ -20,14 +20,17 @@ UNASKED_TFLITE_SAMPLES = 8
 
 
 def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[str], None],
-            seen: dict[str, tuple[str, Diagnosis]] | None = None) -> Diagnosis | None:
+            seen: dict[str, tuple[str, Any]] | None = None) -> Diagnosis | None:
     """Fill ART.fidelity.diagnosis for an int8 artifact that missed (or with --explain); None when not asked.
 
     The diagnosis is advice: where it cannot be made (an op the debugger cannot run, a model without
     quantized layers) the artifact keeps its verdict and the reason is noted, never raised. SEEN (one per run)
     keeps each diagnosis by what determines it: the TFLite int8 and Edge TPU models of a run are quantized from
     the same calibrated model (their I/O types differ, which the debugger does not see), so the second one gets
-    the first one's diagnosis instead of a second identical run of the debugger.
+    the first one's diagnosis instead of a second identical run of the debugger. Unasked, an Edge TPU artifact whose
+    graph fixes (edgekit.edgetpu.fixes) made its calibrated model another one gets the run's float-free TFLite
+    diagnosis too, said so: the same network quantized the same way, a few ops rewritten; --explain diagnoses it
+    on its own. The float model's input-noise agreement is the network's, measured once a run (_noise_measured).
     """
     choice = getattr(inter, "quantization", None)
     fid = art.fidelity
@@ -42,11 +45,24 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
     if not options.explain:  # unasked: the ranking of a few layers, not the last digit of their SQNR
         x = x[:UNASKED_SAMPLES if art.format == "onnx" else UNASKED_TFLITE_SAMPLES]
     key = _key(art.format, choice, len(x))
+    fixes = sum((choice.edgetpu_fixes or {}).get("applied", {}).values()) if choice.edgetpu_fixes else 0
+    # the run's float-free diagnosis of this format and recipe, whichever calibrated model it read
+    family = None if choice.float_nodes else f"{art.format}:{choice.chosen}:{len(x)}"
+    reuse = None
     if seen is not None and key in seen:
-        first, same = seen[key]
+        reuse = (*seen[key], "quantized from the same calibrated model")
+    elif seen is not None and fixes and not options.explain and family in seen:
+        reuse = (*seen[family], f"the same network and recipe, {fixes} Edge TPU graph fix(es) apart; --explain "
+                                "diagnoses it on its own")
+    if reuse is not None:
+        first, same, why_same = reuse
         fid.diagnosis = same.to_dict()
         art.extra["diagnosis_same_as"] = first
-        progress(f"{art.path}: int8 diagnosis as {first}'s (quantized from the same calibrated model)")
+        if fixes and key not in seen:
+            art.extra["diagnosis_note"] = why_same
+        if choice.met is None and choice.float_input_noise_agreement is None:
+            _noise_measured(art, choice, x_all, ref, seen)  # the run's figure, into this artifact's record
+        progress(f"{art.path}: int8 diagnosis as {first}'s ({why_same})")
         return same
     try:
         with captured_output():  # the TFLite debugger and LiteRT print on stdout
@@ -63,7 +79,7 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
         progress(f"{art.path}: int8 diagnosis could not run ({type(exc).__name__}: {str(exc)[:200]})")
         return None
     if choice.met is None and choice.float_input_noise_agreement is None:  # a named recipe: the search did not
-        choice = _noise_measured(art, choice, x_all)  # measure it, the words below are where it is read
+        choice = _noise_measured(art, choice, x_all, ref, seen)  # measured where the words below read it
     why = choice.why_words()
     if why:  # the model's own sensitivity, or the float share it needed (issue 9)
         import dataclasses
@@ -72,6 +88,8 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
     fid.diagnosis = diag.to_dict()
     if seen is not None:
         seen[key] = (art.path, diag)
+        if family is not None and not fixes:
+            seen.setdefault(family, (art.path, diag))
     progress(f"{art.path}: {diag.lines()[0]}")
     for line in diag.lines()[1:]:
         progress(line)
@@ -81,23 +99,49 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
     return diag
 
 
-def _noise_measured(art: Any, choice: Any, x: Any) -> Any:
-    """CHOICE with the float twin's input-noise agreement (edgekit.quantize.search.twin_noise_agreement), also in
-    ART's manifest record; CHOICE itself (the reason noted) where the twin cannot run."""
+def _noise_measured(art: Any, choice: Any, x: Any, ref: Any, seen: dict[str, tuple[str, Any]] | None) -> Any:
+    """CHOICE with the float model's input-noise agreement (edgekit.quantize.search.twin_noise_agreement), also in
+    ART's manifest record; CHOICE itself (the reason noted) where the twin cannot run.
+
+    The figure is the fp32 network's (its top-1 under half an int8 step of input noise), whichever float twin runs
+    it: it is measured once a run (100 clean and 100 noisy samples through the float twin of the first int8
+    artifact that missed), and the other artifacts' records say where it came from. Only for a model with one
+    output of class scores: a map, a sequence or several heads have no top-1 to keep (the twin ran for None).
+    """
     import dataclasses
 
     from edgekit.quantize.search import twin_noise_agreement
 
-    try:
-        noise = twin_noise_agreement(art.format, choice.float_model, x)
-    except Exception as exc:  # noqa: BLE001 - advice, as the diagnosis
-        art.extra["noise_agreement_error"] = f"{type(exc).__name__}: {exc}"[:400]
+    if not _one_class_output(ref):
         return choice
-    if noise is None:
-        return choice
+    if seen is not None and NOISE_KEY in seen:
+        first, noise = seen[NOISE_KEY]
+        measured_on = first
+    else:
+        try:
+            noise = twin_noise_agreement(art.format, choice.float_model, x)
+        except Exception as exc:  # noqa: BLE001 - advice, as the diagnosis
+            art.extra["noise_agreement_error"] = f"{type(exc).__name__}: {exc}"[:400]
+            return choice
+        if noise is None:
+            return choice
+        noise, measured_on = round(noise, 4), art.path
+        if seen is not None:
+            seen[NOISE_KEY] = (art.path, noise)
     if isinstance(art.extra.get("int8_recipe"), dict):
-        art.extra["int8_recipe"]["float_input_noise_agreement"] = round(noise, 4)
-    return dataclasses.replace(choice, float_input_noise_agreement=round(noise, 4))
+        art.extra["int8_recipe"]["float_input_noise_agreement"] = noise
+        art.extra["int8_recipe"]["float_input_noise_measured_on"] = measured_on
+    return dataclasses.replace(choice, float_input_noise_agreement=noise)
+
+
+NOISE_KEY = "float input noise"  # SEEN's entry for the run's one input-noise agreement: (artifact, figure)
+
+
+def _one_class_output(ref: Any) -> bool:
+    """Whether the source has a single output of class scores (N, C >= 2), the only kind with a top-1 to keep."""
+    y = getattr(ref, "y_ref", None)
+    outputs = getattr(ref, "outputs", None)
+    return y is not None and y.ndim == 2 and y.shape[1] >= 2 and (outputs is None or len(outputs) == 1)
 
 
 def _key(fmt: str, choice: Any, samples: int) -> str:

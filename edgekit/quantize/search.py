@@ -199,6 +199,8 @@ def input_noise_agreement(run: Callable[[np.ndarray], np.ndarray], x: np.ndarray
 
     Why: a model whose top-1 turns on differences below the input's own 8-bit resolution (random-weight
     MobileNetV2 with a fitted head: 51%) cannot reach 97% agreement in int8 however it is calibrated."""
+    if not _has_classes(y_ref):  # a map or a sequence: nothing to run the model for
+        return None
     return _top1_kept(y_ref, run(noisy(x, seed)))
 
 
@@ -209,8 +211,12 @@ def noisy(x: np.ndarray, seed: int = 0) -> np.ndarray:
     return x + rng.uniform(-step / 2, step / 2, x.shape).astype(x.dtype)
 
 
+def _has_classes(y: np.ndarray) -> bool:
+    return y.ndim == 2 and y.shape[1] >= 2
+
+
 def _top1_kept(y_ref: np.ndarray, y: np.ndarray) -> float | None:
-    if y_ref.ndim != 2 or y_ref.shape[1] < 2:
+    if not _has_classes(y_ref):
         return None
     return float((y.argmax(1) == y_ref.argmax(1)).mean())
 

@@ -1,7 +1,9 @@
 """The TFLite int8 and Edge TPU artifacts of one run share a calibrated model, so they share one diagnosis.
 
 The debugger does not see the I/O type: a second run of it gave the same figures and cost the zoo's ResNet50V2
-47 s. Fakes stand in for the artifacts; the debugger is counted, not run (milliseconds).
+47 s. Unasked, an Edge TPU model that its graph fixes made another calibrated model gets the run's diagnosis too
+(said so), and the float model's input-noise agreement is measured once a run. Fakes stand in for the
+artifacts; the debugger and the twin are counted, not run (milliseconds).
 """
 
 from __future__ import annotations
@@ -13,22 +15,33 @@ import numpy as np
 import pytest
 
 from edgekit.quantize import explain as explain_mod
-from edgekit.quantize.records import Diagnosis
+from edgekit.quantize.records import Diagnosis, RecipeChoice
+from edgekit.quantize.search import NOT_JUDGED
 
 
-def _art(path: str) -> SimpleNamespace:
-    return SimpleNamespace(path=path, format="tflite", extra={},
+def _art(path: str, fmt: str = "tflite") -> SimpleNamespace:
+    return SimpleNamespace(path=path, format=fmt, extra={"int8_recipe": {}},
                            fidelity=SimpleNamespace(passed=False, diagnosis=None))
 
 
-def _inter(cal: Path, io: str) -> SimpleNamespace:
-    choice = SimpleNamespace(float_model=str(cal), float_nodes=(), requested="plain", why_words=lambda: "", met=None,
-                             float_input_noise_agreement=1.0)  # a named recipe's, its noise agreement measured
+def _inter(cal: Path, io: str, noise: float | None = 1.0, fixes: int = 0, chosen: str = "plain") -> SimpleNamespace:
+    """A named recipe's artifact (met None: not judged in the search), NOISE its input-noise agreement if measured."""
+    applied = {"HARD_SWISH -> ADD+RELU6, MUL, MUL": fixes}
+    choice = RecipeChoice(requested=chosen, chosen=chosen, config={}, met=None, judged_on=NOT_JUDGED,
+                          float_model=str(cal), float_input_noise_agreement=noise,
+                          edgetpu_fixes={"applied": applied} if fixes else None)
     return SimpleNamespace(quantization=choice, path=Path(f"m.{io}.tflite"), layout="NHWC")
 
 
-def test_the_second_artifact_of_one_calibration_reuses_the_diagnosis(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def _ref(outputs: int = 1, classes: int = 10) -> SimpleNamespace:
+    y = np.zeros((40, classes), np.float32)
+    return SimpleNamespace(x=np.zeros((40, 4, 4, 3), np.float32), y_ref=y, layout="NHWC", inputs_name="validation",
+                           outputs=None if outputs == 1 else {f"o{i}": y for i in range(outputs)})
+
+
+@pytest.fixture
+def debugger(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The TFLite debugger, counted: each call's sample count."""
     import edgekit.quantize.tflite_recipes as tr
 
     calls: list[int] = []
@@ -38,10 +51,15 @@ def test_the_second_artifact_of_one_calibration_reuses_the_diagnosis(tmp_path: P
         return Diagnosis("tflite quantization debugger", len(x), inputs, (), 3, "summary")
 
     monkeypatch.setattr(tr, "diagnose_tflite", fake)
+    return calls
+
+
+def test_the_second_artifact_of_one_calibration_reuses_the_diagnosis(tmp_path: Path, debugger: list[int]) -> None:
+    calls = debugger
     cal, other = tmp_path / "cal.tflite", tmp_path / "other.tflite"
     cal.write_bytes(b"calibrated model")
     other.write_bytes(b"another calibrated model")
-    ref = SimpleNamespace(x=np.zeros((40, 4, 4, 3), np.float32), layout="NHWC", inputs_name="validation")
+    ref = _ref()
     options = SimpleNamespace(explain=False)
     seen: dict = {}
     int8, tpu, fixed = _art("m.int8.tflite"), _art("m.int8-uint8io.tflite"), _art("m.fixed.tflite")
@@ -50,3 +68,74 @@ def test_the_second_artifact_of_one_calibration_reuses_the_diagnosis(tmp_path: P
     assert calls == [explain_mod.UNASKED_TFLITE_SAMPLES] * 2  # int8 and the other calibration; not the twin
     assert tpu.fidelity.diagnosis == int8.fidelity.diagnosis and tpu.extra["diagnosis_same_as"] == "m.int8.tflite"
     assert "diagnosis_same_as" not in fixed.extra
+
+
+@pytest.mark.parametrize("explain", [False, True])
+def test_an_edge_tpu_model_its_fixes_changed_gets_the_run_s_diagnosis_unasked(tmp_path: Path, debugger: list[int],
+                                                                              explain: bool) -> None:
+    cal, fixed = tmp_path / "cal.tflite", tmp_path / "fixed.tflite"
+    cal.write_bytes(b"calibrated model")
+    fixed.write_bytes(b"calibrated model after 3 Edge TPU fixes")
+    seen: dict = {}
+    int8, tpu = _art("m.int8.tflite"), _art("m.int8-uint8io.tflite")
+    for art, inter in ((int8, _inter(cal, "int8")), (tpu, _inter(fixed, "uint8", fixes=3))):
+        explain_mod.explain(art, inter, _ref(), SimpleNamespace(explain=explain), lambda _m: None, seen)
+    if explain:  # asked: each model on its own
+        assert len(debugger) == 2 and "diagnosis_same_as" not in tpu.extra
+    else:
+        assert debugger == [explain_mod.UNASKED_TFLITE_SAMPLES]
+        assert tpu.fidelity.diagnosis == int8.fidelity.diagnosis and tpu.extra["diagnosis_same_as"] == "m.int8.tflite"
+        assert "3 Edge TPU graph fix(es) apart" in tpu.extra["diagnosis_note"]
+
+
+def test_another_recipe_is_not_the_run_s_diagnosis(tmp_path: Path, debugger: list[int]) -> None:
+    cal, fixed = tmp_path / "cal.tflite", tmp_path / "fixed.tflite"
+    cal.write_bytes(b"calibrated model")
+    fixed.write_bytes(b"equalized, then fixed")
+    seen: dict = {}
+    tpu_inter = _inter(fixed, "uint8", fixes=2, chosen="equalize")
+    for art, inter in ((_art("m.int8.tflite"), _inter(cal, "int8")), (_art("m.int8-uint8io.tflite"), tpu_inter)):
+        explain_mod.explain(art, inter, _ref(), SimpleNamespace(explain=False), lambda _m: None, seen)
+    assert len(debugger) == 2
+
+
+def test_the_input_noise_agreement_is_measured_once_a_run(tmp_path: Path, debugger: list[int],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import edgekit.quantize.diagnose_onnx as do
+    import edgekit.quantize.search as search
+
+    twins: list[str] = []
+
+    def twin(fmt: str, float_model: str, x: np.ndarray) -> float:
+        twins.append(fmt)
+        return 0.8125
+
+    monkeypatch.setattr(search, "twin_noise_agreement", twin)
+    monkeypatch.setattr(do, "diagnose", lambda f, q, x, inputs: Diagnosis("ort", len(x), inputs, (), 3, "s"))
+    onnx, cal, fixed = tmp_path / "pre.onnx", tmp_path / "cal.tflite", tmp_path / "fixed.tflite"
+    for f in (onnx, cal, fixed):
+        f.write_bytes(f.name.encode())
+    seen: dict = {}
+    arts = [_art("m.int8.onnx", "onnx"), _art("m.int8.tflite"), _art("m.int8-uint8io.tflite")]
+    inters = [_inter(onnx, "int8", noise=None), _inter(cal, "int8", noise=None), _inter(fixed, "uint8", None, 2)]
+    for art, inter in zip(arts, inters, strict=True):
+        explain_mod.explain(art, inter, _ref(), SimpleNamespace(explain=False), lambda _m: None, seen)
+    assert twins == ["onnx"]  # the first miss's float twin; the others read the run's figure
+    for art in arts:
+        assert art.extra["int8_recipe"] == {"float_input_noise_agreement": 0.8125,
+                                            "float_input_noise_measured_on": "m.int8.onnx"}
+
+
+@pytest.mark.parametrize(("outputs", "classes"), [(1, 1), (3, 10)])
+def test_no_noise_agreement_without_one_output_of_classes(tmp_path: Path, debugger: list[int],
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          outputs: int, classes: int) -> None:
+    import edgekit.quantize.search as search
+
+    monkeypatch.setattr(search, "twin_noise_agreement", lambda *a: pytest.fail("the twin ran for no top-1"))
+    cal = tmp_path / "cal.tflite"
+    cal.write_bytes(b"calibrated model")
+    art = _art("m.int8.tflite")
+    explain_mod.explain(art, _inter(cal, "int8", noise=None), _ref(outputs, classes), SimpleNamespace(explain=False),
+                        lambda _m: None, {})
+    assert art.fidelity.diagnosis is not None and art.extra["int8_recipe"] == {}

@@ -46,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from edgekit.steps.onnxsim_runs import OnnxsimRuns, is_onnxsim
+
 _UNMATCHED_ERR = 1e9  # what onnx2tf's own check reports where no comparison could be made (its ONNX_INF_INDEX_VALUE)
 
 
@@ -190,16 +192,21 @@ ONNXSIM_SKIP = ("--skip-optimization", "fuse_attention")
 
 
 class _OnnxsimWithoutAttentionFusion:
-    """Stands in for the `subprocess` module inside onnx2tf.onnx2tf: its onnxsim commands skip ONNXSIM_SKIP."""
+    """Stands in for the `subprocess` module inside onnx2tf.onnx2tf: its onnxsim commands skip ONNXSIM_SKIP, and
+    run their passes in one process (edgekit.steps.onnxsim_runs: not a fix, the 2 x 4 s of imports it saves)."""
 
     def __init__(self, real: Any) -> None:
         self._real = real
+        self.runs = OnnxsimRuns()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
 
     def check_output(self, args: Any, *rest: Any, **kwargs: Any) -> Any:
-        return self._real.check_output(onnxsim_args(args), *rest, **kwargs)
+        args = onnxsim_args(args)
+        if is_onnxsim(args):
+            return self.runs.check_output(self._real, list(args), *rest, **kwargs)
+        return self._real.check_output(args, *rest, **kwargs)
 
 
 def onnxsim_args(args: Any) -> Any:
@@ -228,6 +235,7 @@ def apply() -> list[str]:
     if not isinstance(main.subprocess, _OnnxsimWithoutAttentionFusion):
         main.subprocess = _OnnxsimWithoutAttentionFusion(main.subprocess)
         done.append("onnxsim without attention fusion")
+    main.subprocess.runs = OnnxsimRuns()  # apply() comes before each conversion: its own loop of passes
 
     import onnx2tf.ops.MatMul as matmul
 

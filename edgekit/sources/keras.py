@@ -218,14 +218,20 @@ def _forward(model: Any, dtype: str, shape: list[int]) -> Callable[[np.ndarray],
     whole batch's activations after the call (MobileNetV2 at 160x160: 1.3 GB held after chunks of 27
     samples, 50 MB a sample; the zoo's Keras rows reached 12-13 GB at 256-sample batches). The traced graph
     frees each tensor when its last consumer has run: 0.3 GB held, and twice as fast. The input signature
-    has no batch, so chunks of any size share one trace.
+    has no batch, so chunks of any size share one trace. It is traced at once, with the depthwise
+    convolutions Keras writes as grouped ones computed by TensorFlow's depthwise kernel instead of XLA's
+    (edgekit.sources.keras_depthwise: Keras ConvNeXtTiny's reference took 32 s of its conversion).
     """
     keras = require("keras")
     if keras.backend.backend() != "tensorflow" and not keras2.is_tf_keras_model(model):
         return lambda x: model(np.ascontiguousarray(x, dtype=dtype), training=False)
     tf = require("tensorflow")
+    from edgekit.sources.keras_depthwise import grouped_convs_as_depthwise
+
     spec = tf.TensorSpec([None, *shape[1:]], dtype=tf.as_dtype(dtype))
     call = tf.function(lambda x: model(x, training=False), input_signature=[spec])
+    with grouped_convs_as_depthwise():
+        call.get_concrete_function()  # the one trace every chunk reuses (the signature has no batch)
 
     def forward(x: np.ndarray) -> Any:
         return call(np.ascontiguousarray(x, dtype=dtype))

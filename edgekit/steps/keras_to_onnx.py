@@ -14,7 +14,7 @@ not), so the ONNX model came out with those constants as required inputs ("Missi
 validation). Those inputs, named as the placeholders, are made initializers holding the captured values
 after the conversion. (Freezing the function first did the same at the cost of a second frozen copy of
 the whole graph alive during tf2onnx's own freeze: Keras ConvNeXtTiny peaked at 3.9 GiB in the step
-instead of 3.0 GiB, and took 32 s instead of 20 s.)
+instead of 3.0 GiB, and took 33 s instead of 22 s: one run each, beside other work.)
 
 Batch: the ONNX model keeps a dynamic batch (dim "batch"): ONNX Runtime needs no static shapes,
 validation runs large batches, and the quantizer handles it. The layout stays the source's (NHWC

@@ -139,9 +139,11 @@ NOISE_KEY = "float input noise"  # SEEN's entry for the run's one input-noise ag
 
 def _one_class_output(ref: Any) -> bool:
     """Whether the source has a single output of class scores (N, C >= 2), the only kind with a top-1 to keep."""
+    from edgekit.quantize.search import has_classes
+
     y = getattr(ref, "y_ref", None)
     outputs = getattr(ref, "outputs", None)
-    return y is not None and y.ndim == 2 and y.shape[1] >= 2 and (outputs is None or len(outputs) == 1)
+    return y is not None and has_classes(y) and (outputs is None or len(outputs) == 1)
 
 
 def _key(fmt: str, choice: Any, samples: int) -> str:

@@ -199,7 +199,7 @@ def input_noise_agreement(run: Callable[[np.ndarray], np.ndarray], x: np.ndarray
 
     Why: a model whose top-1 turns on differences below the input's own 8-bit resolution (random-weight
     MobileNetV2 with a fitted head: 51%) cannot reach 97% agreement in int8 however it is calibrated."""
-    if not _has_classes(y_ref):  # a map or a sequence: nothing to run the model for
+    if not has_classes(y_ref):  # a map or a sequence: nothing to run the model for
         return None
     return _top1_kept(y_ref, run(noisy(x, seed)))
 
@@ -211,12 +211,13 @@ def noisy(x: np.ndarray, seed: int = 0) -> np.ndarray:
     return x + rng.uniform(-step / 2, step / 2, x.shape).astype(x.dtype)
 
 
-def _has_classes(y: np.ndarray) -> bool:
+def has_classes(y: np.ndarray) -> bool:
+    """Whether Y holds class scores (N, C >= 2): the only outputs with a top-1."""
     return y.ndim == 2 and y.shape[1] >= 2
 
 
 def _top1_kept(y_ref: np.ndarray, y: np.ndarray) -> float | None:
-    if not _has_classes(y_ref):
+    if not has_classes(y_ref):
         return None
     return float((y.argmax(1) == y_ref.argmax(1)).mean())
 
@@ -275,6 +276,6 @@ def best_float_free(trials: list[tuple[Judged | None, int, object]]) -> int:
 Log = Callable[[str], None]
 
 __all__ = ["AUTO_FLOAT_CAP", "AUTO_MACS_TARGET", "NOT_JUDGED", "Judged", "best", "best_float_free", "cap_share",
-           "cost_record", "input_noise_agreement", "judge", "largest_within", "macs_fraction", "margin_z",
-           "prefix_nodes", "ranked_units", "say", "smallest_float_set", "split", "trial", "twin_noise_agreement",
-           "wilson_low"]
+           "cost_record", "has_classes", "input_noise_agreement", "judge", "largest_within", "macs_fraction",
+           "margin_z", "prefix_nodes", "ranked_units", "say", "smallest_float_set", "split", "trial",
+           "twin_noise_agreement", "wilson_low"]

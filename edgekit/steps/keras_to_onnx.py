@@ -182,18 +182,15 @@ def captured_constants(fn: Any, spec: Any) -> dict[str, Any]:
     return {inner.name: outer.numpy() for outer, inner in graph.captures if outer.dtype != tf.resource}
 
 
-def captures_as_initializers(model: Any, captured: dict[str, Any]) -> list[str]:
-    """MODEL's graph inputs that are CAPTURED constants made initializers with their values; their names."""
+def captures_as_initializers(model: Any, captured: dict[str, Any]) -> None:
+    """MODEL's graph inputs that are CAPTURED constants made initializers holding their values."""
     from onnx import numpy_helper
 
     inits = {i.name for i in model.graph.initializer}
-    made = []
     for value in list(model.graph.input):
         if value.name in captured and value.name not in inits:
             model.graph.initializer.append(numpy_helper.from_array(captured[value.name], value.name))
             model.graph.input.remove(value)
-            made.append(value.name)
-    return made
 
 
 def tf_function_to_onnx(fn: Any, spec: Any, opset: int, out: Path, step: str) -> Path:
@@ -214,7 +211,8 @@ def tf_function_to_onnx(fn: Any, spec: Any, opset: int, out: Path, step: str) ->
     if extra:  # an input that is not a capture: the model would demand inputs no caller can give
         raise ConversionError(
             f"{step}: the ONNX model tf2onnx wrote takes {len(extra)} input(s) besides the model's own: "
-            f"{', '.join(extra[:4])}{' ...' if len(extra) > 4 else ''} (tensors the model captures, left as inputs).",
+            f"{', '.join(extra[:4])}{' ...' if len(extra) > 4 else ''} (graph inputs that are neither the model's "
+            "nor a captured constant).",
             hint="Re-save the model after building it (model.save('model.keras')), or convert to TFLite only "
             "(--target tflite).",
         )

@@ -191,7 +191,7 @@ def _tie_aware(original: Any) -> Any:
 ONNXSIM_SKIP = ("--skip-optimization", "fuse_attention")
 
 
-class _OnnxsimWithoutAttentionFusion:
+class _OnnxsimCommands:
     """Stands in for the `subprocess` module inside onnx2tf.onnx2tf: its onnxsim commands skip ONNXSIM_SKIP, and
     run their passes in one process (edgekit.steps.onnxsim_runs: not a fix, the 2 x 4 s of imports it saves)."""
 
@@ -232,8 +232,8 @@ def apply() -> list[str]:
 
     import onnx2tf.onnx2tf as main
 
-    if not isinstance(main.subprocess, _OnnxsimWithoutAttentionFusion):
-        main.subprocess = _OnnxsimWithoutAttentionFusion(main.subprocess)
+    if not isinstance(main.subprocess, _OnnxsimCommands):
+        main.subprocess = _OnnxsimCommands(main.subprocess)
         done.append("onnxsim without attention fusion")
     main.subprocess.runs = OnnxsimRuns()  # apply() comes before each conversion: its own loop of passes
 

@@ -23,9 +23,11 @@ from edgekit.errors import EXIT_USAGE
 from edgekit.outdir import OWNER_FILE, STAGING_PREFIX, OutputBusy, Owner, lock_path, output_lock, staging_dir
 
 HOLD = """
-import sys, time
+import signal, sys, time
 from pathlib import Path
 from edgekit.outdir import output_lock, staging_dir
+# Ctrl-C interrupts, as at a terminal: a shell's background job (a CI runner's) inherits SIGINT ignored
+signal.signal(signal.SIGINT, signal.default_int_handler)
 what, out = sys.argv[1], Path(sys.argv[2])
 ctx = output_lock(out) if what == "lock" else staging_dir(out)
 with ctx as held:

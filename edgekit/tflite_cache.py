@@ -14,6 +14,8 @@ way, and the first two are kept by content in a folder of the run's staging area
 SavedModel folder and signature, the calibrated model by the float model's and the samples' digests. The
 int8 and the uint8-I/O models then come from one calibration; their outputs are the converter's own
 (measured equal, to the last bit, on MobileNetV2; tests/steps/test_tflite_cache.py checks a tiny model).
+The calibration stage itself is edgekit's (edgekit.tflite_calibrate: the float model run by LiteRT on every
+core, each ranged tensor read back) where the model allows, the converter's calibrator elsewhere.
 Without a folder (`None`), nothing is kept and every call does the work.
 """
 
@@ -68,16 +70,26 @@ def samples_digest(arrays: Iterable[np.ndarray], batch: int) -> str:
     return h.hexdigest()[:16]
 
 
-def calibrated(float_bytes: bytes, dataset: Dataset, data_key: str, folder: Path | None) -> bytes:
+def calibrated(float_bytes: bytes, dataset: Dataset, data_key: str, folder: Path | None,
+               log: Callable[[str], None] | None = None, engine: str = "litert") -> bytes:
     """FLOAT_BYTES with the ranges DATASET's samples give every tensor: the converter's calibration stage.
 
-    As the converter does, tensors some ops need for their intermediate results (LSTMs) are added first.
+    ENGINE "litert" measures them by running the model (edgekit.tflite_calibrate: faster, and right where the
+    converter's calibrator misrecords); it hands models it does not cover, and any LiteRT fails on (said to LOG),
+    to the converter's calibrator, which "converter" asks for outright. As the converter does, the calibrator
+    first adds the tensors some ops need for their intermediate results (LSTMs).
     """
-    from tensorflow.lite.python.optimize import calibrator
-
-    key = f"{hashlib.sha256(float_bytes).hexdigest()[:16]}-{data_key}"
+    key = f"{hashlib.sha256(float_bytes).hexdigest()[:16]}-{data_key}-{engine}"
 
     def make() -> bytes:
+        if engine == "litert":
+            from edgekit.tflite_calibrate import litert_calibrated
+
+            measured = litert_calibrated(float_bytes, dataset, log)
+            if measured is not None:
+                return measured
+        from tensorflow.lite.python.optimize import calibrator
+
         with_intermediates = calibrator.add_intermediate_tensors(float_bytes)
         return bytes(calibrator.Calibrator(with_intermediates).calibrate(dataset))
 

@@ -6,9 +6,9 @@ edgekit.quantize.tflite_ranges) and mixed precision (selective quantization: the
 nodes stay float), and the diagnosis by the TFLite quantization debugger.
 
 Every recipe splits the converter's full-integer path as the quantization debugger does: calibrate once (the
-calibrator on the float model, or on an edited one), then `mlir_quantize` the calibrated model as often as
-candidates need (milliseconds). Float models and calibrations are kept for the whole run (edgekit.tflite_cache):
-plain int8 and the Edge TPU's uint8-I/O model share one calibration.
+float model, or an edited one, run by LiteRT: edgekit.tflite_calibrate), then `mlir_quantize` the calibrated
+model as often as candidates need (milliseconds). Float models and calibrations are kept for the whole run
+(edgekit.tflite_cache): plain int8 and the Edge TPU's uint8-I/O model share one calibration.
 """
 
 from __future__ import annotations
@@ -89,7 +89,12 @@ def calibrated(job: TfliteJob, float_bytes: bytes | None = None) -> bytes:
     """A float model carrying the calibration ranges: of the SavedModel, or of FLOAT_BYTES (an edited model)."""
     from edgekit.tflite_cache import calibrated as with_ranges
 
-    return with_ranges(float_bytes or float_model(job), job.representative, job.data_key(), job.cache)
+    def said(words: str) -> None:  # LiteRT could not measure the ranges: the record says who did
+        job.log(words)
+        if words not in job.notes:
+            job.notes.append(words)
+
+    return with_ranges(float_bytes or float_model(job), job.representative, job.data_key(), job.cache, said)
 
 
 def quantized(job: TfliteJob, cal: bytes, denylist: tuple[str, ...] = (), debug: bool = False) -> bytes:

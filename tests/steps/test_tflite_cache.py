@@ -2,7 +2,8 @@
 
 The int8 and the Edge TPU's uint8-I/O models used to be calibrated separately by the converter's one-shot
 path; they now come from one calibration, quantized twice. These tests hold that to the converter's own
-output, bit for bit, on a tiny SavedModel.
+output, bit for bit, on a tiny SavedModel (whose ranges LiteRT measures as the converter's calibrator does:
+edgekit.tflite_calibrate; tests/test_tflite_calibrate.py covers where they differ).
 """
 
 from __future__ import annotations
@@ -80,20 +81,28 @@ def test_a_run_converts_and_calibrates_once_for_int8_and_uint8_io(tf, saved: Pat
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from tensorflow.lite.python.optimize import calibrator
 
+    from edgekit import tflite_calibrate
     from edgekit.quantize.tflite_recipes import TfliteJob, float_model, plain
 
     counts = {"calibrate": 0, "convert": 0}
     real_calibrate, real_converter = calibrator.Calibrator.calibrate, tf.lite.TFLiteConverter.from_saved_model
+    real_measure = tflite_calibrate.litert_calibrated
 
-    def calibrate(self, gen):
+    def calibrate(self, gen):  # the converter's calibrator, where LiteRT's measurement hands the model over
         counts["calibrate"] += 1
         return real_calibrate(self, gen)
+
+    def measure(*args, **kwargs):
+        got = real_measure(*args, **kwargs)
+        counts["calibrate"] += got is not None
+        return got
 
     def converter(*args, **kwargs):
         counts["convert"] += 1
         return real_converter(*args, **kwargs)
 
     monkeypatch.setattr(calibrator.Calibrator, "calibrate", calibrate)
+    monkeypatch.setattr(tflite_calibrate, "litert_calibrated", measure)
     monkeypatch.setattr(tf.lite.TFLiteConverter, "from_saved_model", converter)
     cache = tmp_path / "cache"
 

@@ -56,6 +56,7 @@ from zoo_models import (
     VAL_SIZE,
     ZOO,
     ZooModel,
+    edgekit_revision,
     machine,
 )
 from zoo_report import report, report_tasks
@@ -307,7 +308,7 @@ def run_one(m: ZooModel, timeout: float, max_rss: float) -> dict[str, Any]:
     logs.mkdir(parents=True, exist_ok=True)
     rec: dict[str, Any] = {"name": m.name, "package": m.package, "class": m.cls, "note": m.note,
                            "config": m.kwargs, "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                           "machine": machine()}
+                           "machine": machine(), "edgekit": edgekit_revision()}
     if m.package == "edgekit":
         src, calib = m.cls, "mnist"
         rec["source"] = {"file": m.cls, "params": 0, "layout": "NCHW", "input": "1x28x28"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,21 @@ TASKS: tuple[ZooModel, ...] = (
     ZooModel("ppocr_cls", "task", "PP-OCR v2.0 cls ONNX, dynamic N,H,W", note="0/180 orientation, trained"),
 )
 BY_NAME = {m.name: m for m in (*ZOO, *TASKS)}
+
+
+def edgekit_revision() -> dict[str, Any]:
+    """The code a row runs: the commit checked out, and whether edgekit/ differs from it (None where git cannot
+    say: no git, not a checkout)."""
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit, status = git("rev-parse", "--short", "HEAD"), git("status", "--porcelain", "--", "edgekit")
+    return {"commit": commit, "edgekit_changed": None if status is None else bool(status)}
 
 
 def machine() -> str:

@@ -34,6 +34,23 @@ def _head() -> str:
         return "unknown"
 
 
+def revision_words(done: list[dict[str, Any]]) -> str:
+    """Which code the rows ran, from each row's `edgekit` record (commit, and whether edgekit/ differed from it)."""
+    groups: dict[str, int] = {}
+    for r in done:
+        rev = r.get("edgekit") or {}
+        if not rev.get("commit"):
+            key = "a commit not recorded (rows run before the record had it: each reflects the code at its date)"
+        elif rev.get("edgekit_changed"):
+            key = f"commit {rev['commit']} with local changes to edgekit/"
+        else:
+            key = f"commit {rev['commit']}, edgekit/ unchanged"
+        groups[key] = groups.get(key, 0) + 1
+    if len(groups) == 1:
+        return f"every row ran at {next(iter(groups))}"
+    return "rows ran at " + "; ".join(f"{k} ({n} row{'s' if n > 1 else ''})" for k, n in groups.items())
+
+
 def load_results(results: Path = RESULTS) -> dict[str, dict[str, Any]]:
     """Every RESULTS/<model>.json, by model name."""
     return {p.stem: json.loads(p.read_text()) for p in sorted(results.glob("*.json"))}
@@ -255,8 +272,7 @@ def report(results: Path = RESULTS, doc: Path = DOC, use_commit: bool = True) ->
         *([f"- {row_dates(done)}"] if done else []),
         *([f"- Earlier rows: {_kept_note(kept)}"] if kept else []),
         f"- Machine: {done[0]['machine'] if done else machine()}, {_machine_words(done)}",
-        f"- edgekit: the working tree at commit {_head()} when this page was written; edgekit/ was being changed "
-        "by others while the zoo ran, so each row reflects the code at its own date (rerun with `--only NAME`)",
+        f"- edgekit: {revision_words(done)} (this page was written at commit {_head()})",
         "- Tools: " + (", ".join(f"{k} {v}" for k, v in sorted(tools.items())) or "-"),
         *([f"- Command per model: `{command}`"] if command else []),
         "- Zoo: `python bench/zoo.py run [--only NAME,...] [--skip-done] [--timeout 600] [--max-rss-gb 8]`, then "
@@ -335,7 +351,7 @@ def task_section(recs: dict[str, dict[str, Any]], earlier: dict[str, KeptRow] | 
     done = [recs[m.name] for m in TASKS if m.name in recs]
     kept = [earlier[m.name] for m in TASKS if m.name not in recs and m.name in earlier]
     when = (f"Run {min(r['date'] for r in done)} to {max(r['date'] for r in done)} on {done[0]['machine']}, "
-            f"{_machine_words(done)}." if done else "None of the rows was run here.")
+            f"{_machine_words(done)}; {revision_words(done)}." if done else "None of the rows was run here.")
     lines = ["", TASKS_HEADING, "",
              "Built and trained in code by `bench/zoo_tasks.py` (no download), briefly (a few hundred steps on the",
              "bundled MNIST training digits), with real inputs: scenes, lines and digits made of the 1,000 MNIST test",

@@ -172,3 +172,29 @@ def test_the_page_says_inflated_only_when_the_machine_was_busy(zoo_report: Modul
     assert "little else running" in zoo_report._machine_words([rec(1.2), rec(2.0)])
     assert "inflated" in zoo_report._machine_words([rec(9.0), rec(11.0)])
     assert "inflated" in zoo_report._machine_words([{"convert": {}}])  # not recorded: no quiet claim
+
+
+def test_the_page_says_which_code_the_rows_ran(zoo_report: ModuleType) -> None:
+    def rec(commit: str | None, changed: bool | None = False) -> dict[str, Any]:
+        return {"edgekit": {"commit": commit, "edgekit_changed": changed}} if commit else {}
+
+    assert zoo_report.revision_words([rec("d729ab7"), rec("d729ab7")]) == \
+        "every row ran at commit d729ab7, edgekit/ unchanged"
+    mixed = zoo_report.revision_words([rec("d729ab7"), rec("d729ab7", True), rec(None)])
+    assert "commit d729ab7, edgekit/ unchanged (1 row)" in mixed
+    assert "commit d729ab7 with local changes to edgekit/ (1 row)" in mixed
+    assert "not recorded" in mixed  # an old row claims nothing about its code
+
+
+def test_a_row_records_the_commit_and_whether_edgekit_differs(tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        zoo_models = importlib.import_module("zoo_models")
+    finally:
+        sys.path.remove(str(BENCH))
+    rev = zoo_models.edgekit_revision()
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=BENCH.parent, capture_output=True,
+                          text=True).stdout.strip()
+    if not head:
+        pytest.skip("not a git checkout")
+    assert rev["commit"] == head and isinstance(rev["edgekit_changed"], bool)

@@ -4,20 +4,22 @@ LiteRT (XNNPACK, every usable core) in a child process, written into the model a
 Why not the converter's calibrator (tensorflow/lite/python/optimize/calibrator.py), which edgekit used alone
 before:
 - it is slow: it runs LiteRT's builtin kernels on one thread, each op wrapped by a logging kernel. Keras
-  ConvNeXtTiny at 224x224: 0.67 s a sample, against 0.10 s here (0.08 s invoke on two cores, 0.02 s reading
-  every tensor back). Every int8 TFLite and Edge TPU artifact waits on it, twice where the Edge TPU graph
-  fixes change the model.
-- it misrecords tensors that an in-place op overwrites. It logs an op's inputs again after the op has run
-  (calibrator.cc, `LoggingEval`, for LSTM state), and LiteRT's builtin ADD and MUL may write their output
-  into an input's buffer: that input is then recorded with the op's output range. On Keras ConvNeXtTiny,
-  50 of 419 tensors got their consumer's range: every layer-scale branch (values near 2e-6) recorded as
-  -3.4..3.6, the residual sum, so int8 rounds the branch to zero. Here each ranged tensor is a graph output,
-  which no op may overwrite.
+  ConvNeXtTiny at 224x224: 0.56 s a sample, against 0.10 s here (0.08 s invoke on two cores, 0.02 s reading
+  every tensor back; XNNPACK's first run takes 3.4 s more). Every int8 TFLite and Edge TPU artifact waits on
+  it, twice where the Edge TPU graph fixes change the model.
+- it misrecords tensors that an op overwrites. It logs an op's inputs again after the op has run
+  (calibrator.cc, `LoggingEval`, for LSTM state), and LiteRT's memory planner may give an op's output the
+  buffer of an input read by no later op (an ADD's, not when its output is a graph output): that input is
+  then recorded with the output's range (tensorflow/tensorflow#127842, open).
+  On Keras ConvNeXtTiny, 50 of 419 tensors got their consumer's range: every layer-scale branch (values near
+  2e-6) recorded as -3.4..3.6, the residual sum, so int8 rounds the branch to zero. Here each ranged tensor
+  is a graph output, which no op may overwrite.
 Everything else is as the calibrator does it (calibrator.cc, calibration_logger.cc, calibration_reader.cc):
 the tensors ranged are the float32 inputs and outputs of every op that hold no constant data; a range is the
 min and max over every sample, NaN skipped; it is written as the tensor's QuantizationParameters holding only
 that min and max. Ranges agree with the calibrator's to 1e-4 of the tensor's span on the tensors it records
-right (differences are the kernels' rounding: 2 threads, another summation order).
+right (differences are the kernels' rounding: 2 threads, another summation order; more only for means of
+values near zero: a ConvNeXt LayerNorm's, +-3e-7, by 7%).
 
 Models the calibrator treats specially stay with it (`None` here): more than one subgraph (control flow), ops
 that need intermediate tensors (LSTM), and any model LiteRT fails on in the child (a custom op it lacks).
@@ -55,7 +57,7 @@ def litert_calibrated(float_bytes: bytes, dataset: Callable[[], Iterator[Any]],
                       log: Callable[[str], None] | None = None) -> bytes | None:
     """FLOAT_BYTES with the ranges DATASET's samples give its tensors (as the converter's calibrator writes them),
     measured by LiteRT in a child process; None where the calibrator must do it (the module's docstring says
-    when), with the reason passed to LOG."""
+    when; where LiteRT failed, LOG is told what it said)."""
     from edgekit.quantize.flatbuffer import FlatModel
 
     fm = FlatModel(float_bytes)

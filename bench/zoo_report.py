@@ -40,7 +40,7 @@ def revision_words(done: list[dict[str, Any]]) -> str:
     for r in done:
         rev = r.get("edgekit") or {}
         if not rev.get("commit"):
-            key = "a commit not recorded (rows run before the record had it: each reflects the code at its date)"
+            key = "an unrecorded commit (rows from before rows recorded it: each reflects the code at its date)"
         elif rev.get("edgekit_changed"):
             key = f"commit {rev['commit']} with local changes to edgekit/"
         else:

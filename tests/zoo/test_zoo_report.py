@@ -183,7 +183,7 @@ def test_the_page_says_which_code_the_rows_ran(zoo_report: ModuleType) -> None:
     mixed = zoo_report.revision_words([rec("d729ab7"), rec("d729ab7", True), rec(None)])
     assert "commit d729ab7, edgekit/ unchanged (1 row)" in mixed
     assert "commit d729ab7 with local changes to edgekit/ (1 row)" in mixed
-    assert "not recorded" in mixed  # an old row claims nothing about its code
+    assert "unrecorded commit" in mixed  # an old row claims nothing about its code
 
 
 def test_a_row_records_the_commit_and_whether_edgekit_differs(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ from edgekit.errors import EdgekitError
 
 FLOAT32 = 0  # TensorType.FLOAT32
 NEEDS_INTERMEDIATES = ("LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM")
+CHUNK_BYTES = 256 * 2**20  # samples a child measures at once (the calibrator streams them; so does this, by chunk)
 
 
 def ranged_tensors(fm: Any) -> list[int] | None:
@@ -56,8 +57,8 @@ def ranged_tensors(fm: Any) -> list[int] | None:
 def litert_calibrated(float_bytes: bytes, dataset: Callable[[], Iterator[Any]],
                       log: Callable[[str], None] | None = None) -> bytes | None:
     """FLOAT_BYTES with the ranges DATASET's samples give its tensors (as the converter's calibrator writes them),
-    measured by LiteRT in a child process; None where the calibrator must do it (the module's docstring says
-    when; where LiteRT failed, LOG is told what it said)."""
+    measured by LiteRT in a child process (one per CHUNK_BYTES of samples); None where the calibrator must do it
+    (the module's docstring says when; where LiteRT failed, LOG is told what it said)."""
     from edgekit.quantize.flatbuffer import FlatModel
 
     fm = FlatModel(float_bytes)
@@ -65,51 +66,71 @@ def litert_calibrated(float_bytes: bytes, dataset: Callable[[], Iterator[Any]],
     if ranged is None:
         return None
     inputs = [int(k) for k in fm.sg.inputs]
-    feeds = _feeds(fm, dataset, inputs)
-    if feeds is None:
-        return None
     probe = FlatModel(float_bytes)  # every ranged tensor a graph output: LiteRT keeps it, no op overwrites it
     outs = [int(k) for k in probe.sg.outputs]
     watched = [k for k in ranged if k not in inputs]
     probe.sg.outputs = np.array(outs + [k for k in watched if k not in outs], np.int32)
+    probe_bytes = probe.to_bytes()
+    lo: dict[int, float] = {}
+    hi: dict[int, float] = {}
+
+    def merge(k: int, a: float, b: float) -> None:
+        lo[k], hi[k] = min(lo.get(k, a), a), max(hi.get(k, b), b)
+
     try:
-        lo, hi = _measure(probe.to_bytes(), feeds, watched)
+        for chunk in _chunks(fm, dataset, inputs):
+            for k, (a, b) in _measure(probe_bytes, chunk, watched).items():
+                merge(k, a, b)
+            for k in set(ranged) & set(chunk):  # a graph input: its range is the samples' own
+                a, b = _range(chunk[k])
+                if not np.isnan(a):
+                    merge(k, a, b)
+    except _NotFed:
+        return None
     except EdgekitError as exc:
         if log:
             log(f"LiteRT could not run the float model for calibration ({exc.message}); "
                 "TensorFlow's calibrator does it instead.")
         return None
-    for k in ranged:
-        if k in feeds:  # a graph input: its range is the samples' own
-            lo[k], hi[k] = _range(feeds[k])
+    if not lo:
+        return None
     return _with_ranges(fm, {k: (lo[k], hi[k]) for k in ranged if k in lo})
 
 
-def _feeds(fm: Any, dataset: Callable[[], Iterator[Any]], inputs: list[int]) -> dict[int, np.ndarray] | None:
-    """DATASET's batches stacked per input tensor (shape: batches x the batch's shape); None for a dataset the
-    calibrator reads in a way not repeated here (signature keys, tuples, batches of unequal shapes)."""
+class _NotFed(Exception):
+    """A dataset the calibrator reads in a way not repeated here."""
+
+
+def _chunks(fm: Any, dataset: Callable[[], Iterator[Any]], inputs: list[int]) -> Iterator[dict[int, np.ndarray]]:
+    """DATASET's batches stacked per input tensor (batches x the batch's shape), about CHUNK_BYTES at a time, so
+    memory stays bounded whatever the number of samples. Raises _NotFed for samples it cannot map to the inputs
+    (signature keys with tuples, other lengths) or whose shapes change (the calibrator fixes them at the first)."""
     by_key = {}
     if fm.model.signatureDefs:
         sig = fm.model.signatureDefs[0]
         by_key = {_text(m.name): int(m.tensorIndex) for m in (sig.inputs or [])}
     parts: dict[int, list[np.ndarray]] = {k: [] for k in inputs}
+    kinds: set[tuple[int, tuple[int, ...], str]] | None = None
+    held = 0
     for sample in dataset():
         if isinstance(sample, dict) and set(sample) <= set(by_key) and len(sample) == len(inputs):
-            pairs = [(by_key[name], a) for name, a in sample.items()]
+            pairs = [(by_key[name], np.asarray(a)) for name, a in sample.items()]
         elif isinstance(sample, list) and len(sample) == len(inputs):
-            pairs = list(zip(inputs, sample, strict=True))
+            pairs = [(k, np.asarray(a)) for k, a in zip(inputs, sample, strict=True)]
         else:
-            return None
+            raise _NotFed
+        these = {(k, a.shape, a.dtype.str) for k, a in pairs}
+        if kinds is not None and these != kinds:
+            raise _NotFed
+        kinds = these
         for k, a in pairs:
-            parts[k].append(np.asarray(a))
-    if not parts or not all(parts.values()):
-        return None
-    stacked = {}
-    for k, arrays in parts.items():
-        if len({(a.shape, a.dtype) for a in arrays}) != 1:
-            return None
-        stacked[k] = np.stack(arrays)
-    return stacked
+            parts[k].append(a)
+            held += a.nbytes
+        if held >= CHUNK_BYTES:
+            yield {k: np.stack(v) for k, v in parts.items()}
+            parts, held = {k: [] for k in inputs}, 0
+    if all(parts.values()):
+        yield {k: np.stack(v) for k, v in parts.items()}
 
 
 def _text(name: Any) -> str:
@@ -128,8 +149,7 @@ def _range(a: np.ndarray) -> tuple[float, float]:
     return lo, hi
 
 
-def _measure(probe: bytes, feeds: dict[int, np.ndarray], watched: list[int]) -> tuple[dict[int, float],
-                                                                                       dict[int, float]]:
+def _measure(probe: bytes, feeds: dict[int, np.ndarray], watched: list[int]) -> dict[int, tuple[float, float]]:
     from edgekit.isolate import isolation_enabled, run_isolated
 
     request = {"inputs": sorted(feeds), "watched": watched}
@@ -139,11 +159,9 @@ def _measure(probe: bytes, feeds: dict[int, np.ndarray], watched: list[int]) -> 
                               doing="running the float model for calibration")
     else:
         _, out = _measure_in_child(request, arrays)
-    lo, hi = {}, {}
-    for k, a, b in zip(out["idx"].tolist(), out["lo"].tolist(), out["hi"].tolist(), strict=True):
-        if not (np.isnan(a) or np.isnan(b)):  # no value that is a number: the calibrator records nothing
-            lo[int(k)], hi[int(k)] = float(a), float(b)
-    return lo, hi
+    return {int(k): (float(a), float(b)) for k, a, b in zip(out["idx"].tolist(), out["lo"].tolist(),
+                                                             out["hi"].tolist(), strict=True)
+            if not (np.isnan(a) or np.isnan(b))}  # no value that is a number: the calibrator records nothing
 
 
 def _measure_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
@@ -157,7 +175,8 @@ def _measure_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) ->
     inputs = [int(k) for k in request["inputs"]]
     watched = [int(k) for k in request["watched"]]
     feeds = {k: arrays[f"t{k}"] for k in inputs}
-    shapes = {d["index"]: tuple(d["shape"]) for d in it.get_input_details()}
+    details = {d["index"]: d for d in it.get_input_details()}
+    shapes = {k: tuple(d["shape"]) for k, d in details.items()}
     for k in inputs:  # the calibrator resizes the inputs to the samples' shape, as here
         if shapes.get(k) != feeds[k].shape[1:]:
             it.resize_tensor_input(k, list(feeds[k].shape[1:]))
@@ -166,8 +185,8 @@ def _measure_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) ->
     hi = np.full(len(watched), -np.inf, np.float64)
     n = len(next(iter(feeds.values())))
     for i in range(n):
-        for k in inputs:
-            it.set_tensor(k, feeds[k][i])
+        for k in inputs:  # the samples in the input's own type, as the calibrator feeds them
+            it.set_tensor(k, np.asarray(feeds[k][i], details[k]["dtype"]))
         it.invoke()
         for j, k in enumerate(watched):
             a, b = _range(it.get_tensor(k))

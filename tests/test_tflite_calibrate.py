@@ -188,3 +188,31 @@ def test_nan_is_skipped_and_a_tensor_of_nan_alone_has_no_range() -> None:
     lo, hi = _range(np.array([np.nan, np.nan], np.float32))
     assert np.isnan(lo) and np.isnan(hi)
     assert _range(np.zeros((0,), np.float32)) == (np.inf, -np.inf)  # no values: the caller records nothing
+
+
+def test_samples_go_to_the_child_in_chunks_with_the_same_ranges(tf, residual,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from edgekit import tflite_calibrate
+
+    blob, _ = residual
+    xs = _samples()
+    whole = _ranges(tflite_calibrate.litert_calibrated(blob, _dataset(xs)))
+    real, sizes = tflite_calibrate._measure, []
+
+    def measure(probe: bytes, feeds: dict[int, np.ndarray], watched: list[int]) -> Any:
+        sizes.append(len(next(iter(feeds.values()))))
+        return real(probe, feeds, watched)
+
+    monkeypatch.setattr(tflite_calibrate, "CHUNK_BYTES", 5 * xs[0].nbytes)  # memory bounded by the chunk
+    monkeypatch.setattr(tflite_calibrate, "_measure", measure)
+    assert _ranges(tflite_calibrate.litert_calibrated(blob, _dataset(xs))) == whole
+    assert sizes == [5, 5, 2]
+
+
+def test_samples_whose_shape_changes_go_to_the_calibrator(tf, residual) -> None:
+    from edgekit.tflite_calibrate import litert_calibrated
+
+    blob, _ = residual
+    xs = _samples()
+    mixed = [xs[0], xs[1][:, :4]]
+    assert litert_calibrated(blob, lambda: ([x] for x in mixed)) is None

@@ -9,8 +9,8 @@ before:
   it, twice where the Edge TPU graph fixes change the model.
 - it misrecords tensors that an op overwrites. It logs an op's inputs again after the op has run
   (calibrator.cc, `LoggingEval`, for LSTM state), and LiteRT's memory planner may give an op's output the
-  buffer of an input read by no later op (an ADD's, not when its output is a graph output): that input is
-  then recorded with the output's range (tensorflow/tensorflow#127842, open).
+  buffer of an input read by no later op (an ADD's, a MUL's; not when its output is a graph output): that
+  input is then recorded with the output's range (tensorflow/tensorflow#127842, open).
   On Keras ConvNeXtTiny, 50 of 419 tensors got their consumer's range: every layer-scale branch (values near
   2e-6) recorded as -3.4..3.6, the residual sum, so int8 rounds the branch to zero. Here each ranged tensor
   is a graph output, which no op may overwrite.
@@ -138,9 +138,12 @@ def _text(name: Any) -> str:
 
 
 def _range(a: np.ndarray) -> tuple[float, float]:
-    """Min and max of A's values, NaN skipped (as calibration_logger.cc); (nan, nan) where none is a number."""
+    """Min and max of A's values, NaN skipped (as calibration_logger.cc); (nan, nan) where none is a number (or
+    A is empty)."""
     a = np.asarray(a, np.float32).ravel()
-    lo, hi = float(a.min(initial=np.inf)), float(a.max(initial=-np.inf))
+    if a.size == 0:
+        return float("nan"), float("nan")
+    lo, hi = float(a.min()), float(a.max())
     if np.isnan(lo) or np.isnan(hi):
         a = a[~np.isnan(a)]
         if a.size == 0:
@@ -183,6 +186,7 @@ def _measure_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) ->
     it.allocate_tensors()
     lo = np.full(len(watched), np.inf, np.float64)
     hi = np.full(len(watched), -np.inf, np.float64)
+    seen = np.zeros(len(watched), bool)  # a value that is a number (an infinity is one, as for the calibrator)
     n = len(next(iter(feeds.values())))
     for i in range(n):
         for k in inputs:  # the samples in the input's own type, as the calibrator feeds them
@@ -191,9 +195,8 @@ def _measure_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) ->
         for j, k in enumerate(watched):
             a, b = _range(it.get_tensor(k))
             if not np.isnan(a):
-                lo[j], hi[j] = min(lo[j], a), max(hi[j], b)
-    lo[np.isinf(lo)] = np.nan
-    hi[np.isinf(hi)] = np.nan
+                lo[j], hi[j], seen[j] = min(lo[j], a), max(hi[j], b), True
+    lo[~seen] = hi[~seen] = np.nan
     return {}, {"idx": np.array(watched, np.int64), "lo": lo, "hi": hi}
 
 

@@ -187,7 +187,28 @@ def test_nan_is_skipped_and_a_tensor_of_nan_alone_has_no_range() -> None:
     assert _range(np.array([1.0, np.nan, -2.0], np.float32)) == (-2.0, 1.0)
     lo, hi = _range(np.array([np.nan, np.nan], np.float32))
     assert np.isnan(lo) and np.isnan(hi)
-    assert _range(np.zeros((0,), np.float32)) == (np.inf, -np.inf)  # no values: the caller records nothing
+    lo, hi = _range(np.zeros((0,), np.float32))  # no values: the caller records nothing
+    assert np.isnan(lo) and np.isnan(hi)
+    assert _range(np.array([-np.inf, 2.0], np.float32)) == (-np.inf, 2.0)  # an infinity is kept, as TF keeps it
+
+
+def test_an_infinite_activation_keeps_its_infinite_range(tf) -> None:
+    """log(relu(x)) is -inf wherever x <= 0: the calibrator records that range (and edgekit's int8 range check
+    then names the tensor: an absurd step); it is not mistaken for a tensor that had no values."""
+    from edgekit.tflite_calibrate import litert_calibrated
+
+    @tf.function(input_signature=[tf.TensorSpec((1, 8), tf.float32)])
+    def model(x):
+        return tf.math.log(tf.nn.relu(x)) * 0.5
+
+    blob = _convert(tf, model)
+    xs = np.random.default_rng(0).standard_normal((4, 1, 8)).astype(np.float32)
+    ours, theirs = _ranges(litert_calibrated(blob, _dataset(xs))), _ranges(_converters(blob, xs))
+    assert set(ours) == set(theirs)
+    infinite = [n for n, (lo, _) in ours.items() if lo == -np.inf]
+    # the calibrator's builtin MUL clamps to its float range: -FLT_MAX where XNNPACK keeps -inf
+    assert infinite and all(theirs[n][0] <= np.finfo(np.float32).min for n in infinite)
+    assert all(np.isclose(theirs[n][1], ours[n][1], rtol=1e-5) for n in ours)
 
 
 def test_samples_go_to_the_child_in_chunks_with_the_same_ranges(tf, residual,

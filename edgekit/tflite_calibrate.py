@@ -66,11 +66,13 @@ def litert_calibrated(float_bytes: bytes, dataset: Callable[[], Iterator[Any]],
     if ranged is None:
         return None
     inputs = [int(k) for k in fm.sg.inputs]
-    probe = FlatModel(float_bytes)  # every ranged tensor a graph output: LiteRT keeps it, no op overwrites it
-    outs = [int(k) for k in probe.sg.outputs]
+    outputs = fm.sg.outputs
+    own = [int(k) for k in outputs]
     watched = [k for k in ranged if k not in inputs]
-    probe.sg.outputs = np.array(outs + [k for k in watched if k not in outs], np.int32)
-    probe_bytes = probe.to_bytes()
+    # the probe: every ranged tensor a graph output, which LiteRT keeps and no op overwrites
+    fm.sg.outputs = np.array(own + [k for k in watched if k not in own], np.int32)
+    probe_bytes = bytes(fm.fu.convert_object_to_bytearray(fm.model))
+    fm.sg.outputs = outputs  # the model written back with its ranges keeps its own outputs
     lo: dict[int, float] = {}
     hi: dict[int, float] = {}
 
@@ -105,10 +107,12 @@ def _chunks(fm: Any, dataset: Callable[[], Iterator[Any]], inputs: list[int]) ->
     """DATASET's batches stacked per input tensor (batches x the batch's shape), about CHUNK_BYTES at a time, so
     memory stays bounded whatever the number of samples. Raises _NotFed for samples it cannot map to the inputs
     (signature keys with tuples, other lengths) or whose shapes change (the calibrator fixes them at the first)."""
+    from edgekit.quantize.flatbuffer import text
+
     by_key = {}
     if fm.model.signatureDefs:
         sig = fm.model.signatureDefs[0]
-        by_key = {_text(m.name): int(m.tensorIndex) for m in (sig.inputs or [])}
+        by_key = {text(m.name): int(m.tensorIndex) for m in (sig.inputs or [])}
     parts: dict[int, list[np.ndarray]] = {k: [] for k in inputs}
     kinds: set[tuple[int, tuple[int, ...], str]] | None = None
     held = 0
@@ -131,10 +135,6 @@ def _chunks(fm: Any, dataset: Callable[[], Iterator[Any]], inputs: list[int]) ->
             parts, held = {k: [] for k in inputs}, 0
     if all(parts.values()):
         yield {k: np.stack(v) for k, v in parts.items()}
-
-
-def _text(name: Any) -> str:
-    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def _range(a: np.ndarray) -> tuple[float, float]:

@@ -237,3 +237,40 @@ def test_samples_whose_shape_changes_go_to_the_calibrator(tf, residual) -> None:
     xs = _samples()
     mixed = [xs[0], xs[1][:, :4]]
     assert litert_calibrated(blob, lambda: ([x] for x in mixed)) is None
+
+
+def test_a_fallback_is_in_the_recipes_record(tf, residual, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from edgekit import isolate
+    from edgekit.errors import RuntimeFailure
+    from edgekit.quantize.tflite_recipes import TfliteJob, calibrated
+
+    def crashed(*_a: Any, **_k: Any) -> Any:
+        raise RuntimeFailure("LiteRT crashed (SIGABRT) while running the float model for calibration.")
+
+    monkeypatch.setattr(isolate, "run_isolated", crashed)
+    monkeypatch.delenv("EDGEKIT_NO_ISOLATION", raising=False)
+    blob, _ = residual
+    logged: list[str] = []
+    job = TfliteJob(tf, tmp_path, "serving_default", _samples()[:, 0], 1, "int8", tmp_path, logged.append)
+    assert _ranges(calibrated(job, blob)) == _ranges(_converters(blob, _samples()))
+    assert len(job.notes) == 1 and "SIGABRT" in job.notes[0] and "TensorFlow's calibrator" in job.notes[0]
+    assert logged == job.notes
+
+
+def test_an_lstm_goes_to_the_calibrator(tf) -> None:
+    """Keras 3's LSTM reaches TFLite as a WHILE loop (several subgraphs), a fused LSTM where the converter fuses
+    one (the calibrator adds its intermediate tensors and ranges them in its own kernel): neither is repeated
+    here."""
+    import keras
+
+    from edgekit.quantize.flatbuffer import FlatModel
+    from edgekit.tflite_calibrate import litert_calibrated, ranged_tensors
+
+    model = keras.Sequential([keras.Input((5, 3), batch_size=1), keras.layers.LSTM(4)])
+    blob = bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
+    fm = FlatModel(blob)
+    ops = {fm.name(k) for k in range(len(fm.sg.operators))}
+    assert "WHILE" in ops or "UNIDIRECTIONAL_SEQUENCE_LSTM" in ops
+    assert ranged_tensors(fm) is None
+    xs = np.random.default_rng(0).standard_normal((3, 1, 5, 3)).astype(np.float32)
+    assert litert_calibrated(blob, _dataset(xs)) is None

@@ -136,8 +136,7 @@ def _padv2_to_pad(f: FlatModel) -> int:
 
 
 def _base_name(f: FlatModel, tensor: int) -> str:
-    name = f.sg.tensors[tensor].name
-    return name.decode() if isinstance(name, bytes) else str(name)
+    return f.tensor_name(tensor)
 
 
 def _fc_to_conv(f: FlatModel) -> int:

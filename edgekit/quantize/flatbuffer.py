@@ -11,6 +11,11 @@ import numpy as np
 FLOAT32, INT32 = 0, 2  # TensorType.FLOAT32, TensorType.INT32
 
 
+def text(value: Any) -> str:
+    """A name from the schema's object API (bytes there) as a string."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 class FlatModel:
     def __init__(self, blob: bytes) -> None:
         from tensorflow.lite.python import schema_py_generated as schema
@@ -35,6 +40,9 @@ class FlatModel:
     def name(self, k: int) -> str:
         c = self.model.operatorCodes[self.sg.operators[k].opcodeIndex]
         return self.codes.get(max(c.builtinCode, c.deprecatedBuiltinCode), "?")
+
+    def tensor_name(self, tensor: int) -> str:
+        return text(self.sg.tensors[tensor].name)
 
     def only_reader(self, tensor: int) -> int | None:
         r = self.readers.get(tensor, [])

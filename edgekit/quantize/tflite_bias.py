@@ -197,8 +197,7 @@ def correct_biases(blob: bytes, batches: Iterable[list[np.ndarray]]) -> tuple[by
 
 
 def _name(f: FlatModel, k: int) -> str:
-    name: Any = f.sg.tensors[int(f.sg.operators[k].outputs[0])].name
-    return name.decode() if isinstance(name, bytes) else str(name)
+    return f.tensor_name(int(f.sg.operators[k].outputs[0]))
 
 
 __all__ = ["BiasCorrection", "correct_biases", "input_sums", "int8_grid", "int8_weights", "output_shift",

@@ -102,8 +102,7 @@ def _ceiling(f: FlatModel, a: int, scale: np.ndarray | None) -> None:
     """After op A (its fused ReLU6 now ReLU): MINIMUM(x, 6 / s_i) per channel, exact in float."""
     op = f.sg.operators[a]
     out = int(op.outputs[0])
-    name = f.sg.tensors[out].name
-    base = name.decode() if isinstance(name, bytes) else str(name)
+    base = f.tensor_name(out)
     relu = f.add_like(f"{base}/relu", out)
     c = len(scale) if scale is not None else int(f.sg.tensors[out].shape[-1])
     ceiling = f.add_const(f"{base}/ceiling", (6.0 / (scale if scale is not None else np.ones(c))).astype(np.float32))

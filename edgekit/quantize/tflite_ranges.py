@@ -32,7 +32,7 @@ def _ranged(fm: FlatModel) -> dict[str, int]:
         if q is None or q.min is None or q.max is None or len(q.min) != 1 or len(q.max) != 1:
             continue
         if fm.const(k) is None and t.type == 0:  # float32 activations only: constants keep their ranges
-            out[t.name.decode() if isinstance(t.name, bytes) else t.name] = k
+            out[fm.tensor_name(k)] = k
     return out
 
 

@@ -33,6 +33,7 @@ from edgekit.quantize.search import (
     NOT_JUDGED,
     Judged,
     Log,
+    Reach,
     best,
     best_float_free,
     cap_share,
@@ -89,6 +90,11 @@ class _Search:
         self.trials: list[RecipeTrial] = []
         self.chosen: int | None = None  # the candidate mixed precision chose (bisection does not end on it)
         self.needed_over: float | None = None  # mixed precision missed with this share of MACs in float
+        # whether the judged samples leave any further candidate a chance
+        self.reach = Reach(data.notes, log)
+
+    def reachable(self) -> bool:
+        return self.reach(self.y_ref, len(self.kept))
 
     def candidate(self, label: str, recipe: OnnxRecipe, make: Callable[[Path, QuantData], Path]) -> bool:
         t0 = time.perf_counter()
@@ -110,6 +116,8 @@ class _Search:
         return judged.passed
 
     def try_recipe(self, name: str) -> bool:
+        if not self.reachable():
+            return False
         recipe = ONNX_RECIPES[name]()
         return self.candidate(name, recipe, lambda out, data: recipe.build(self.pre, out, data))
 
@@ -164,6 +172,9 @@ class _Search:
         def passes(nodes: tuple[str, ...]) -> bool:
             recipe = base.with_float(nodes)
 
+            if not self.reachable():
+                return False
+
             def make(o: Path, d: QuantData, r: OnnxRecipe = recipe) -> Path:
                 if r.config.bias_correct:  # corrected again, for the layers still quantized only
                     return r.build(self.pre, o, replace(d, cache=None))
@@ -176,7 +187,8 @@ class _Search:
 
         k = smallest_float_set(ranked, self.macs, passes)
         if k is None:
-            self.needed_over = cap_share(ranked, self.macs)
+            if not self.reach.stopped:  # tried up to the cap and missed (a stopped search did not try it)
+                self.needed_over = cap_share(ranked, self.macs)
             return False
         self.chosen = tried[prefix_nodes(ranked, k)]
         return True
@@ -190,7 +202,7 @@ def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Lo
     s = _Search(pre, data, log, searching)
     names = AUTO_ORDER if requested == "auto" else ("plain",) if requested == "mixed" else (requested,)
     met = any(s.try_recipe(name) for name in names)  # any() stops at the first that meets the thresholds
-    if not met and searching and not float_free:
+    if not met and searching and not float_free and s.reachable():
         met = s.mixed(best(s.kept))  # type: ignore[arg-type]  # every candidate is judged when searching
     if met:
         pick = s.chosen if s.chosen is not None else len(s.kept) - 1

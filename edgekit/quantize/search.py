@@ -35,7 +35,10 @@ AUTO_MACS_TARGET = MACS_BUDGET  # what the issue calls cheap: at most this share
 AUTO_FLOAT_CAP = MACS_CAP
 JUDGE_SHARE = 2  # every second calibration sample judges the candidates, the others calibrate them
 MIN_SPLIT = 48  # fewer calibration samples than this: calibrate and judge on all of them (noted)
-MAX_JUDGE = 200
+# at most this many judge: one standard error of an agreement near 97% is 0.5 points on 1,000 samples, 1.7 on 100
+# (the default --calib-size of 200 judges on 100). It was 200, and no --calib-size could give the search more: at
+# the bound of the later candidates (2 sigma) a candidate then had to agree on 199 of 200 to pass, on any model
+MAX_JUDGE = 1000
 # top-1 agreement is a count on few samples: the search asks that its one-sigma (Wilson) lower bound meet the
 # threshold, so a candidate that passes by luck does not end the search (plain int8 on a trained MobileNetV2:
 # 66 of 67 held-out calibration samples, 94% of 200 validation samples)
@@ -97,6 +100,61 @@ def wilson_low(p: float, n: int, z: float) -> float:
         return p
     d = 1 + z * z / n
     return float((p + z * z / (2 * n) - z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / d)
+
+
+def needed_samples(z: float, need: float, agreement: float = 1.0) -> int:
+    """The fewest judged samples on which an observed top-1 AGREEMENT clears NEED at the bound of Z sigmas (the
+    Wilson bound grows with the samples for a fixed agreement above NEED); 0 where AGREEMENT <= NEED."""
+    if agreement <= need:
+        return 0
+    n = 1
+    while wilson_low(agreement, n, z) < need:
+        n *= 2
+    lo, hi = n // 2, n  # fails at lo (or lo is 0), passes at hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if wilson_low(agreement, mid, z) >= need else (mid, hi)
+    return hi
+
+
+def out_of_reach(y_ref: np.ndarray | None, tried: int, precision: str = "int8") -> str | None:
+    """Words, where the next candidate of a search (the TRIED+1-th) could not meet the top-1 agreement threshold on
+    the judged outputs Y_REF even by agreeing on every one of them: its bound (`margin_z`) asks for more samples than
+    the search holds. None where it could, or the outputs have no classes (no top-1 to bound).
+
+    Why: on the default 100 judged samples, the fourth candidate's bound (1.8 sigma) is under 97% at 100 of 100, so
+    auto's later recipes and all of mixed precision were built and run for nothing, and could only miss."""
+    from edgekit.precisions import PRECISIONS
+
+    need = PRECISIONS[precision].thresholds.get("top1_agreement")
+    if y_ref is None or need is None or not has_classes(y_ref):
+        return None
+    n, z = len(y_ref), margin_z(tried + 1)
+    if wilson_low(1.0, n, z) >= need:
+        return None
+    plural = "" if tried == 1 else "s"
+    return (f"the search stopped after {tried} candidate{plural}: on {n} judged samples, even agreeing on every "
+            f"one cannot show {need:.0%} top-1 agreement at the next candidate's bound ({z:.2g} sigma; that takes "
+            f"at least {needed_samples(z, need)}, and {needed_samples(z, need, need + 0.01)} for a candidate at "
+            f"{need + 0.01:.0%}): more calibration samples (--calib-size; the search judges on half of them, at "
+            f"most {MAX_JUDGE}) let it go on")
+
+
+@dataclass
+class Reach:
+    """Whether a search's next candidate could still pass (`out_of_reach`), saying why once where not. The first
+    candidate is always tried: it is what a search that misses keeps."""
+
+    notes: list[str]
+    log: Callable[[str], None]
+    stopped: bool = False
+
+    def __call__(self, y_ref: np.ndarray | None, tried: int) -> bool:
+        if not self.stopped and tried and (words := out_of_reach(y_ref, tried)):
+            self.stopped = True
+            self.notes.append(words)
+            self.log(f"int8 recipe search: {words}")
+        return not self.stopped
 
 
 def trial(name: str, judged: Judged, float_nodes: int, macs_fraction: float, started: float) -> RecipeTrial:
@@ -275,7 +333,7 @@ def best_float_free(trials: list[tuple[Judged | None, int, object]]) -> int:
 
 Log = Callable[[str], None]
 
-__all__ = ["AUTO_FLOAT_CAP", "AUTO_MACS_TARGET", "NOT_JUDGED", "Judged", "best", "best_float_free", "cap_share",
-           "cost_record", "has_classes", "input_noise_agreement", "judge", "largest_within", "macs_fraction",
-           "margin_z", "prefix_nodes", "ranked_units", "say", "smallest_float_set", "split", "trial",
-           "twin_noise_agreement", "wilson_low"]
+__all__ = ["AUTO_FLOAT_CAP", "AUTO_MACS_TARGET", "NOT_JUDGED", "Judged", "Reach", "best", "best_float_free",
+           "cap_share", "cost_record", "has_classes", "input_noise_agreement", "judge", "largest_within",
+           "macs_fraction", "margin_z", "needed_samples", "out_of_reach", "prefix_nodes", "ranked_units", "say",
+           "smallest_float_set", "split", "trial", "twin_noise_agreement", "wilson_low"]

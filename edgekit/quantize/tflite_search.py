@@ -24,6 +24,7 @@ from edgekit.quantize.records import RecipeChoice, RecipeTrial
 from edgekit.quantize.search import (
     NOT_JUDGED,
     Judged,
+    Reach,
     best,
     best_float_free,
     cap_share,
@@ -79,6 +80,11 @@ class _Search:
         self.kept: list[tuple[Judged, int, Candidate]] = []
         self.trials: list[RecipeTrial] = []
         self.needed_over: float | None = None  # mixed precision missed with this share of MACs in float
+        # whether the judged samples leave any further candidate a chance
+        self.reach = Reach(self.job.notes, self.job.log)
+
+    def reachable(self) -> bool:
+        return self.reach(self.y_ref, len(self.kept))
 
     def judge_many(self, cands: list[Candidate]) -> int | None:
         """Judge CANDS; index of the first that passes, or None."""
@@ -146,6 +152,8 @@ class _Search:
         tried: dict[tuple[str, ...], int] = {}
 
         def passes(nodes: tuple[str, ...]) -> bool:
+            if not self.reachable():
+                return False
             blob = self.quantized(cal, nodes)
             if blob is None:
                 return False
@@ -155,7 +163,8 @@ class _Search:
 
         found = smallest_float_set(ranked, self.macs, passes)
         if found is None:
-            self.needed_over = cap_share(ranked, self.macs)
+            if not self.reach.stopped:  # tried up to the cap and missed (a stopped search did not try it)
+                self.needed_over = cap_share(ranked, self.macs)
             return None
         return tried[prefix_nodes(ranked, found)]
 
@@ -246,10 +255,12 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
 def _searched(s: _Search, requested: str, float_free: bool) -> tuple[int, bool]:
     """Auto's (or mixed's) search: the index of the candidate kept, and whether it met the thresholds."""
     for name in AUTO_ORDER if requested == "auto" else ("plain",):
+        if not s.reachable():
+            break
         pick = s.recipe(name)
         if pick is not None:
             return pick, True
-    pick = s.mixed() if not float_free else None
+    pick = s.mixed() if not float_free and s.reachable() else None
     if pick is not None:
         return pick, True
     return best_float_free(s.kept), False  # type: ignore[arg-type]

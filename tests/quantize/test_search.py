@@ -328,3 +328,41 @@ def test_a_candidate_below_the_threshold_seldom_ends_a_long_search() -> None:
     truly = rng.binomial(200, 0.995, size=4000) / 200
     assert np.mean([wilson_low(p, 200, margin_z(1)) >= need for p in truly]) > 0.95
     assert np.mean([wilson_low(p, 200, margin_z(8)) >= need for p in truly]) > 0.7
+
+
+def test_the_samples_a_bound_needs_and_the_search_that_has_too_few() -> None:
+    from edgekit.quantize.search import Reach, margin_z, needed_samples, out_of_reach
+
+    for z in (1.0, margin_z(4), margin_z(8)):
+        n = needed_samples(z, 0.97)
+        assert wilson_low(1.0, n, z) >= 0.97 > wilson_low(1.0, n - 1, z)
+        m = needed_samples(z, 0.97, 0.98)  # a candidate truly at 98%: an order of magnitude more
+        assert wilson_low(0.98, m, z) >= 0.97 > wilson_low(0.98, m - 1, z) and m > 8 * n
+    assert needed_samples(1.0, 0.97, 0.97) == 0
+    # the CLI's default 200 calibration samples judge on 100: the fourth candidate can still pass, by agreeing on
+    # every one of them; the fifth cannot
+    y = np.eye(10, dtype=np.float32)[np.arange(100) % 10]
+    assert out_of_reach(y, 3) is None
+    words = out_of_reach(y, 4)
+    assert words and "after 4 candidates" in words and "100 judged samples" in words and "--calib-size" in words
+    assert out_of_reach(np.zeros((100, 8, 8), np.float32), 50) is None  # maps: no top-1 to bound
+    notes: list[str] = []
+    log: list[str] = []
+    reach = Reach(notes, log.append)
+    assert reach(y[:10], 0)  # the first candidate is always tried: it is what a search that misses keeps
+    assert reach(y, 4) is False and reach(y, 5) is False and len(notes) == 1 and len(log) == 1
+    assert reach.stopped
+
+
+def test_a_search_on_too_few_samples_stops_says_why_and_claims_no_float_share(
+        head_model: Path, samples: np.ndarray, tmp_path: Path) -> None:
+    """140 calibration samples judge on 70: past the second candidate (1.6 sigma needs 85) none could pass.
+    The search stops there, says so and how many samples it takes, and records no float share as 'not enough'
+    (mixed precision was never tried)."""
+    log: list[str] = []
+    choice = _search(head_model, samples[:140], tmp_path, "auto", log)
+    assert [t.recipe for t in choice.trials] == ["plain", "uint8"]
+    assert choice.met is False and choice.float_nodes == () and choice.macs_float_needed_over is None
+    stop = [n for n in choice.notes if n.startswith("the search stopped after 2 candidates")]
+    assert stop and "70 judged samples" in stop[0] and "--calib-size" in stop[0]
+    assert any("int8 recipe search: the search stopped" in m for m in log)

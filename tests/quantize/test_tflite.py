@@ -81,6 +81,22 @@ def test_equalization_keeps_the_float_tflite_and_recovers_int8(tf, spread_saved:
     assert not choice.trials[0].passed and choice.met and choice.chosen == "equalize"
 
 
+def test_a_search_whose_judged_samples_cannot_show_the_threshold_stops_there(
+        tf, head_saved: Path, tmp_path: Path) -> None:
+    """96 calibration samples judge on 48: the second candidate's bound (1.4 sigma) needs 65 even at 100%. Mixed
+    precision would be next after plain: never built, and no float share claimed as not enough."""
+    from edgekit.quantize.tflite_search import quantize_tflite
+
+    log: list[str] = []
+    job = _job(tf, head_saved, SEARCHED[:96], tmp_path / "few")
+    job.log = log.append
+    _, choice = quantize_tflite(job, "mixed")
+    assert [t.recipe for t in choice.trials] == ["plain"] and choice.met is False
+    assert choice.macs_float_needed_over is None and not choice.float_nodes
+    assert any(n.startswith("the search stopped after 1 candidate: on 48 judged samples") for n in choice.notes)
+    assert any("int8 recipe search: the search stopped" in m for m in log)
+
+
 def test_mixed_precision_meets_what_plain_misses_but_never_for_an_integer_only_target(
         tf, head_saved: Path, xs: np.ndarray, tmp_path: Path) -> None:
     from edgekit.quantize.tflite_search import quantize_tflite

@@ -37,6 +37,7 @@ from edgekit.quantize.search import (
     best,
     best_float_free,
     cap_share,
+    error_share,
     input_noise_agreement,
     judge,
     macs_fraction,
@@ -90,6 +91,7 @@ class _Search:
         self.trials: list[RecipeTrial] = []
         self.chosen: int | None = None  # the candidate mixed precision chose (bisection does not end on it)
         self.needed_over: float | None = None  # mixed precision missed with this share of MACs in float
+        self.error_share: float | None = None  # mixed precision's worst layer group's share of its base's error
         # whether the judged samples leave any further candidate a chance
         self.reach = Reach(data.notes, log)
 
@@ -163,6 +165,7 @@ class _Search:
             quantize(src, probe, data, replace(base.config, float_nodes=floated))
             damage.append((float(((_run(probe, x) - y_ref).astype(np.float64) ** 2).mean()), unit))
         probe.unlink(missing_ok=True)
+        self.error_share = error_share(damage, float(((_run(out, x) - y_ref).astype(np.float64) ** 2).mean()))
         ranked = ranked_units(damage, self.macs) + ([rest] if rest else [])
         worst = sorted(damage, key=lambda d: -d[0])[:3]
         self.log(f"int8 mixed precision: measured {len(units)} layer groups alone on {base.name}; most damaging: "
@@ -223,7 +226,9 @@ def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Lo
         judged_on=s.judged_on, float_nodes=recipe.config.float_nodes,
         macs_float_fraction=t.macs_float_fraction if t else 0.0, trials=tuple(s.trials),
         notes=tuple(dict.fromkeys(data.notes)), float_model=str(src), cost=_cost(s, dst, pre, label),
-        float_input_noise_agreement=None if noise is None else round(noise, 4), macs_float_needed_over=s.needed_over)
+        float_input_noise_agreement=None if noise is None else round(noise, 4), macs_float_needed_over=s.needed_over,
+        top1_margins=s.kept[pick][0].margins if searching and s.kept[pick][0] else None,
+        worst_group_error_share=s.error_share)
     if searching and not met:
         log(f"int8: no recipe met the thresholds on the samples the search judges; keeping the best float-free one, "
             f"{choice.chosen}" + (f" ({choice.why_words()})" if s.needed_over is not None else ""))

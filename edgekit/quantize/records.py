@@ -24,6 +24,7 @@ def _value(v: Any) -> Any:
 
 
 INT8_TOP1 = 0.97  # the int8 top-1 agreement threshold (edgekit.precisions), for the words only
+SPREAD_SHARE = 0.25  # under this share of the whole error in its worst layer group, the error is called spread
 MACS_BUDGET = 0.10  # the share of MACs in float that issue 9 calls cheap (edgekit.quantize.search.AUTO_MACS_TARGET)
 MACS_CAP = 0.50  # the most mixed precision may leave in float (edgekit.quantize.search.AUTO_FLOAT_CAP: why there)
 
@@ -79,6 +80,12 @@ class RecipeChoice:
     # under it, which still missed; the model needs more than this in float to meet the thresholds, and the best
     # float-free recipe was kept instead (None: mixed precision met within the cap, or was not tried)
     macs_float_needed_over: float | None = None
+    # where the kept candidate's top-1 disagreements lie, on the samples the search judged
+    # (edgekit.quantize.search.top1_margins): samples, sigma, close_share, flips, flips_close
+    top1_margins: dict[str, Any] | None = None
+    # mixed precision's most damaging layer group, quantized alone, as a share of its base's whole int8 error
+    # (edgekit.quantize.search.error_share; None: mixed precision was not tried)
+    worst_group_error_share: float | None = None
     # where diagnosis finds the float twin of the artifact (a staging path: never written to the manifest)
     float_model: str | None = field(default=None, compare=False, metadata={"json": False})
 
@@ -114,7 +121,26 @@ class RecipeChoice:
         elif over is not None:
             out.append(f"the layer group that mixed precision would keep in float first is alone over {cap}: none "
                        "was tried, the best float-free recipe was kept")
+        if self.met is False or (self.float_nodes and self.macs_float_fraction > MACS_BUDGET):
+            out += self._spread_words()
         return "; ".join(out)
+
+    def _spread_words(self) -> list[str]:
+        """Why no cheap recipe got there: close calls (`top1_margins`), an error no few layers hold."""
+        out = []
+        m = self.top1_margins or {}
+        flips, close = int(m.get("flips", 0)), float(m.get("close_share", 0.0))
+        if flips and close > 1 - INT8_TOP1 and 2 * int(m.get("flips_close", 0)) >= flips:
+            out.append(f"its top-1 turns on close calls: on {close:.0%} of the judged samples the fp32 model's top two "
+                       f"scores are within twice the int8 error on their difference (sigma {m.get('sigma', 0):.3g}), "
+                       f"more than the {1 - INT8_TOP1:.0%} of disagreement the threshold allows, and "
+                       f"{m.get('flips_close')} of its {flips} disagreements are among them (a model with wider "
+                       "margins agrees more; the accuracy drop, which validation also measures, says what int8 costs)")
+        share = self.worst_group_error_share
+        if share is not None and share < SPREAD_SHARE:
+            out.append(f"the error is spread over the layers: the most damaging layer group, quantized alone, makes "
+                       f"{share:.0%} of the int8 model's output error, so a few layers in float remove little of it")
+        return out
 
     def cost_words(self) -> str:
         """'equalize', 'mixed[plain] (3 ops in float, 4.1% of MACs)': what the table shows."""

@@ -29,6 +29,7 @@ from edgekit.quantize.search import (
     best_float_free,
     cap_share,
     cost_record,
+    error_share,
     input_noise_agreement,
     judge,
     macs_fraction,
@@ -80,6 +81,7 @@ class _Search:
         self.kept: list[tuple[Judged, int, Candidate]] = []
         self.trials: list[RecipeTrial] = []
         self.needed_over: float | None = None  # mixed precision missed with this share of MACs in float
+        self.error_share: float | None = None  # mixed precision's worst layer group's share of its base's error
         # whether the judged samples leave any further candidate a chance
         self.reach = Reach(self.job.notes, self.job.log)
 
@@ -123,7 +125,7 @@ class _Search:
     def mixed(self) -> int | None:
         """Selective quantization on the best float-free candidate's calibration: damage alone, rank, bisect."""
         k = best(self.kept)
-        _, _, (base, _, _, cal_path, edits) = self.kept[k]
+        _, _, (base, base_blob, _, cal_path, edits) = self.kept[k]
         if cal_path is None:
             cal_path = _write(self.job, "plain.calibrated.tflite", calibrated(self.job))
         cal = cal_path.read_bytes()
@@ -138,15 +140,18 @@ class _Search:
         covered = {n for u in units for n in u}
         rest = tuple(n for n in everything if n not in covered)
         blobs = [self.quantized(cal, tuple(n for n in everything if n not in set(u))) for u in units]  # only U int8
-        paths = [_write(self.job, f"probe-{i}.tflite", b) for i, b in enumerate(blobs) if b is not None]
+        paths = [_write(self.job, f"probe-{i}.tflite", b) for i, b in enumerate([*blobs, base_blob]) if b is not None]
         x, y_ref = self.x[:PROBE_SAMPLES], self.y_ref[:PROBE_SAMPLES]
         ran = iter(run_tflite(paths, x))
         ys = [next(ran) if b is not None else None for b in blobs]
+        whole = next(ran)  # the base itself, every group quantized
         for p in paths:
             p.unlink(missing_ok=True)
         damage = [(float(((y - y_ref).astype(np.float64) ** 2).mean()) if y is not None else float("inf"), u)
                   for y, u in zip(ys, units, strict=True)]
         ranked = ranked_units(damage, self.macs) + ([rest] if rest else [])
+        if whole is not None:
+            self.error_share = error_share(damage, float(((whole - y_ref).astype(np.float64) ** 2).mean()))
         self.job.log(f"int8 mixed precision: measured {len(units)} layer groups alone on {base}; most damaging: "
                      + ", ".join(f"{len(u)} ops ending {u[-1]}" for _, u in sorted(damage, key=lambda d: -d[0])[:3]))
         tried: dict[tuple[str, ...], int] = {}
@@ -245,7 +250,8 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
         float_nodes=nodes, macs_float_fraction=t.macs_float_fraction if t else 0.0, trials=tuple(s.trials),
         notes=tuple(dict.fromkeys(job.notes)), float_model=str(cal_path), edgetpu_fixes=fixes,
         cost=_cost(s, blob, label), float_input_noise_agreement=None if noise is None else round(noise, 4),
-        macs_float_needed_over=s.needed_over)
+        macs_float_needed_over=s.needed_over, top1_margins=s.kept[pick][0].margins if searching else None,
+        worst_group_error_share=s.error_share)
     if met is False:
         job.log("int8: no recipe met the thresholds on the samples the search judges; keeping the best float-free "
                 f"one, {label}" + (f" ({choice.why_words()})" if s.needed_over is not None else ""))

@@ -3,6 +3,7 @@ misses; the diagnosis names the layer and the pattern; the records round-trip.""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -366,3 +367,38 @@ def test_a_search_on_too_few_samples_stops_says_why_and_claims_no_float_share(
     stop = [n for n in choice.notes if n.startswith("the search stopped after 2 candidates")]
     assert stop and "70 judged samples" in stop[0] and "--calib-size" in stop[0]
     assert any("int8 recipe search: the search stopped" in m for m in log)
+
+
+def test_the_record_says_where_disagreements_lie_and_whether_the_error_is_spread() -> None:
+    from edgekit.quantize.search import error_share, top1_margins
+
+    rng = np.random.default_rng(0)
+    y_ref = np.zeros((200, 10), np.float32)
+    y_ref[:, 0], y_ref[:, 1] = 5.0, 4.0  # a margin of 1 ...
+    y_ref[:20, 1] = 4.9  # ... but 0.1 on 10% of the samples: the close calls
+    y = y_ref + rng.normal(0, 0.1, y_ref.shape).astype(np.float32)
+    m = top1_margins(y_ref, y)
+    assert m is not None and m["samples"] == 200 and 0.1 < m["sigma"] < 0.2
+    assert m["close_share"] == 0.1 and 0 < m["flips"] == m["flips_close"]  # every flip is a close call
+    assert top1_margins(np.zeros((4, 8, 8)), np.zeros((4, 8, 8))) is None  # maps: no top-1
+    assert error_share([(1.0, ("a",)), (3.0, ("b",)), (float("inf"), ("c",))], 20.0) == 0.15
+    assert error_share([], 1.0) is None and error_share([(1.0, ("a",))], 0.0) is None
+    choice = RecipeChoice(requested="auto", chosen="plain", config={}, met=False, judged_on="x", top1_margins=m,
+                          worst_group_error_share=0.15)
+    why = choice.why_words()
+    assert "close calls: on 10% of the judged samples" in why and f"{m['flips']} of its {m['flips']}" in why
+    assert "the error is spread over the layers" in why and "makes 15% of" in why
+    # a model whose disagreements are not close calls, whose error one layer group holds, is not explained so
+    assert RecipeChoice(requested="auto", chosen="plain", config={}, met=False, judged_on="x",
+                        top1_margins={**m, "close_share": 0.02}, worst_group_error_share=0.6).why_words() == ""
+    # a met choice within the budget needs no why
+    assert dataclasses.replace(choice, met=True).why_words() == ""
+    d = json.loads(json.dumps(choice.to_dict()))
+    assert RecipeChoice.from_dict(d) == choice
+
+
+def test_mixed_precision_records_its_worst_group_s_share_and_the_kept_candidate_s_margins(
+        head_mixed: tuple[RecipeChoice, Path]) -> None:
+    mixed, _ = head_mixed
+    assert mixed.worst_group_error_share is not None and 0 < mixed.worst_group_error_share <= 1
+    assert mixed.top1_margins is not None and mixed.top1_margins["samples"] == 160

@@ -104,6 +104,9 @@ def test_mixed_precision_meets_what_plain_misses_but_never_for_an_integer_only_t
     _, mixed = quantize_tflite(_job(tf, head_saved, SEARCHED, tmp_path / "m"), "mixed")
     assert mixed.met and mixed.chosen == "mixed[plain]" and mixed.float_nodes
     assert 0 < mixed.macs_float_fraction <= 0.5 and mixed.macs_float_needed_over is None
+    # the head's wide tensor holds the error: its group alone makes most of it, not a spread error
+    assert mixed.worst_group_error_share is not None and mixed.worst_group_error_share > 0.25
+    assert mixed.top1_margins is not None and mixed.top1_margins["samples"] == 80
     # with the float cap just under what it needed: plain kept (float-free), the share that missed recorded
     import edgekit.quantize.search as search
 

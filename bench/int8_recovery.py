@@ -231,7 +231,8 @@ def row(choice: Any, fig: dict[str, float], size: int, latency: float, seconds: 
             "judged_on": choice.judged_on, "ops_in_float": len(choice.float_nodes),
             "macs_float_fraction": round(choice.macs_float_fraction, 4),
             "macs_float_needed_over": choice.macs_float_needed_over, "cost": choice.cost,
-            "float_input_noise_agreement": choice.float_input_noise_agreement, "why": choice.why_words() or None,
+            "float_input_noise_agreement": choice.float_input_noise_agreement, "top1_margins": choice.top1_margins,
+            "worst_group_error_share": choice.worst_group_error_share, "why": choice.why_words() or None,
             "trials": [trial_words(t) for t in choice.trials],
             "seconds": round(seconds, 1)}
 

@@ -12,12 +12,14 @@ Models (no downloads; small inputs, the machine has 2 cores):
   classifier fitted by ridge regression on the frozen backbone's features of 500 real MNIST digits;
 - resnet10: a ResNet-class network built here (7x7 stem, padded max-pool, four stages of one basic
   block each, BatchNorm, identity/projection shortcuts), prepared the same way;
-- mnist_mobilenet: a small MobileNetV2 (alpha 0.35, 32 x 32) trained to convergence on the 4,000 bundled MNIST
-  training digits (30 epochs, shifted/rotated/zoomed copies; 97% test accuracy): the realistic case, a model a user
-  ships;
-- mnist_mobilenet_4ep: the same network stopped after 4 epochs without augmentation, BatchNorm statistics then set
-  from 512 digits (82% test accuracy): an undertrained model whose top-1 margins are small, kept as the hard case
-  (it was this benchmark's only trained model until 2026-11-25).
+- mnist_mobilenet: a small MobileNetV2 (alpha 0.35, 32 x 32) trained to convergence on the first 2,000 bundled
+  MNIST training digits (60 epochs, shifted/rotated/zoomed copies): the realistic case, a model a user ships;
+- mnist_mobilenet_short: the same network stopped after 8 epochs without augmentation, BatchNorm statistics then
+  set from 512 digits: an undertrained model whose top-1 margins are small, kept as the hard case (the benchmark's
+  only trained model until 2026-11-25, then trained on all 4,000 digits for 4 epochs, 82% test accuracy).
+Neither saw the calibration digits: a trained model is surer of its training samples, so judged on them (auto
+judges on held-out calibration samples) it looks better than on new data (the short model's TFLite
+equalize+bias: 97.9% on 1,000 of its training digits, 96.0% on the test digits).
 Calibration: CALIB MNIST training digits (2000..3999; the head of the random-weight models never saw them; auto
 calibrates on half of them and judges on the other half, then rebuilds its choice on all); validation: VAL MNIST
 test digits (labelled), all of the bundled ones: one standard error of an agreement near 97% is 0.5 points on
@@ -134,7 +136,7 @@ def prepared(name: str) -> tuple[Any, int, float, dict[str, Any]]:
     import keras
 
     keras.utils.set_random_seed(0)
-    if name in ("mnist_mobilenet", "mnist_mobilenet_4ep"):
+    if name in ("mnist_mobilenet", "mnist_mobilenet_short"):
         return trained_mobilenet(converged=name == "mnist_mobilenet")
     size = SIZE
     if name == "mobilenet_v2":
@@ -159,23 +161,24 @@ def prepared(name: str) -> tuple[Any, int, float, dict[str, Any]]:
                                 "prepared": "BN stats from 64 photo crops, ridge head on 500 MNIST digits"}
 
 
-TRAINED = {True: "30 epochs on 4,000 MNIST digits (random shifts, rotations, zooms), Adam 3e-3 with cosine decay",
-           False: "4 epochs on 4,000 MNIST digits, BN statistics then set from 512 of them"}
+TRAIN = 2000  # training digits 0..TRAIN-1; calibration is 2000.. (digits the models never saw)
+TRAINED = {True: f"60 epochs on {TRAIN} MNIST digits (random shifts, rotations, zooms), Adam 3e-3 with cosine decay",
+           False: f"8 epochs on {TRAIN} MNIST digits, BN statistics then set from 512 of them"}
 
 
 def trained_mobilenet(converged: bool = True) -> tuple[Any, int, float, dict[str, Any]]:
     """MobileNetV2 0.35 at 32 x 32 trained on the bundled training digits. CONVERGED: to convergence, as a user's
-    shipped model is (97% test accuracy); else 4 epochs, the undertrained hard case (82%)."""
+    shipped model is; else 8 epochs, the undertrained hard case."""
     import keras
 
     size = 32
     model = keras.applications.MobileNetV2(input_shape=(size, size, 3), alpha=0.35, weights=None, classes=10,
                                            classifier_activation=None)
-    x, y = digits("train", size, 0, 4000)
+    x, y = digits("train", size, 0, TRAIN)
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     t0 = time.perf_counter()
     if converged:
-        for la in model.layers:  # Keras's 0.99 leaves the moving statistics behind in 63 steps an epoch
+        for la in model.layers:  # Keras's 0.99 leaves the moving statistics behind in 32 steps an epoch
             if isinstance(la, keras.layers.BatchNormalization):
                 la.momentum = 0.9
         aug = keras.Sequential([keras.layers.RandomTranslation(0.1, 0.1, fill_mode="constant"),
@@ -183,14 +186,15 @@ def trained_mobilenet(converged: bool = True) -> tuple[Any, int, float, dict[str
                                 keras.layers.RandomZoom(0.1, fill_mode="constant")])
         inp = keras.Input((size, size, 3))
         trainer = keras.Model(inp, model(aug(inp)))
-        epochs = 30
-        trainer.compile(keras.optimizers.Adam(keras.optimizers.schedules.CosineDecay(3e-3, epochs * 63)), loss,
+        epochs = 60
+        steps = epochs * -(-TRAIN // 64)
+        trainer.compile(keras.optimizers.Adam(keras.optimizers.schedules.CosineDecay(3e-3, steps)), loss,
                         metrics=["accuracy"])
         hist = trainer.fit(x, y, batch_size=64, epochs=epochs, verbose=0)
     else:
         model.compile(keras.optimizers.Adam(2e-3), loss, metrics=["accuracy"])
-        hist = model.fit(x, y, batch_size=64, epochs=4, verbose=0)
-        # 4 epochs leave BatchNorm's moving statistics far from the data's (inference-mode accuracy near chance):
+        hist = model.fit(x, y, batch_size=64, epochs=8, verbose=0)
+        # 8 epochs leave BatchNorm's moving statistics far from the data's (inference-mode accuracy near chance):
         # set them from the training digits, as for the other models
         for la in model.layers:
             if isinstance(la, keras.layers.BatchNormalization):
@@ -381,7 +385,7 @@ def verdict(res: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--only", default="mobilenet_v2,mobilenet_v3_small,resnet10,mnist_mobilenet,mnist_mobilenet_4ep")
+    p.add_argument("--only", default="mobilenet_v2,mobilenet_v3_small,resnet10,mnist_mobilenet,mnist_mobilenet_short")
     p.add_argument("--formats", default="onnx,tflite", help="a subset reruns those, keeping the others' results")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "int8_recovery.json")
     p.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "edgekit-int8-recovery")

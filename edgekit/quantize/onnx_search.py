@@ -173,10 +173,9 @@ class _Search:
         tried: dict[tuple[str, ...], int] = {}
 
         def passes(nodes: tuple[str, ...]) -> bool:
-            recipe = base.with_float(nodes)
-
             if not self.reachable():
                 return False
+            recipe = base.with_float(nodes)
 
             def make(o: Path, d: QuantData, r: OnnxRecipe = recipe) -> Path:
                 if r.config.bias_correct:  # corrected again, for the layers still quantized only

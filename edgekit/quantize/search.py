@@ -157,7 +157,7 @@ def out_of_reach(y_ref: np.ndarray | None, tried: int, precision: str = "int8") 
     the judged outputs Y_REF even by agreeing on every one of them: its bound (`margin_z`) asks for more samples than
     the search holds. None where it could, or the outputs have no classes (no top-1 to bound).
 
-    Why: on the default 100 judged samples, the fourth candidate's bound (1.8 sigma) is under 97% at 100 of 100, so
+    Why: on the default 100 judged samples, the fifth candidate's bound (1.86 sigma) is under 97% at 100 of 100, so
     auto's later recipes and all of mixed precision were built and run for nothing, and could only miss."""
     from edgekit.precisions import PRECISIONS
 

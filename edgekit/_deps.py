@@ -24,6 +24,7 @@ KNOWN: dict[str, tuple[str, str]] = {
     "PIL": ("pillow", "runtime"),
     "psutil": ("psutil", "runtime"),
     "skimage": ("scikit-image", "dev"),
+    "pycocotools": ("pycocotools", "convert"),
 }
 
 

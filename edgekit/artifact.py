@@ -130,6 +130,19 @@ class Fidelity:
     step_agreement: float | None = None  # sequences: per-step argmax agreement
     miou: float | None = None  # dense maps with label masks: the artifact's mean IoU
     reference_miou: float | None = None  # ... and the source's
+    # detectors (kind "detection", edgekit.fidelity.detection): the artifact's boxes against the source's after
+    # decode + NMS; `detections` is how many source boxes that was judged on; mAP with labelled boxes
+    detection_recall: float | None = None  # source boxes the artifact keeps (same class, IoU >= match_iou)
+    detection_precision: float | None = None  # artifact boxes that match a source box
+    box_iou: float | None = None  # mean IoU of the matched pairs
+    score_change: float | None = None  # mean |score change| of the matched pairs
+    detections: int | None = None  # source detections on the held-out inputs
+    map50: float | None = None
+    reference_map50: float | None = None
+    map50_95: float | None = None
+    reference_map50_95: float | None = None
+    head: dict[str, Any] | None = None  # how the head was decoded: format, classes, cuts (Head.to_dict())
+    notes: list[str] = field(default_factory=list)  # what the verdict rests on where it is not the usual measure
     outputs: list[OutputFidelity] = field(default_factory=list)
     # int8: the layers that lose the most, ranked, with their fix (edgekit.quantize.records.Diagnosis.to_dict())
     diagnosis: dict[str, Any] | None = None
@@ -159,13 +172,15 @@ class OutputFidelity:
     artifact_name: str | None = None
     matched_by: str | None = None
     fidelity: Fidelity | None = None
+    kind_reason: str | None = None  # why it is judged as KIND (edgekit.fidelity.decide)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> OutputFidelity:
         fid = d.get("fidelity")
         return cls(name=str(d.get("name", "")), shape=[int(x) for x in d.get("shape") or []],
                    dtype=str(d.get("dtype", "")), kind=str(d.get("kind", "")), artifact_name=d.get("artifact_name"),
-                   matched_by=d.get("matched_by"), fidelity=Fidelity.from_dict(fid) if isinstance(fid, dict) else None)
+                   matched_by=d.get("matched_by"), fidelity=Fidelity.from_dict(fid) if isinstance(fid, dict) else None,
+                   kind_reason=d.get("kind_reason"))
 
 
 @dataclass

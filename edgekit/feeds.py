@@ -6,6 +6,9 @@
 - Without --calib, random inputs per input (validation of non-int8 artifacts only, as for one input).
 - A .npz may carry "masks": (N, H, W) integer class maps, the labels of a dense (segmentation) output;
   the held-out ones are taken with the same indices as the samples (mIoU in the fidelity record).
+- A .npz may carry "boxes": (M, 6) float rows [image_index, class, x1, y1, x2, y2], the labelled boxes of a
+  detector (corners in the pixels of the samples as stored, which must be at the model's input size; image_index
+  counts the .npz's samples from 0): the held-out images' boxes give mAP50 and mAP50-95 in the fidelity record.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from edgekit.calibration import _fit, _to_float, npz_arrays, open_npz, random_sa
 from edgekit.errors import UsageError
 
 MASKS_KEY = "masks"
+BOXES_KEY = "boxes"
 
 
 @dataclass
@@ -92,6 +96,33 @@ def held_out_masks(spec: str | None, calib_size: int, val_size: int) -> np.ndarr
     return masks[val_idx]
 
 
+def held_out_boxes(spec: str | None, calib_size: int, val_size: int) -> np.ndarray | None:
+    """The labelled boxes of the held-out samples of a .npz SPEC carrying BOXES_KEY, image indices renumbered
+    to the held-out order (the split of edgekit.calibration.split_indices), else None."""
+    if not spec or str(spec).strip().lower() == "mnist" or not str(spec).lower().endswith(".npz"):
+        return None
+    arrays = _open_npz(spec)
+    boxes = arrays.get(BOXES_KEY)
+    if boxes is None:
+        return None
+    samples = next((a for k, a in arrays.items() if k not in (BOXES_KEY, MASKS_KEY, "y")), None)
+    if boxes.ndim != 2 or boxes.shape[1] != 6 or not np.issubdtype(boxes.dtype, np.number) or samples is None:
+        raise UsageError(f"{spec}: '{BOXES_KEY}' must be (M, 6) numbers [image_index, class, x1, y1, x2, y2], got "
+                         f"{boxes.dtype} {list(boxes.shape)}.",
+                         hint="One row per labelled box, corners in the pixels of the samples, beside an 'x' array.")
+    boxes = boxes.astype(np.float64)
+    index = np.rint(boxes[:, 0]).astype(np.int64)
+    if not np.isfinite(boxes).all() or (index < 0).any() or (index >= len(samples)).any():
+        raise UsageError(f"{spec}: '{BOXES_KEY}' has rows that are not finite or name an image outside the "
+                         f"{len(samples)} samples.", hint="image_index counts the samples from 0.")
+    _, val_idx = split_indices(len(samples), calib_size, val_size)
+    position = {int(v): j for j, v in enumerate(val_idx)}
+    keep = np.array([int(i) in position for i in index], dtype=bool)
+    out = boxes[keep].copy()
+    out[:, 0] = [position[int(i)] for i in index[keep]]
+    return out
+
+
 def by_keys(feeds: dict[str, np.ndarray], keys: Sequence[str], what: str) -> dict[str, np.ndarray]:
     """FEEDS (source input name -> samples) keyed by a converted model's input KEYS instead: each key takes the
     source input of its name (exactly, or once both are normalised), never one by position.
@@ -128,4 +159,5 @@ def plain_int8_choice(requested: str, config: dict[str, Any], samples: int) -> A
                         notes=(note,))
 
 
-__all__ = ["MASKS_KEY", "Feeds", "by_keys", "held_out_masks", "plain_int8_choice", "split_named"]
+__all__ = ["BOXES_KEY", "MASKS_KEY", "Feeds", "by_keys", "held_out_boxes", "held_out_masks", "plain_int8_choice",
+           "split_named"]

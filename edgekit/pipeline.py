@@ -167,7 +167,8 @@ def _run(src: Source, options: ConvertOptions, say: Callable[[str], None], start
 
 def reference(src: Source, feeds: dict[str, Any], labels: Any, inputs_name: str, options: ConvertOptions) -> Any:
     """The source's every output on the held-out FEEDS, with the kinds asked for and any label masks."""
-    from edgekit.feeds import held_out_masks
+    from edgekit.feeds import held_out_boxes, held_out_masks
+    from edgekit.fidelity.decide import decide_kinds
     from edgekit.validate import Reference
 
     outputs = src.run_outputs(feeds)
@@ -177,10 +178,12 @@ def reference(src: Source, feeds: dict[str, Any], labels: Any, inputs_name: str,
         raise UsageError(f"--output-kind names {unknown}, which the model does not output; its outputs are "
                          f"{list(outputs)}.", hint="Name an output as the manifest's source.outputs lists it.")
     masks = held_out_masks(options.calib, options.calib_size, options.val_size)
+    boxes = held_out_boxes(options.calib, options.calib_size, options.val_size)
     first = next(iter(feeds.values()))
+    choices = decide_kinds(outputs, src.layout, kinds, src.metadata)
     return Reference(x=first, y_ref=next(iter(outputs.values())), labels=labels, layout=src.layout,
                      inputs_name=inputs_name, outputs=outputs, feeds=feeds if len(feeds) > 1 else None,
-                     masks=masks, kinds=kinds)
+                     masks=masks, kinds=kinds, choices=choices, boxes=boxes)
 
 
 __all__ = ["API_NAMES", "ConvertResult", "convert", "run"]

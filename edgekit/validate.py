@@ -28,10 +28,9 @@ from edgekit.artifact import Fidelity, OutputFidelity, TensorSpec
 from edgekit.batching import rows_per_chunk
 from edgekit.border import vendor_errors
 from edgekit.errors import RuntimeFailure
-from edgekit.fidelity.kinds import kind_of
 from edgekit.fidelity.kinds import thresholds as kind_thresholds
 from edgekit.fidelity.matching import match_outputs, normalized
-from edgekit.fidelity.metrics import judge, worst
+from edgekit.fidelity.metrics import judge, judge_detection, worst
 from edgekit.runtimes import Runtime, runtime_for_format
 from edgekit.steps.base import to_layout
 
@@ -54,6 +53,10 @@ class Reference:
     feeds: dict[str, np.ndarray] | None = None
     masks: np.ndarray | None = None
     kinds: dict[str, str] = field(default_factory=dict)
+    # how each output is judged and why (edgekit.fidelity.decide.KindChoice); empty: decided from KINDS and the
+    # outputs when first compared. BOXES: labelled boxes of the held-out inputs, (M, 6) [image, class, x1, y1, x2, y2]
+    choices: dict[str, Any] = field(default_factory=dict)
+    boxes: np.ndarray | None = None
 
     def input_arrays(self, name: str = "input") -> dict[str, np.ndarray]:
         return dict(self.feeds) if self.feeds else {name: self.x}
@@ -129,11 +132,23 @@ def compare(ref: Reference, y: np.ndarray | dict[str, np.ndarray], precision: st
     matches = match_outputs(source, got, signature, list(source))
     several = len(source) > 1
     per: list[OutputFidelity] = []
-    first_classes = next((n for n, a in source.items() if _kind(ref, n, a) == "classes"), None)
+    choices = decided(ref)
+    first_classes = next((n for n in source if choices[n].kind == "classes"), None)
+    by_source = {m.source: m for m in matches}
+    groups: dict[int, Fidelity] = {}  # a multi-output detector head is judged once, for all its outputs
     for m in matches:
         a = source[m.source]
-        kind = _kind(ref, m.source, a)
-        if m.artifact is None:
+        choice = choices[m.source]
+        kind = choice.kind
+        head = choice.head
+        if kind == "detection" and head is not None and all(by_source[o].artifact for o in head.outputs):
+            if id(head) not in groups:
+                groups[id(head)] = judge_detection([source[o] for o in head.outputs],
+                                                   [got[by_source[o].artifact] for o in head.outputs], head,
+                                                   precision=precision, boxes=ref.boxes, thresholds=thresholds,
+                                                   inputs=ref.inputs_name, name=head.outputs[0])
+            fid = dataclasses.replace(groups[id(head)], failures=list(groups[id(head)].failures))
+        elif m.artifact is None:
             fid = Fidelity(samples=len(a), top1_agreement=None, cosine=float("nan"), max_abs_error=float("nan"),
                            passed=False, thresholds=kind_thresholds(kind, precision), inputs=ref.inputs_name,
                            failures=[f"the artifact has no output matching the source's '{m.source}' "
@@ -148,16 +163,24 @@ def compare(ref: Reference, y: np.ndarray | dict[str, np.ndarray], precision: st
         spec = (specs or {}).get(m.artifact or "")
         per.append(OutputFidelity(name=m.source, shape=list(a.shape[1:]) if spec is None else list(spec.shape),
                                   dtype=spec.dtype if spec is not None else "float32", kind=kind,
-                                  artifact_name=m.artifact, matched_by=m.by, fidelity=fid))
+                                  artifact_name=m.artifact, matched_by=m.by, fidelity=fid,
+                                  kind_reason=choice.reason))
     top = dataclasses.replace(worst([p.fidelity for p in per if p.fidelity is not None]))
-    top.failures = [f for p in per if p.fidelity is not None for f in p.fidelity.failures]
+    seen: set[str] = set()  # a detector group's failures once, not once per output of the group
+    top.failures = [f for p in per if p.fidelity is not None for f in p.fidelity.failures
+                    if not (f in seen or seen.add(f))]
     top.passed = not top.failures
     top.outputs = per
     return top
 
 
-def _kind(ref: Reference, name: str, y: np.ndarray) -> str:
-    return ref.kinds.get(name) or kind_of(y.shape, ref.layout)
+def decided(ref: Reference) -> dict[str, Any]:
+    """REF's KindChoice per source output, decided (and kept on REF) the first time it is asked for."""
+    if not ref.choices:
+        from edgekit.fidelity.decide import decide_kinds
+
+        ref.choices = decide_kinds(ref.output_arrays(), ref.layout, ref.kinds)
+    return ref.choices
 
 
 def validate(path: Path, fmt: str, layout: str, precision: str, ref: Reference,

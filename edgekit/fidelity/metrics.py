@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgekit.artifact import Fidelity
+from edgekit.fidelity.detection import MIN_DETECTIONS, Head, compare_detections, decode, labelled_boxes
 from edgekit.fidelity.kinds import thresholds as kind_thresholds
 
 
@@ -97,6 +98,55 @@ def judge(y_ref: np.ndarray, y: np.ndarray, *, kind: str, precision: str, channe
     return fid
 
 
+def judge_detection(y_ref: list[np.ndarray], y: list[np.ndarray], head: Head, *, precision: str,
+                    boxes: np.ndarray | None = None, thresholds: dict[str, float] | None = None,
+                    inputs: str = "held-out", name: str | None = None) -> Fidelity:
+    """Fidelity of a detector's outputs Y against the source's Y_REF (each in the order of the head's roles).
+
+    Both are decoded (confidence cut, class-aware NMS) and each source box matched to a same-class artifact
+    box at IoU >= head.match_iou: recall and precision of the source's boxes are judged. BOXES: the documented
+    (M, 6) label rows [image, class, x1, y1, x2, y2] of the held-out images: mAP50 / mAP50-95 of both.
+    With fewer than MIN_DETECTIONS source boxes the boxes cannot show the bar: the raw tensors are judged as a
+    regression instead, and the record's notes say so.
+    """
+    th = kind_thresholds("detection", precision)
+    th.update(thresholds or {})
+    n = len(y_ref[0])
+    shapes_differ = [f"output shape {list(b.shape)} differs from the source's {list(a.shape)}"
+                     for a, b in zip(y_ref, y, strict=True) if a.shape != b.shape]
+    base = {"samples": n, "thresholds": th, "inputs": inputs, "output": name, "kind": "detection",
+            "head": head.to_dict()}
+    if shapes_differ:
+        return Fidelity(top1_agreement=None, cosine=float("nan"), max_abs_error=float("nan"), passed=False,
+                        failures=shapes_differ, **base)
+    finite = all(bool(np.isfinite(b).all()) for b in y)
+    a = np.concatenate([r.reshape(n, -1) for r in y_ref], axis=1).astype(np.float64)
+    b = np.nan_to_num(np.concatenate([r.reshape(n, -1) for r in y], axis=1).astype(np.float64), nan=0.0,
+                      posinf=0.0, neginf=0.0)
+    src, art = decode(y_ref, head), decode(y, head)
+    cmp = compare_detections(src, art, head.match_iou)
+    fid = Fidelity(top1_agreement=None, cosine=cosine(a, b), relative_error=relative_error(a, b),
+                   max_abs_error=float(np.abs(a - b).max()) if finite and a.size else float("inf") if not finite
+                   else 0.0, detection_recall=cmp.recall, detection_precision=cmp.precision, box_iou=cmp.mean_iou,
+                   score_change=cmp.score_change, detections=cmp.source_detections, **base)
+    if boxes is not None and len(boxes):
+        from edgekit.fidelity.coco import mean_ap
+
+        truth = labelled_boxes(boxes, n)
+        fid.map50, fid.map50_95 = mean_ap(art, truth)
+        fid.reference_map50, fid.reference_map50_95 = mean_ap(src, truth)
+    if cmp.source_detections < MIN_DETECTIONS:
+        fid.notes.append(f"the source found {cmp.source_detections} boxes at confidence {head.confidence} on {n} "
+                         f"held-out inputs, too few to judge boxes by (at least {MIN_DETECTIONS}): the raw outputs "
+                         "are judged by the regression measures instead; pass --calib pictures with objects in them")
+        reg = kind_thresholds("regression", precision)
+        th = {**{k: v for k, v in th.items() if k not in ("detection_recall", "detection_precision")}, **reg}
+        fid.thresholds = th
+    fid.failures = _failures(fid, th, finite)
+    fid.passed = not fid.failures
+    return fid
+
+
 def _failures(f: Fidelity, th: dict[str, float], finite: bool) -> list[str]:
     out: list[str] = []
     if not finite:
@@ -106,6 +156,13 @@ def _failures(f: Fidelity, th: dict[str, float], finite: bool) -> list[str]:
                               ("step_agreement", f.step_agreement, "per-step argmax agreement")):
         if value is not None and key in th and value < th[key]:
             out.append(f"{words} {value:.2%} < {th[key]:.2%}")
+    if f.detection_recall is not None and f.detection_recall < th.get("detection_recall", 0.0):
+        kept = round(f.detection_recall * (f.detections or 0))
+        out.append(f"detection recall {f.detection_recall:.2%} < {th['detection_recall']:.2%}: the artifact keeps "
+                   f"{kept} of the source's {f.detections} boxes (same class, IoU >= 0.5)")
+    if f.detection_precision is not None and f.detection_precision < th.get("detection_precision", 0.0):
+        out.append(f"detection precision {f.detection_precision:.2%} < {th['detection_precision']:.2%}: the "
+                   "artifact finds boxes the source does not")
     if "cosine" in th and not f.cosine >= th["cosine"]:
         out.append(f"cosine similarity {f.cosine:.5f} < {th['cosine']}")
     if "relative_error" in th and f.relative_error is not None and not f.relative_error <= th["relative_error"]:
@@ -117,6 +174,10 @@ def _failures(f: Fidelity, th: dict[str, float], finite: bool) -> list[str]:
     if f.miou is not None and f.reference_miou is not None and "miou_drop" in th \
             and f.reference_miou - f.miou > th["miou_drop"]:
         out.append(f"mIoU {f.miou:.3f} is {f.reference_miou - f.miou:.3f} below the source's {f.reference_miou:.3f}")
+    if f.map50 is not None and f.reference_map50 is not None and "map50_drop" in th \
+            and f.reference_map50 - f.map50 > th["map50_drop"]:
+        out.append(f"mAP50 {f.map50:.3f} is {f.reference_map50 - f.map50:.3f} below the source's "
+                   f"{f.reference_map50:.3f}")
     return out
 
 
@@ -128,4 +189,4 @@ def worst(per_output: list[Fidelity]) -> Fidelity:
     return min(per_output, key=lambda f: (f.cosine if f.cosine == f.cosine else -2.0))
 
 
-__all__ = ["argmax_agreement", "cosine", "judge", "mean_iou", "relative_error", "worst"]
+__all__ = ["argmax_agreement", "cosine", "judge", "judge_detection", "mean_iou", "relative_error", "worst"]

@@ -61,6 +61,8 @@ class Source:
     inputs: list[tuple[str, list[int], str]] = field(default_factory=list)
     # What the loader changed in its own copy of the file before any step (dims pinned, opset raised)
     changes: list[str] = field(default_factory=list)
+    # The model's own key/value metadata (ONNX metadata_props: Ultralytics writes task, names, imgsz, stride)
+    metadata: dict[str, str] = field(default_factory=dict)
 
     def run_outputs(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Every output of the source by name on FEEDS (input name -> batch in the source's layout)."""

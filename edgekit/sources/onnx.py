@@ -170,6 +170,7 @@ def load(path: Path, opts: LoadOptions, kind: str = "onnx") -> Source:
         sha256=sha256_file(path), output_names=out_names, predict_outputs=predict_outputs,
         inputs=[(n, shapes[n], types[n]) for n in names] if len(names) > 1 else [],
         changes=changes, origin=path if tmp is not None else None, extra={"pinned_dir": tmp} if tmp else {},
+        metadata={str(p.key)[:256]: str(p.value)[:65536] for p in model.metadata_props},
     )
 
 

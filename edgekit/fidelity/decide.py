@@ -1,0 +1,224 @@
+"""Which kind each source output is, and why: from what was asked, the model's metadata, names, shapes and values.
+
+The shape alone misleads: an MTCNN O-Net's (N, 4) box regression and (N, 10) landmarks look like class
+scores, P-Net's (N, 4, H, W) box map like a 4-class segmentation, and a YOLOv8 head's (N, 84, 8400) like
+a sequence (issue 27). So the decision reads, in order:
+
+1. what the user asked (`--output-kind name=kind[:head]`);
+2. the model's own metadata (Ultralytics writes `task: detect` and its class `names` into every export);
+3. detector heads recognisable from the shapes and the values on the held-out inputs (edgekit.fidelity.detection
+   HEADS), only where that is unambiguous: pixel-range boxes beside [0, 1] scores, many more anchors than rows;
+4. names that say what an output holds (box, landmark, embedding ...), and sibling heads: beside an output
+   that holds probabilities, an output whose values are not a distribution is a regression;
+5. the shape (edgekit.fidelity.kinds.kind_of).
+Every decision carries its reason, which the manifest records (`kind_reason`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from edgekit.errors import UsageError
+from edgekit.fidelity.detection import HEADS, ROLES, Head
+from edgekit.fidelity.kinds import kind_of
+
+_REGRESSION_NAME = re.compile(r"(^|[^a-z])(box|boxes|bbox|bboxes|reg|regression|landmarks?|ldmk|lmk|kpts?|keypoints?|"
+                              r"embed|embedding|embeddings|features?|coords?|offsets?|deltas?|loc)([^a-z]|$)", re.I)
+
+
+@dataclass
+class KindChoice:
+    """How one source output is judged, and why. HEAD: for detection outputs, how to decode it."""
+
+    kind: str
+    reason: str
+    head: Head | None = None
+
+
+def _unit(a: np.ndarray, tol: float = 1e-3) -> bool:
+    """Values all in [0, 1] (probabilities, sigmoid scores)."""
+    return bool(a.size) and float(np.nanmin(a)) >= -tol and float(np.nanmax(a)) <= 1 + tol
+
+
+def _distribution(a: np.ndarray, axis: int) -> bool:
+    """Softmax-like along AXIS: in [0, 1] and summing to 1."""
+    return _unit(a) and bool(np.allclose(a.sum(axis=axis), 1.0, atol=1e-2))
+
+
+def _probabilities(a: np.ndarray, layout: str) -> bool:
+    """An output that holds probabilities: a distribution over its class axis, or sigmoid scores."""
+    if a.ndim < 2:
+        return False
+    axis = -1 if a.ndim != 4 or layout.upper() == "NHWC" else 1
+    return _distribution(a, axis) or _unit(a)
+
+
+def ultralytics_names(metadata: dict[str, str] | None) -> dict[int, str] | None:
+    """Ultralytics' `names` metadata ("{0: 'person', 1: 'bicycle'}"), parsed without evaluating code."""
+    raw = (metadata or {}).get("names")
+    if not raw:
+        return None
+    try:
+        names = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return None
+    if isinstance(names, dict):
+        return {int(k): str(v) for k, v in names.items() if str(k).lstrip("-").isdigit()}
+    if isinstance(names, list):
+        return dict(enumerate(str(v) for v in names))
+    return None
+
+
+def head_from_shape(y: np.ndarray, fmt: str | None = None, classes: int | None = None) -> Head | None:
+    """The single-tensor head a (N, D1, D2) output is, from its shape and values; FMT/CLASSES where known."""
+    if y.ndim != 3:
+        return None
+    _, d1, d2 = y.shape
+    if fmt in (None, "yolov8") and d1 >= 5 and d2 >= 4 * d1:
+        c = classes if classes is not None else d1 - 4
+        if fmt or (_unit(y[:, 4:4 + c]) and float(np.nanmax(np.abs(y[:, :4]))) > 1.5):
+            return Head("yolov8", c)
+    if fmt in (None, "yolov5") and d2 >= 6 and d1 >= 4 * d2:
+        c = classes if classes is not None else d2 - 5
+        if fmt or (_unit(y[..., 4:5 + c]) and float(np.nanmax(np.abs(y[..., :4]))) > 1.5):
+            return Head("yolov5", c)
+    if fmt in (None, "nms") and d2 == 6 and d1 >= 1:
+        cls = y[..., 5]
+        if fmt or (_unit(y[..., 4]) and np.allclose(cls, np.rint(cls)) and float(cls.min()) >= 0):
+            return Head("nms", int(classes if classes is not None else max(int(cls.max()) + 1, 1)))
+    return None
+
+
+def _group_heads(outputs: dict[str, np.ndarray]) -> dict[str, Head]:
+    """Multi-output detector heads from shapes and values: SSD boxes + scores, TFLite_Detection_PostProcess."""
+    found: dict[str, Head] = {}
+    three = {n: a for n, a in outputs.items() if a.ndim == 3}
+    two = {n: a for n, a in outputs.items() if a.ndim == 2}
+    one = {n: a for n, a in outputs.items() if a.ndim == 1}
+    for bn, b in three.items():
+        if b.shape[2] != 4 or bn in found:
+            continue
+        classes = [n for n, a in two.items() if a.shape[1] == b.shape[1] and np.allclose(a, np.rint(a))]
+        scores = [n for n, a in two.items() if a.shape[1] == b.shape[1] and _unit(a) and n not in classes]
+        if len(classes) == 1 and len(scores) == 1 and len(one) == 1:
+            names = [bn, classes[0], scores[0], next(iter(one))]
+            head = Head("tflite-postprocess", int(outputs[classes[0]].max()) + 1, names)
+            found.update(dict.fromkeys(names, head))
+            continue
+        partners = [n for n, a in three.items() if n != bn and a.shape[1] == b.shape[1] and _unit(a)]
+        corners = (b[..., 2] >= b[..., 0]).mean() > 0.99 and (b[..., 3] >= b[..., 1]).mean() > 0.99
+        if len(partners) == 1 and b.shape[1] >= 16 and corners:
+            head = Head("ssd", outputs[partners[0]].shape[2], [bn, partners[0]])
+            found.update(dict.fromkeys(head.outputs, head))
+    return found
+
+
+def parse_asked(value: str) -> tuple[str, str | None]:
+    """"detection:yolov8" -> ("detection", "yolov8"); "regression" -> ("regression", None)."""
+    kind, _, fmt = value.partition(":")
+    fmt = fmt.strip() or None
+    if fmt is not None and kind.strip() != "detection":
+        raise UsageError(f"--output-kind '{value}': only the detection kind takes a head format.",
+                         hint=f"For example: --output-kind output0=detection:yolov8 (formats: {', '.join(HEADS)}).")
+    if fmt is not None and fmt not in HEADS:
+        from edgekit.registry import suggest
+
+        guess = suggest(fmt, HEADS)
+        raise UsageError(f"Unknown detection head format '{fmt}'.",
+                         hint=(f"did you mean '{guess}'? " if guess else "") + f"Formats: {', '.join(HEADS)}.")
+    return kind.strip(), fmt
+
+
+def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, str] | None = None,
+                 metadata: dict[str, str] | None = None) -> dict[str, KindChoice]:
+    """A KindChoice for every source output, from the source's OUTPUTS on the held-out inputs."""
+    asked = dict(asked or {})
+    choices: dict[str, KindChoice] = {}
+    names = ultralytics_names(metadata)
+    task = (metadata or {}).get("task")
+    groups = _group_heads({n: a for n, a in outputs.items() if n not in asked})
+
+    for name, value in asked.items():
+        kind, fmt = parse_asked(value)
+        head = None
+        if kind == "detection":
+            head = _asked_head(name, fmt, outputs, names)
+        choices[name] = KindChoice(kind, "asked for (--output-kind)", head)
+
+    for name, y in outputs.items():
+        if name in choices:
+            continue
+        if task == "detect" and y.ndim == 3:
+            head = head_from_shape(y, None, len(names) if names else None) or head_from_shape(y, "yolov8")
+            if head is not None:
+                head.names, head.outputs = names, [name]
+                choices[name] = KindChoice("detection", f"the model's metadata says task 'detect' ({head.classes} "
+                                                        f"classes); a {head.format} head", head)
+                continue
+        if name in groups:
+            head = groups[name]
+            choices[name] = KindChoice("detection", f"{head.format} detector outputs ({', '.join(head.outputs)}): "
+                                                    "boxes beside [0, 1] scores of the same anchors", head)
+            continue
+        head = head_from_shape(y)
+        if head is not None:
+            head.outputs = [name]
+            rows = "(N, 4 + C, A)" if head.format == "yolov8" else "(N, A, 5 + C)" if head.format == "yolov5" \
+                else "(N, K, 6)"
+            choices[name] = KindChoice("detection", f"a {head.format} detector head: {rows} with pixel boxes beside "
+                                                    "[0, 1] scores", head)
+    # names and siblings, for what is not a detector
+    probs = [n for n, y in outputs.items() if n not in choices and _probabilities(y, layout)
+             and y.shape[-1 if y.ndim != 4 or layout.upper() == "NHWC" else 1] > 1]
+    for name, y in outputs.items():
+        if name in choices:
+            continue
+        shape_kind = kind_of(y.shape, layout)
+        if shape_kind in ("classes", "dense") and _REGRESSION_NAME.search(name):
+            choices[name] = KindChoice("regression", f"its name '{name}' says it holds coordinates or features, "
+                                                     "not class scores")
+        elif shape_kind in ("classes", "dense") and name not in probs and any(
+                outputs[p].ndim == y.ndim and outputs[p].shape != y.shape for p in probs):
+            sib = next(p for p in probs if outputs[p].ndim == y.ndim and outputs[p].shape != y.shape)
+            choices[name] = KindChoice("regression", f"its sibling output '{sib}' holds the class probabilities and "
+                                                     "this one's values are not a distribution (box regression, "
+                                                     "landmarks or embeddings)")
+        elif shape_kind == "classes" and y.shape[1] >= 64 and float(np.nanmin(y)) < 0 and np.allclose(
+                np.linalg.norm(y.reshape(len(y), -1), axis=1), 1.0, atol=1e-2):
+            choices[name] = KindChoice("regression", "its rows are unit vectors: an embedding")
+        else:
+            choices[name] = KindChoice(shape_kind, _shape_words(shape_kind, y.shape))
+    return {n: choices[n] for n in outputs}
+
+
+def _asked_head(name: str, fmt: str | None, outputs: dict[str, np.ndarray], names: dict[int, str] | None) -> Head:
+    y = outputs[name]
+    if fmt in ROLES:
+        group = _group_heads(outputs)
+        if name in group and group[name].format == fmt:
+            return group[name]
+        raise UsageError(f"--output-kind {name}=detection:{fmt}: the {fmt} head needs its outputs "
+                         f"({', '.join(ROLES[fmt])}), and they could not be told apart among {list(outputs)}.",
+                         hint="The boxes must be (N, A, 4) corners and the scores (N, A, C) in [0, 1].")
+    head = head_from_shape(y, fmt, len(names) if names else None) if fmt else head_from_shape(y)
+    if head is None:
+        raise UsageError(f"--output-kind {name}=detection: the output's shape {list(y.shape)} is not a detector "
+                         "head edgekit can read without being told its format.",
+                         hint=f"Name the head: --output-kind {name}=detection:yolov8 (formats: {', '.join(HEADS)}).")
+    head.outputs, head.names = [name], names
+    return head
+
+
+def _shape_words(kind: str, shape: tuple[int, ...]) -> str:
+    dims = list(shape)
+    return {"classes": f"shape {dims}: (N, C) class scores",
+            "dense": f"shape {dims}: a per-pixel class map",
+            "sequence": f"shape {dims}: (N, T, C) per-step scores",
+            }.get(kind, f"shape {dims}: not class scores")
+
+
+__all__ = ["KindChoice", "decide_kinds", "head_from_shape", "parse_asked", "ultralytics_names"]

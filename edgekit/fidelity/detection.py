@@ -1,0 +1,220 @@
+"""Object detector heads: decode the raw outputs into boxes, NMS, and compare two detectors' boxes.
+
+A detector's raw output tensor is not what its user reads: a YOLOv8 head is (N, 4 + C, A), pixel
+coordinates and class scores side by side, and its cosine stays at 0.998 while an int8 artifact loses
+most of its boxes (issue 27). Its user reads boxes after a confidence cut and NMS; so does this module.
+
+Head formats (`HEADS`), each a layout that exporters really write:
+- yolov8   one (N, 4 + C [+ extra], A) tensor: box centre x, y, width, height in input pixels, then C
+           class scores in [0, 1] (YOLOv8 / YOLO11 exported by Ultralytics; extra rows, such as a
+           segmenter's mask coefficients or a pose head's keypoints, follow and are ignored);
+- yolov5   one (N, A, 5 + C [+ extra]) tensor: centre x, y, width, height, objectness, C class scores;
+- nms      one (N, K, 6) tensor with NMS already applied: x1, y1, x2, y2, score, class (end-to-end exports);
+- ssd      two outputs, decoded boxes (N, A, 4) in corner form and scores (N, A, C);
+- tflite-postprocess  TFLite_Detection_PostProcess's four outputs: boxes (N, K, 4) as ymin, xmin, ymax,
+           xmax, classes (N, K), scores (N, K) and the count (N,).
+A box's corner order (x-first or y-first) does not change an IoU, so only centre-size vs corners matters.
+
+Plain numpy: importing this module imports nothing heavy. mAP against labelled boxes is in
+edgekit.fidelity.coco (pycocotools), imported only where labels exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+HEADS: tuple[str, ...] = ("yolov8", "yolov5", "nms", "ssd", "tflite-postprocess")
+# Head formats whose detections come in several outputs: the role each output plays, in the order given
+ROLES: dict[str, tuple[str, ...]] = {"ssd": ("boxes", "scores"),
+                                     "tflite-postprocess": ("boxes", "classes", "scores", "count")}
+
+CONFIDENCE = 0.25  # the confidence cut of Ultralytics' predict and of the issue's measurements
+NMS_IOU = 0.7  # Ultralytics' predict default
+MATCH_IOU = 0.5  # a source box is kept when the artifact has a same-class box at IoU >= 0.5 (the COCO AP50 rule)
+MAX_DETECTIONS = 300  # per image, as Ultralytics
+MIN_DETECTIONS = 20  # fewer source detections than this on the held-out inputs cannot show 95% recall
+
+
+@dataclass
+class Head:
+    """How to read a detector's outputs: the format, the class count, the cuts, and (several outputs) the roles.
+
+    OUTPUTS: the source output names in the order of ROLES[format] (one name for single-tensor heads).
+    NAMES: class names where the model carries them (Ultralytics metadata), index -> name.
+    """
+
+    format: str
+    classes: int
+    outputs: list[str] = field(default_factory=list)
+    confidence: float = CONFIDENCE
+    nms_iou: float = NMS_IOU
+    match_iou: float = MATCH_IOU
+    names: dict[int, str] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["names"] = {str(k): v for k, v in self.names.items()} if self.names else None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Head:
+        names = d.get("names")
+        return cls(format=str(d["format"]), classes=int(d.get("classes") or 0), outputs=list(d.get("outputs") or []),
+                   confidence=float(d.get("confidence", CONFIDENCE)), nms_iou=float(d.get("nms_iou", NMS_IOU)),
+                   match_iou=float(d.get("match_iou", MATCH_IOU)),
+                   names={int(k): str(v) for k, v in names.items()} if isinstance(names, dict) else None)
+
+
+@dataclass
+class Detections:
+    """One image's detections: (M, 4) boxes as x1, y1, x2, y2 (or y-first, consistently), scores, class indices."""
+
+    boxes: np.ndarray
+    scores: np.ndarray
+    classes: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    @classmethod
+    def empty(cls) -> Detections:
+        return cls(np.zeros((0, 4)), np.zeros(0), np.zeros(0, dtype=np.int64))
+
+
+def xywh_to_xyxy(b: np.ndarray) -> np.ndarray:
+    """Centre x, y, width, height -> corners."""
+    half = b[..., 2:4] / 2
+    return np.concatenate([b[..., 0:2] - half, b[..., 0:2] + half], axis=-1)
+
+
+def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(M, 4) x (K, 4) corner boxes -> (M, K) intersection over union (0 where a union is empty)."""
+    a, b = np.asarray(a, dtype=np.float64).reshape(-1, 4), np.asarray(b, dtype=np.float64).reshape(-1, 4)
+    lo = np.maximum(a[:, None, :2], b[None, :, :2])
+    hi = np.minimum(a[:, None, 2:], b[None, :, 2:])
+    inter = np.clip(hi - lo, 0, None).prod(-1)
+    area = lambda x: np.clip(x[:, 2] - x[:, 0], 0, None) * np.clip(x[:, 3] - x[:, 1], 0, None)  # noqa: E731
+    union = area(a)[:, None] + area(b)[None, :] - inter
+    return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
+
+
+def nms(boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, iou: float = NMS_IOU,
+        max_det: int = MAX_DETECTIONS) -> np.ndarray:
+    """Indices kept by class-aware greedy non-maximum suppression, highest score first."""
+    order = np.argsort(-scores, kind="stable")
+    keep: list[int] = []
+    boxes = np.asarray(boxes, dtype=np.float64)
+    suppressed = np.zeros(len(order), dtype=bool)
+    for pos, i in enumerate(order):
+        if suppressed[pos]:
+            continue
+        keep.append(int(i))
+        if len(keep) >= max_det:
+            break
+        rest = order[pos + 1:]
+        same = (classes[rest] == classes[i]) & ~suppressed[pos + 1:]
+        if same.any():
+            ious = box_iou(boxes[i:i + 1], boxes[rest[same]])[0]
+            idx = np.nonzero(same)[0][ious > iou]
+            suppressed[pos + 1 + idx] = True
+    return np.asarray(keep, dtype=np.int64)
+
+
+def _select(boxes: np.ndarray, conf: np.ndarray, cls: np.ndarray, head: Head, nms_done: bool = False) -> Detections:
+    keep = conf > head.confidence
+    boxes, conf, cls = boxes[keep], conf[keep], cls[keep]
+    if not nms_done and len(conf):
+        k = nms(boxes, conf, cls, head.nms_iou)
+        boxes, conf, cls = boxes[k], conf[k], cls[k]
+    return Detections(boxes.astype(np.float64), conf.astype(np.float64), cls.astype(np.int64))
+
+
+def decode(outputs: Sequence[np.ndarray], head: Head) -> list[Detections]:
+    """Every image's detections from a detector's raw OUTPUTS (in the order of ROLES[head.format]).
+
+    Non-finite values are dropped: an artifact that writes NaN fails on that count already (edgekit.fidelity.metrics).
+    """
+    fmt, c = head.format, head.classes
+    arrays = [np.nan_to_num(np.asarray(o, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0) for o in outputs]
+    out: list[Detections] = []
+    for i in range(len(arrays[0])):
+        if fmt == "yolov8":
+            y = arrays[0][i]  # (4 + C, A)
+            scores = y[4:4 + c]
+            cls = scores.argmax(0)
+            out.append(_select(xywh_to_xyxy(y[:4].T), scores.max(0), cls, head))
+        elif fmt == "yolov5":
+            y = arrays[0][i]  # (A, 5 + C)
+            probs = y[:, 5:5 + c] if c else y[:, 4:5]
+            cls = probs.argmax(1)
+            out.append(_select(xywh_to_xyxy(y[:, :4]), y[:, 4] * probs.max(1), cls, head))
+        elif fmt == "nms":
+            y = arrays[0][i]  # (K, 6)
+            out.append(_select(y[:, :4], y[:, 4], np.rint(y[:, 5]).astype(np.int64), head, nms_done=True))
+        elif fmt == "ssd":
+            boxes, scores = arrays[0][i], arrays[1][i]  # (A, 4), (A, C)
+            out.append(_select(boxes, scores.max(1), scores.argmax(1), head))
+        elif fmt == "tflite-postprocess":
+            boxes, classes, scores = arrays[0][i], arrays[1][i], arrays[2][i]
+            n = int(np.clip(np.rint(arrays[3][i]), 0, len(scores))) if len(arrays) > 3 else len(scores)
+            out.append(_select(boxes[:n], scores[:n], np.rint(classes[:n]).astype(np.int64), head, nms_done=True))
+        else:
+            raise ValueError(f"unknown detection head format {fmt!r}; formats: {', '.join(HEADS)}")
+    return out
+
+
+@dataclass
+class Comparison:
+    """The artifact's boxes against the source's on the same images (the source's are the reference)."""
+
+    source_detections: int
+    artifact_detections: int
+    matched: int
+    recall: float | None  # matched / source detections (None: the source detected nothing)
+    precision: float | None  # matched / artifact detections (None: the artifact detected nothing)
+    mean_iou: float | None  # of the matched pairs
+    score_change: float | None  # mean |artifact score - source score| over the matched pairs
+
+
+def compare_detections(source: Sequence[Detections], artifact: Sequence[Detections],
+                       match_iou: float = MATCH_IOU) -> Comparison:
+    """Match each source detection, highest score first, to the unmatched same-class artifact box of best IoU."""
+    matched, ious, changes = 0, [], []
+    n_src = sum(len(d) for d in source)
+    n_art = sum(len(d) for d in artifact)
+    for ref, got in zip(source, artifact, strict=True):
+        if not len(ref) or not len(got):
+            continue
+        iou = box_iou(ref.boxes, got.boxes)
+        iou[ref.classes[:, None] != got.classes[None, :]] = 0.0
+        taken = np.zeros(len(got), dtype=bool)
+        for r in np.argsort(-ref.scores, kind="stable"):
+            cand = np.where(taken, -1.0, iou[r])
+            j = int(cand.argmax())
+            if cand[j] >= match_iou:
+                taken[j] = True
+                matched += 1
+                ious.append(cand[j])
+                changes.append(abs(got.scores[j] - ref.scores[r]))
+    return Comparison(source_detections=n_src, artifact_detections=n_art, matched=matched,
+                      recall=matched / n_src if n_src else None, precision=matched / n_art if n_art else None,
+                      mean_iou=float(np.mean(ious)) if ious else None,
+                      score_change=float(np.mean(changes)) if changes else None)
+
+
+def labelled_boxes(boxes: np.ndarray, images: int) -> list[Detections]:
+    """The documented `boxes` label array, (M, 6) rows [image_index, class, x1, y1, x2, y2], per image."""
+    boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 6)
+    out = []
+    for i in range(images):
+        rows = boxes[np.rint(boxes[:, 0]) == i]
+        out.append(Detections(rows[:, 2:6], np.ones(len(rows)), np.rint(rows[:, 1]).astype(np.int64)))
+    return out
+
+
+__all__ = ["CONFIDENCE", "HEADS", "MATCH_IOU", "MIN_DETECTIONS", "NMS_IOU", "ROLES", "Comparison", "Detections",
+           "Head", "box_iou", "compare_detections", "decode", "labelled_boxes", "nms", "xywh_to_xyxy"]

@@ -105,7 +105,7 @@ def held_out_boxes(spec: str | None, calib_size: int, val_size: int) -> np.ndarr
     boxes = arrays.get(BOXES_KEY)
     if boxes is None:
         return None
-    samples = next((a for k, a in arrays.items() if k not in (BOXES_KEY, MASKS_KEY, "y")), None)
+    samples = arrays.get("x", next((a for k, a in arrays.items() if k not in (BOXES_KEY, MASKS_KEY, "y")), None))
     if boxes.ndim != 2 or boxes.shape[1] != 6 or not np.issubdtype(boxes.dtype, np.number) or samples is None:
         raise UsageError(f"{spec}: '{BOXES_KEY}' must be (M, 6) numbers [image_index, class, x1, y1, x2, y2], got "
                          f"{boxes.dtype} {list(boxes.shape)}.",

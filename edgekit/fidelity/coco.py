@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Sequence
+from typing import Any
 
 from edgekit._deps import require
 from edgekit.fidelity.detection import Detections
@@ -48,8 +49,15 @@ def mean_ap(predictions: Sequence[Detections], truth: Sequence[Detections]) -> t
         ev.params.maxDets = [1, 10, 300]  # the last is the one AP is read at: as many boxes as NMS keeps
         ev.evaluate()
         ev.accumulate()
-        ev.summarize()
-    return float(ev.stats[1]), float(ev.stats[0])
+    # precision[T iou thresholds, R recall points, K classes, A areas, M maxDets]; -1 marks a class with no labels.
+    # Read as COCOeval.summarize reads AP (area "all"), at the last maxDets (its own stats[0] is fixed at 100).
+    p = ev.eval["precision"][:, :, :, 0, -1]
+
+    def ap(x: Any) -> float:
+        x = x[x > -1]
+        return float(x.mean()) if x.size else float("nan")
+
+    return ap(p[0]), ap(p)
 
 
 __all__ = ["mean_ap"]

@@ -117,6 +117,14 @@ def _group_heads(outputs: dict[str, np.ndarray]) -> dict[str, Head]:
     return found
 
 
+def _box_deltas(name: str, y: np.ndarray, outputs: dict[str, np.ndarray]) -> str | None:
+    """The partner's name where Y is an (N, A, 4) box output beside (N, A, C) scores that is not in corner form."""
+    if y.ndim != 3 or y.shape[2] != 4:
+        return None
+    return next((n for n, a in outputs.items() if n != name and a.ndim == 3 and a.shape[1] == y.shape[1]
+                 and a.shape[2] != 4), None)
+
+
 def parse_asked(value: str) -> tuple[str, str | None]:
     """"detection:yolov8" -> ("detection", "yolov8"); "regression" -> ("regression", None)."""
     kind, _, fmt = value.partition(":")
@@ -178,7 +186,13 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
         if name in choices:
             continue
         shape_kind = kind_of(y.shape, layout)
-        if shape_kind in ("classes", "dense") and _REGRESSION_NAME.search(name):
+        partner = _box_deltas(name, y, outputs)
+        if partner is not None:
+            choices[name] = KindChoice("regression", f"(N, A, 4) boxes beside '{partner}' that are not corners: box "
+                                                     "deltas relative to anchors the model does not output, judged as "
+                                                     "a regression (give decoded boxes and --output-kind "
+                                                     f"{name}=detection:ssd to judge them as boxes)")
+        elif shape_kind in ("classes", "dense", "sequence") and _REGRESSION_NAME.search(name):
             choices[name] = KindChoice("regression", f"its name '{name}' says it holds coordinates or features, "
                                                      "not class scores")
         elif shape_kind in ("classes", "dense") and name not in probs and any(

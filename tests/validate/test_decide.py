@@ -56,6 +56,9 @@ def test_detector_heads_recognised_from_shapes_and_values() -> None:
     got = decide_kinds({"boxes": boxes, "scores": scores}, "NCHW")
     assert got["boxes"].kind == got["scores"].kind == "detection"
     assert got["boxes"].head is got["scores"].head and got["boxes"].head.outputs == ["boxes", "scores"]
+    # box deltas against anchors the model does not output: not decodable, a regression, never a sequence
+    got = decide_kinds({"raw_boxes": RNG.normal(size=(2, 896, 4)), "raw_scores": RNG.normal(size=(2, 896, 1))}, "NHWC")
+    assert got["raw_boxes"].kind == "regression" and "anchors" in got["raw_boxes"].reason
 
 
 def test_tflite_detection_postprocess_outputs_are_one_group() -> None:

@@ -1,4 +1,4 @@
-"""The ASGI application: KServe v2 REST endpoints, /classify, /metrics, and the guard in front of them.
+"""The ASGI application: KServe v2 REST endpoints, /classify, /detect, /metrics, and the guard in front of them.
 
 The guard (a plain ASGI middleware, cheap on every request) enforces, in order: the bearer token
 (compared in constant time; /v2/health/* stays open for probes), the body limit from Content-Length
@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -22,14 +23,16 @@ from starlette.routing import Route
 
 from edgekit._version import __version__
 from edgekit.runtimes.base import quantize
+from edgekit.serve import detect as det
 from edgekit.serve.config import ServeConfig
 from edgekit.serve.errors import RequestError, bad_request
-from edgekit.serve.image import image_input, top_k
+from edgekit.serve.image import color_of, image_input, input_size, open_picture, to_input, top_k
 from edgekit.serve.metrics import Metrics
 from edgekit.serve.protocol import HEADER_LENGTH, encode_infer, parse_infer
 from edgekit.serve.served import VERSION, ServedModel
+from edgekit.serve.tensors import WireTensor
 
-EXTENSIONS = ["binary_tensor_data", "classification", "edgekit_classify"]
+EXTENSIONS = ["binary_tensor_data", "classification", "edgekit_classify", "edgekit_detect"]
 OPEN_PREFIX = "/v2/health/"
 
 
@@ -204,7 +207,8 @@ async def infer(request: Request, state: ServerState) -> Response:
         body = await read_body(request, state.config.max_body_bytes, state.config.timeout_s)
         req = parse_infer(body, request.headers.get(HEADER_LENGTH), m.inputs, m.outputs)
         results = await m.run(req.inputs)
-    content, header_length = encode_infer(m.name, VERSION, req, results, m.labels)
+    # --labels name a detector's classes, not the anchors of its raw tensor: no labels in its classification
+    content, header_length = encode_infer(m.name, VERSION, req, results, m.labels if m.detector is None else None)
     if header_length is None:
         return Response(content, media_type="application/json")
     return Response(content, media_type="application/octet-stream",
@@ -226,16 +230,10 @@ async def _image_bytes(request: Request, config: ServeConfig) -> bytes:
 
 async def classify(request: Request, state: ServerState) -> Response:
     m = state.model(request.path_params["name"])
-    if len(m.inputs) != 1 or not m.outputs:
-        raise bad_request(f"model '{m.name}' takes {len(m.inputs)} inputs: /classify serves one-image models; "
-                          "use /infer.", "model")
+    wire = _one_image_input(m, "classify")
     raw_k = request.query_params.get("top_k", str(state.config.top_k))
     if not raw_k.isdigit() or not 1 <= int(raw_k) <= 1000:
         raise bad_request(f"top_k must be an integer 1..1000, got {raw_k!r}.", "top_k")
-    wire = m.inputs[0]
-    if wire.shape[0] > 1:
-        raise bad_request(f"model '{m.name}' has a static batch of {wire.shape[0]}: one image cannot fill it.",
-                          "model")
     with m.admitted():
         data = await _image_bytes(request, state.config)
         # decoding a photo takes milliseconds: off the event loop, which keeps answering the others
@@ -247,6 +245,48 @@ async def classify(request: Request, state: ServerState) -> Response:
            "pixels/255: the manifest does not say how this model was calibrated" if pre is not None else
            "pixels/255: no manifest beside the artifact says otherwise")
     return JSONResponse({"model_name": m.name, "model_version": VERSION, **answer, "preprocessing": how})
+
+
+def _one_image_input(m: ServedModel, endpoint: str) -> WireTensor:
+    if len(m.inputs) != 1 or not m.outputs:
+        raise bad_request(f"model '{m.name}' takes {len(m.inputs)} inputs: /{endpoint} serves one-image models; "
+                          "use /infer.", "model")
+    wire = m.inputs[0]
+    if wire.shape[0] > 1:
+        raise bad_request(f"model '{m.name}' has a static batch of {wire.shape[0]}: one image cannot fill it.",
+                          "model")
+    return wire
+
+
+async def detect(request: Request, state: ServerState) -> Response:
+    """Boxes in the picture's own pixels (edgekit.serve.detect): letterbox, run, decode + NMS, undo the letterbox."""
+    m = state.model(request.path_params["name"])
+    if m.detector is None:
+        raise bad_request(det.not_a_detector(m.name, m.choice.artifact is not None), "model")
+    wire = _one_image_input(m, "detect")
+    cuts = det.parse_cuts(dict(request.query_params), m.detector.head)
+    in_h, in_w = input_size(wire.spec)
+    with m.admitted():
+        data = await _image_bytes(request, state.config)
+        t0 = time.perf_counter()
+
+        def prepare() -> tuple[np.ndarray, det.Letterbox]:
+            with open_picture(data, color_of(wire.spec), state.config.max_pixels) as im:
+                pixels, box = det.letterbox(im, in_w, in_h)
+            return quantize(to_input(pixels, wire.spec, m.choice.preprocessing), wire.spec), box
+
+        x, box = await asyncio.to_thread(prepare)  # decoding takes milliseconds: off the event loop
+        t1 = time.perf_counter()
+        results = await m.run({wire.name: x})
+        t2 = time.perf_counter()
+    found = det.detections(results, m.detector, cuts, box, in_w, in_h, m.labels)
+    t3 = time.perf_counter()
+    return JSONResponse({
+        "model_name": m.name, "model_version": VERSION, "detections": found,
+        "image": {"width": box.width, "height": box.height}, "input": {"width": in_w, "height": in_h},
+        "letterbox": box.to_dict(), "head": m.detector.head.format, "thresholds": cuts.to_dict(),
+        "time_ms": {"preprocess": round((t1 - t0) * 1e3, 3), "inference": round((t2 - t1) * 1e3, 3),
+                    "postprocess": round((t3 - t2) * 1e3, 3)}})
 
 
 async def metrics(request: Request, state: ServerState) -> Response:
@@ -271,6 +311,7 @@ def build_app(state: ServerState) -> Any:
             _route(base + "/infer", infer, state, "infer", ["POST"]),
         ]
     routes.append(_route("/v2/models/{name}/classify", classify, state, "classify", ["POST"]))
+    routes.append(_route("/v2/models/{name}/detect", detect, state, "detect", ["POST"]))
     app = Starlette(routes=routes)
     app.state.edgekit = state
     return Guard(app, state)

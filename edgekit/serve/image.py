@@ -41,12 +41,14 @@ def default_preprocessing(spec: TensorSpec) -> Preprocessing:
     return Preprocessing(color="L" if c == 1 else "RGB", size=[h, w])
 
 
-def image_input(data: bytes, spec: TensorSpec, pre: Preprocessing | None, max_pixels: int) -> np.ndarray:
-    """DATA (JPEG/PNG bytes) as a float32 batch of one for SPEC; 413 over MAX_PIXELS, 415/400 otherwise."""
+def open_picture(data: bytes, color: str, max_pixels: int) -> Any:
+    """DATA (JPEG/PNG bytes) decoded to a Pillow image in COLOR ("L" or "RGB"), EXIF orientation applied.
+
+    The one place a picture is opened (/classify and /detect): the pixel count is checked against
+    MAX_PIXELS from the header before anything is decoded; 415 for what is not a JPEG/PNG, 413 over the
+    budget, 400 for a file that breaks while decoding."""
     from PIL import Image, ImageOps, UnidentifiedImageError
 
-    layout, c, h, w = _geometry(spec)
-    pre = pre or default_preprocessing(spec)
     try:
         im = Image.open(io.BytesIO(data), formats=FORMATS)
     except UnidentifiedImageError:
@@ -61,11 +63,29 @@ def image_input(data: bytes, spec: TensorSpec, pre: Preprocessing | None, max_pi
             raise RequestError(413, f"the image is {im.size[0]}x{im.size[1]} ({pixels / 1e6:.1f} MP); at most "
                                f"{max_pixels / 1e6:g} MP are decoded (--max-image-mpix).", "body")
         try:
-            im = ImageOps.exif_transpose(im).convert("L" if c == 1 else "RGB")
-            arr = np.asarray(im.resize((w, h), Image.Resampling.BILINEAR), dtype=np.float32)
+            out = ImageOps.exif_transpose(im).convert(color)
+            out.load()
         except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
             raise bad_request(f"cannot decode the image: {exc}.", "body") from None
-    x = arr * np.float32(pre.scale)
+    return out
+
+
+def resize(im: Any, w: int, h: int) -> np.ndarray:
+    """IM resized to W x H as calibration resized (bilinear), as float32 (H, W[, C]) pixel values 0..255."""
+    from PIL import Image
+
+    try:
+        return np.asarray(im.resize((w, h), Image.Resampling.BILINEAR), dtype=np.float32)
+    except (OSError, ValueError) as exc:
+        raise bad_request(f"cannot decode the image: {exc}.", "body") from None
+
+
+def to_input(arr: np.ndarray, spec: TensorSpec, pre: Preprocessing | None) -> np.ndarray:
+    """Pixel values ARR (H, W[, C], 0..255, already at the input's size) as a float32 batch of one for SPEC:
+    x * scale, (x - mean) / std as PRE says (pixels/255 without it), then the artifact's layout."""
+    layout, c, h, w = _geometry(spec)
+    pre = pre or default_preprocessing(spec)
+    x = arr.astype(np.float32) * np.float32(pre.scale)
     if pre.mean is not None or pre.std is not None:
         mean = np.asarray(pre.mean or [0.0], dtype=np.float32)
         std = np.asarray(pre.std or [1.0], dtype=np.float32)
@@ -76,6 +96,25 @@ def image_input(data: bytes, spec: TensorSpec, pre: Preprocessing | None, max_pi
     elif layout == "NHW":
         x = x[..., 0]
     return np.ascontiguousarray(x[None], dtype=np.float32)
+
+
+def color_of(spec: TensorSpec) -> str:
+    """The Pillow mode a picture is converted to for SPEC: "L" for one channel, "RGB" for three."""
+    return "L" if _geometry(spec)[1] == 1 else "RGB"
+
+
+def input_size(spec: TensorSpec) -> tuple[int, int]:
+    """(H, W) of an image input; 400 for an input that is not an image."""
+    _, _, h, w = _geometry(spec)
+    return h, w
+
+
+def image_input(data: bytes, spec: TensorSpec, pre: Preprocessing | None, max_pixels: int) -> np.ndarray:
+    """DATA (JPEG/PNG bytes) as a float32 batch of one for SPEC; 413 over MAX_PIXELS, 415/400 otherwise."""
+    h, w = input_size(spec)
+    with open_picture(data, color_of(spec), max_pixels) as im:
+        arr = resize(im, w, h)
+    return to_input(arr, spec, pre)
 
 
 def top_k(scores: np.ndarray, k: int, labels: list[str] | None) -> dict[str, Any]:
@@ -92,4 +131,5 @@ def top_k(scores: np.ndarray, k: int, labels: list[str] | None) -> dict[str, Any
     return {"predictions": preds, "scores": "probabilities" if probabilities else "softmax of the logits"}
 
 
-__all__ = ["default_preprocessing", "image_input", "top_k"]
+__all__ = ["color_of", "default_preprocessing", "image_input", "input_size", "open_picture", "resize", "to_input",
+           "top_k"]

@@ -20,6 +20,7 @@ import numpy as np
 from edgekit.errors import EdgekitError, UsageError
 from edgekit.runtimes.base import Runtime
 from edgekit.serve.config import ServeConfig
+from edgekit.serve.detect import Detector, detector_of
 from edgekit.serve.errors import RequestError
 from edgekit.serve.metrics import Metrics
 from edgekit.serve.models import ModelChoice
@@ -45,6 +46,7 @@ class ServedModel:
         self.in_service = 0  # requests admitted and not yet answered (see admitted())
         self.load_seconds = 0.0
         self.info: dict[str, Any] = {}
+        self.detector: Detector | None = None  # the detection head its manifest records (/detect), if any
         self.options: dict[str, Any] = dict(config.options)  # runtime load options (kernels settled by a child)
 
     # ------------------------------------------------------------------ loading
@@ -92,8 +94,16 @@ class ServedModel:
         self.pool = pool
         self.load_seconds = time.perf_counter() - t0  # the child's first run, every worker's load and warm-up
         self.metrics.load_seconds.labels(self.name).set(self.load_seconds)
-        if self.labels is not None and (not self.outputs or self.outputs[0].shape[-1] != len(self.labels)):
+        self.detector = detector_of(self.choice.artifact, [w.name for w in self.outputs])
+        if self.labels is not None and self.classes != len(self.labels):
             self.labels = None  # --labels names another model's classes (load_models checks that one model fits)
+
+    @property
+    def classes(self) -> int | None:
+        """How many classes it tells apart: a detector's head says; otherwise its first output's last axis."""
+        if self.detector is not None:
+            return self.detector.classes
+        return self.outputs[0].shape[-1] if self.outputs else None
 
     def close(self) -> None:
         if self.pool is not None:
@@ -160,6 +170,8 @@ class ServedModel:
                                   "quantized_inputs_take_fp32": [w.name for w in self.inputs if w.quantized]}
         if c.preprocessing is not None:
             params["preprocessing"] = c.preprocessing.to_dict()
+        if self.detector is not None:
+            params["detection_head"] = {**self.detector.head.to_dict(), "artifact_outputs": self.detector.outputs}
         return {"name": self.name, "versions": [VERSION], "platform": PLATFORMS.get(c.format, c.format),
                 "inputs": [w.metadata() for w in self.inputs], "outputs": [w.metadata() for w in self.outputs],
                 "parameters": params}

@@ -72,7 +72,7 @@ def load_models(config: ServeConfig, say: Callable[[str], None]) -> tuple[list[S
                 f"{choice.device}, {config.workers} worker(s), max batch {m.max_batch}, "
                 f"loaded in {m.load_seconds:.2f} s" + (", with --labels" if m.labels else ""))
         if labels is not None and not any(m.labels for m in served):
-            classes = sorted({m.outputs[0].shape[-1] for m in served if m.outputs})
+            classes = sorted({m.classes for m in served if m.classes is not None})
             raise UsageError(f"--labels has {len(labels)} names but the models have {classes} classes.",
                              hint="One class name a line, in the order of the model's outputs.")
     except BaseException:

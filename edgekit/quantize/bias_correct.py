@@ -113,7 +113,7 @@ def correct_biases(src: Path, dst: Path, data: Any, config: Any) -> Path:
     model, qdq = onnx.load(str(src)), onnx.load(str(dst))
     g, qg = Graph(model), Graph(qdq)
     qnodes = {n.name: n for n in qdq.graph.node}
-    targets = [n for n in _targets(g, set(config.float_nodes)) if n.name in qnodes]
+    targets = [n for n in _targets(g, set(config.excluded())) if n.name in qnodes]
     weights = {n.name: _dequantized_weight(qdq, qg, qnodes[n.name]) for n in targets}
     targets = [n for n in targets if weights[n.name] is not None]
     if not targets:

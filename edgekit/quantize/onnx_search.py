@@ -21,8 +21,9 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +51,17 @@ from edgekit.quantize.search import (
     trial,
 )
 
+
+@dataclass(frozen=True)
+class KindSource:
+    """What decides a source output's kind besides its values: the model's metadata (Ultralytics' `task`), the
+    kinds asked for by output name (--output-kind), and the layout of image-shaped outputs."""
+
+    metadata: dict[str, str] | None = None
+    asked: dict[str, str] | None = None
+    layout: str = "NCHW"
+
+
 AUTO_ORDER = ("plain", "uint8", "equalize", "equalize+bias", "percentile", "mse", "entropy", "bias")
 NAMES = (*ONNX_RECIPES, "mixed")
 # ops between two layers that onnxruntime quantizes too: left in float with them, or the tensor stays int8
@@ -72,8 +84,34 @@ def _run(path: Path, x: np.ndarray) -> np.ndarray:
     return run_batches(session(str(path)), x)[0]
 
 
+DECIDE_SAMPLES = 64  # a named recipe's detection outputs are recognised on this many calibration samples
+
+
+def detection_decode(pre: Path, model: Any, x: np.ndarray, kinds: KindSource | None) -> tuple[Any, Any]:
+    """(the first output's KindChoice, the DecodeRegion of every detection output) of the float model PRE on X,
+    its kinds decided as validation decides them (edgekit.fidelity.decide: the source's metadata, what was asked,
+    shapes and values); (None, None) where no output is a detector, or no KINDS were given."""
+    if kinds is None:
+        return None, None
+    from edgekit.fidelity.decide import decide_kinds
+    from edgekit.quantize.detect_decode import onnx_decode
+    from edgekit.quantize.onnx_graph import run_batches, session
+
+    names = [o.name for o in model.graph.output]
+    ys = dict(zip(names, run_batches(session(str(pre)), x), strict=True))
+    asked = {n: k for n, k in (kinds.asked or {}).items() if n in ys}
+    if len(ys) == 1 and not asked and kinds.asked and len(kinds.asked) == 1:  # one output, renamed by an exporter
+        asked = {names[0]: next(iter(kinds.asked.values()))}
+    choices = decide_kinds(ys, kinds.layout, asked, kinds.metadata)
+    found = [n for n in names if choices[n].kind == "detection"]
+    if not found:
+        return choices[names[0]], None
+    return choices[names[0]], onnx_decode(model, found)
+
+
 class _Search:
-    def __init__(self, pre: Path, data: QuantData, log: Log, searching: bool) -> None:
+    def __init__(self, pre: Path, data: QuantData, log: Log, searching: bool, kinds: KindSource | None = None
+                 ) -> None:
         import onnx
 
         from edgekit.quantize.onnx_graph import node_macs
@@ -86,6 +124,14 @@ class _Search:
         self.y_ref = _run(pre, self.x) if searching else None
         self.model = onnx.load(str(pre))
         self.macs = node_macs(self.model)
+        # a detector's output is judged by its boxes, and its decode stays float in every candidate
+        self.choice, self.decode = detection_decode(pre, self.model, self.x if searching else
+                                                    data.samples[:DECIDE_SAMPLES], kinds)
+        self.decode_nodes: tuple[str, ...] = self.decode.nodes if self.decode is not None else ()
+        if self.decode_nodes:
+            log(f"int8: the detection decode after the head's last layers stays float ({len(self.decode_nodes)} "
+                f"nodes, {100 * macs_fraction(self.decode_nodes, self.macs):.2f}% of MACs): "
+                "one int8 scale cannot hold pixel coordinates and scores")
         # (judged (None: not judged), float layers, (recipe, float model, int8 model, its folder))
         self.kept: list[tuple[Judged | None, int, tuple[OnnxRecipe, Path, Path, Path]]] = []
         self.trials: list[RecipeTrial] = []
@@ -111,7 +157,8 @@ class _Search:
         if self.y_ref is None:  # a named recipe: validation judges it
             self.kept.append((None, len(nodes), (recipe, src, out, work)))
             return False
-        judged = judge(self.y_ref, _run(out, self.x), z=margin_z(len(self.kept) + 1))  # stricter as more are tried
+        judged = judge(self.y_ref, _run(out, self.x), z=margin_z(len(self.kept) + 1),  # stricter as more are tried
+                       choice=self.choice)
         self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
         say(self.log, label, judged, len(nodes))
         self.kept.append((judged, len(nodes), (recipe, src, out, work)))
@@ -120,7 +167,7 @@ class _Search:
     def try_recipe(self, name: str) -> bool:
         if not self.reachable():
             return False
-        recipe = ONNX_RECIPES[name]()
+        recipe = ONNX_RECIPES[name](decode=self.decode_nodes)
         return self.candidate(name, recipe, lambda out, data: recipe.build(self.pre, out, data))
 
     def units(self) -> tuple[list[tuple[str, ...]], tuple[str, ...]]:
@@ -144,7 +191,9 @@ class _Search:
         if len(out) > MAX_PROBES:  # the units holding the most MACs
             keep = set(sorted(range(len(out)), key=lambda k: -sum(self.macs.get(n, 0) for n in out[k]))[:MAX_PROBES])
             out = [u for k, u in enumerate(out) if k in keep]
-        covered = {n for u in out for n in u}
+        decode = set(self.decode_nodes)  # float in every candidate already
+        out = [u for u in (tuple(n for n in u if n not in decode) for u in out) if u]
+        covered = {n for u in out for n in u} | decode
         return out, tuple(n.name for n in self.model.graph.node if n.name not in covered)
 
     def mixed(self, base_index: int) -> bool:
@@ -161,7 +210,7 @@ class _Search:
         probe, x, y_ref = work / "probe.int8.onnx", self.x[:PROBE_SAMPLES], self.y_ref[:PROBE_SAMPLES]
         damage: list[tuple[float, tuple[str, ...]]] = []
         for unit in units:  # only UNIT quantized: its own damage at the output
-            floated = tuple(n for n in everything if n not in set(unit))
+            floated = tuple(n for n in everything if n not in set(unit) or n in self.decode_nodes)
             quantize(src, probe, data, replace(base.config, float_nodes=floated))
             damage.append((float(((_run(probe, x) - y_ref).astype(np.float64) ** 2).mean()), unit))
         probe.unlink(missing_ok=True)
@@ -197,11 +246,14 @@ class _Search:
 
 
 def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Log,
-                  float_free: bool = False) -> RecipeChoice:
-    """Quantize PRE (the pre-processed fp32 ONNX) to DST with the recipe REQUESTED (or auto); the record."""
+                  float_free: bool = False, kinds: KindSource | None = None) -> RecipeChoice:
+    """Quantize PRE (the pre-processed fp32 ONNX) to DST with the recipe REQUESTED (or auto); the record.
+
+    KINDS: what decides each output's kind (the source's metadata, --output-kind): a detection output's decode
+    stays float in every recipe, and the search judges candidates by their boxes."""
     check_name(requested)
     searching = requested in ("auto", "mixed")
-    s = _Search(pre, data, log, searching)
+    s = _Search(pre, data, log, searching, kinds)
     names = AUTO_ORDER if requested == "auto" else ("plain",) if requested == "mixed" else (requested,)
     met = any(s.try_recipe(name) for name in names)  # any() stops at the first that meets the thresholds
     if not met and searching and not float_free and s.reachable():
@@ -227,11 +279,19 @@ def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Lo
         notes=tuple(dict.fromkeys(data.notes)), float_model=str(src), cost=_cost(s, dst, pre, label),
         float_input_noise_agreement=None if noise is None else round(noise, 4), macs_float_needed_over=s.needed_over,
         top1_margins=s.kept[pick][0].margins if searching and s.kept[pick][0] else None,
-        worst_group_error_share=s.error_share)
+        worst_group_error_share=s.error_share, detection_decode=_decode_record(s))
     if searching and not met:
         log(f"int8: no recipe met the thresholds on the samples the search judges; keeping the best float-free one, "
             f"{choice.chosen}" + (f" ({choice.why_words()})" if s.needed_over is not None else ""))
     return choice
+
+
+def _decode_record(s: _Search) -> dict[str, Any] | None:
+    """`int8_recipe.detection_decode`: the detector's decode kept in float (edgekit.quantize.detect_decode)."""
+    if s.decode is None:
+        return None
+    return s.decode.record(macs_fraction(s.decode_nodes, s.macs), "onnxruntime nodes_to_exclude: the decode's "
+                           "nodes run in float between the head's int8 layers (their DequantizeLinear) and the output")
 
 
 def _cost(s: _Search, dst: Path, pre: Path, chosen: str) -> dict[str, object]:
@@ -253,4 +313,4 @@ def _cost(s: _Search, dst: Path, pre: Path, chosen: str) -> dict[str, object]:
                        {k: latency_ms(p, s.x) for k, p in paths.items() if p is not None})
 
 
-__all__ = ["AUTO_ORDER", "NAMES", "check_name", "quantize_onnx"]
+__all__ = ["AUTO_ORDER", "NAMES", "KindSource", "check_name", "detection_decode", "quantize_onnx"]

@@ -107,7 +107,7 @@ def _quantize_static(src: Path, dst: Path, data: Any, config: Any, cache: Path |
         # uint8 activations and weights (the uint8 recipe): onnxruntime's U8U8 kernels do not saturate, so full 8-bit
         # weights are safe on every CPU
         activation_type=qtype, weight_type=qtype, calibrate_method=method,
-        nodes_to_exclude=list(config.float_nodes) or None, extra_options={**extra, **strided_options()},
+        nodes_to_exclude=list(config.excluded()) or None, extra_options={**extra, **strided_options()},
         calibration_cache_path=str(cache) if cache is not None else None,
     )
 

@@ -41,6 +41,9 @@ class RecipeTrial:
     macs_float_fraction: float
     seconds: float
     failures: tuple[str, ...] = ()
+    # detectors: judged by their boxes (edgekit.fidelity.detection), not by top-1
+    detection_recall: float | None = None
+    detection_precision: float | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RecipeTrial:
@@ -86,6 +89,9 @@ class RecipeChoice:
     # mixed precision's most damaging layer group, quantized alone, as a share of its base's whole int8 error
     # (edgekit.quantize.search.error_share; None: mixed precision was not tried)
     worst_group_error_share: float | None = None
+    # a detector's final decode kept in float (edgekit.quantize.detect_decode.DecodeRegion.record): outputs, where
+    # and how it runs in float, nodes, macs_float_fraction, ops, head_layers, why; None: no detection output
+    detection_decode: dict[str, Any] | None = None
     # where diagnosis finds the float twin of the artifact (a staging path: never written to the manifest)
     float_model: str | None = field(default=None, compare=False, metadata={"json": False})
 

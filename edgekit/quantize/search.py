@@ -17,10 +17,12 @@ the share that missed (`RecipeChoice.macs_float_needed_over`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -62,19 +64,35 @@ class Judged:
     failures: list[str]
     samples: int = 0  # how many samples judged it (0: not known)
     margins: dict[str, float | int] | None = None  # top1_margins: where its disagreements lie (class outputs)
+    # detectors (the detection kind): the source's boxes kept, the artifact's boxes that match, how many source boxes
+    recall: float | None = None
+    precision: float | None = None
+    detections: int | None = None
 
     def score(self) -> tuple[float, float]:
+        """What ranks candidates: top-1 agreement (classes) or the worse of box recall and precision (detectors),
+        then cosine."""
+        if self.recall is not None or self.precision is not None:
+            return (min(self.recall or 0.0, self.precision or 0.0), self.cosine)
         return (self.top1 if self.top1 is not None else 0.0, self.cosine)
 
 
-def judge(y_ref: np.ndarray, y: np.ndarray, precision: str = "int8", z: float = MARGIN_Z) -> Judged:
+def judge(y_ref: np.ndarray, y: np.ndarray, precision: str = "int8", z: float = MARGIN_Z,
+          choice: Any = None) -> Judged:
     """Candidate outputs Y against the float outputs Y_REF, by validation's own thresholds, the top-1 agreement's
-    lower bound (Z sigmas) included."""
+    (or, for a detector, the box recall's and precision's) lower bound (Z sigmas) included.
+
+    CHOICE: the output's KindChoice (edgekit.fidelity.decide) where the step decided it from the source (a
+    detector's head from its metadata); None: decided from Y_REF's shape and values, as validation would."""
     from edgekit.precisions import PRECISIONS
     from edgekit.validate import Reference, compare
 
+    if choice is not None and choice.head is not None:  # the head reads the one output judged here, by its name
+        several = len(choice.head.outputs) > 1  # boxes and scores apart (SSD): the search runs the first output only
+        choice = None if several else dataclasses.replace(choice, head=dataclasses.replace(choice.head,
+                                                                                             outputs=["output"]))
     ref = Reference(x=np.zeros((len(y_ref), 1), np.float32), y_ref=y_ref, labels=None, layout="NCHW",
-                    inputs_name="calibration")
+                    inputs_name="calibration", choices={"output": choice} if choice is not None else {})
     fid = compare(ref, y, precision)
     failures = list(fid.failures)
     need = PRECISIONS[precision].thresholds.get("top1_agreement")
@@ -83,8 +101,28 @@ def judge(y_ref: np.ndarray, y: np.ndarray, precision: str = "int8", z: float = 
         if low < need:
             failures.append(f"top-1 agreement {fid.top1_agreement:.1%} on {len(y_ref)} samples: its lower bound "
                             f"({z:.2g} sigma) {low:.1%} < {need:.0%}")
+    if fid.passed and fid.detection_recall is not None:  # counts of boxes, bounded as top-1 is
+        failures += _box_bounds(fid, z)
     return Judged(fid.passed and not failures, float(fid.cosine), fid.top1_agreement, failures, len(y_ref),
-                  top1_margins(y_ref, y))
+                  top1_margins(y_ref, y), fid.detection_recall, fid.detection_precision, fid.detections)
+
+
+def _box_bounds(fid: Any, z: float) -> list[str]:
+    """Failures where box recall or precision meets its threshold on the judged boxes but not at its lower bound
+    (Z sigmas, Wilson): a few hundred boxes judge a search's candidates, and the luckiest must not end it."""
+    out = []
+    n_src = int(fid.detections or 0)
+    n_art = round(n_src * (fid.detection_recall or 0.0) / fid.detection_precision) if fid.detection_precision else 0
+    for key, value, n in (("detection_recall", fid.detection_recall, n_src),
+                          ("detection_precision", fid.detection_precision, n_art)):
+        need = (fid.thresholds or {}).get(key)
+        if value is None or need is None or n <= 0:
+            continue
+        low = wilson_low(value, n, z)
+        if low < need:
+            out.append(f"{key.replace('_', ' ')} {value:.1%} of {n} boxes: its lower bound ({z:.2g} sigma) "
+                       f"{low:.1%} < {need:.0%}")
+    return out
 
 
 def top1_margins(y_ref: np.ndarray, y: np.ndarray) -> dict[str, float | int] | None:
@@ -195,6 +233,8 @@ class Reach:
 def trial(name: str, judged: Judged, float_nodes: int, macs_fraction: float, started: float) -> RecipeTrial:
     return RecipeTrial(recipe=name, passed=judged.passed, cosine=round(judged.cosine, 6),
                        top1_agreement=None if judged.top1 is None else round(judged.top1, 4),
+                       detection_recall=None if judged.recall is None else round(judged.recall, 4),
+                       detection_precision=None if judged.precision is None else round(judged.precision, 4),
                        float_nodes=float_nodes, macs_float_fraction=round(macs_fraction, 4),
                        seconds=round(time.perf_counter() - started, 2), failures=tuple(judged.failures))
 
@@ -202,6 +242,9 @@ def trial(name: str, judged: Judged, float_nodes: int, macs_fraction: float, sta
 def say(log: Callable[[str], None], label: str, judged: Judged, float_ops: int) -> None:
     """One progress line per candidate: what it scored and whether it meets the thresholds."""
     top1 = f"top-1 {judged.top1:.1%}, " if judged.top1 is not None else ""
+    if judged.recall is not None or judged.precision is not None:
+        words = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
+        top1 = f"box recall {words(judged.recall)}, precision {words(judged.precision)} ({judged.detections} boxes), "
     more = f" ({float_ops} ops in float)" if float_ops else ""
     log(f"int8 recipe {label}{more}: {top1}cosine {judged.cosine:.4f} -> {'meets' if judged.passed else 'misses'} "
         "the int8 thresholds on the samples the search judges")

@@ -127,7 +127,7 @@ class OnnxQuantize(Step):
         onnx = require("onnx")
         from edgekit.quantize.onnx_graph import name_nodes
         from edgekit.quantize.onnx_recipes import QuantData
-        from edgekit.quantize.onnx_search import quantize_onnx
+        from edgekit.quantize.onnx_search import KindSource, quantize_onnx
         from edgekit.quantize.ort_prep import unshare_biases
 
         assert inp.path is not None
@@ -159,5 +159,7 @@ class OnnxQuantize(Step):
             choice = plain_int8_choice(ctx.options.int8_recipe, OnnxRecipeConfig().to_dict(), len(samples))
             return inp.derive(kind="onnx", path=dst, precision="int8", quantization=choice)
         data = QuantData(names[0], samples, batch, work, notes=notes)
-        choice = quantize_onnx(pre, dst, data, ctx.options.int8_recipe, ctx.log)
+        # a detector's outputs: judged by their boxes, their decode kept float (edgekit.quantize.detect_decode)
+        kinds = KindSource(ctx.source.metadata, ctx.options.output_kinds, inp.layout)
+        choice = quantize_onnx(pre, dst, data, ctx.options.int8_recipe, ctx.log, kinds=kinds)
         return inp.derive(kind="onnx", path=dst, precision="int8", quantization=choice)

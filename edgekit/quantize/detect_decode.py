@@ -1,0 +1,147 @@
+"""A detector's final decode, found from the graph, so that int8 recipes keep it in float (issue 27).
+
+Why: a YOLOv8 head ends in one (N, 4 + C, A) tensor that concatenates box coordinates in input pixels
+(0-640) with class scores (0-1). Quantized as one tensor it gets one int8 scale: a step of 2.5 pixels is
+also a step of 2.5 in score, so every score becomes 0 or 1 and most boxes vanish (onnxruntime's plain
+QDQ int8 kept 38% of a YOLOv8n's fp32 detections). The arithmetic that builds that tensor (DFL softmax and
+its expectation, anchor offsets, strides, sigmoid, concat) holds no weights and almost no MACs; run in
+float, each branch keeps the scale of the layer that feeds it.
+
+The decode is found structurally, never by node names: walk back from the detection outputs through every
+producer until a layer (Conv, MatMul, Gemm ...): those are the head's last layers, which stay int8. A
+layer whose input is a Softmax (through reshapes and transposes only) is an expectation over a
+distribution, DFL's fixed `arange` convolution, and belongs to the decode. Shape-reading ops are kept
+but not walked through (their outputs do not depend on values). A walk that reaches a graph input
+without meeting a layer is not a head: nothing is kept (the record says so).
+
+Plain data and graph walking: onnx is only read here, never imported at module level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+# layers with weights: the walk stops at these (the head's last convolutions stay int8)
+ONNX_LAYERS = ("Conv", "ConvTranspose", "MatMul", "Gemm", "MatMulInteger", "ConvInteger")
+# ops that move values without computing on them: followed back from a layer to see whether a Softmax feeds it
+ONNX_MOVES = ("Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Slice", "Split")
+# ops whose output depends on their input's shape only: kept in the decode, not walked through
+ONNX_SHAPE_READERS = ("Shape", "Size")
+
+TFLITE_LAYERS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "BATCH_MATMUL")
+TFLITE_MOVES = ("RESHAPE", "TRANSPOSE", "SQUEEZE", "EXPAND_DIMS", "SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V")
+TFLITE_SHAPE_READERS = ("SHAPE",)
+
+WHY = ("a detection output concatenates box coordinates in input pixels with class scores in [0, 1]: one int8 "
+       "scale for both rounds every score to 0 or 1 (issue 27), so the decode after the head's last layers (DFL "
+       "softmax and expectation, anchor arithmetic, strides, sigmoid, concat) runs in float and each branch keeps "
+       "the int8 scale of the layer that feeds it")
+
+
+@dataclass(frozen=True)
+class DecodeRegion:
+    """The float decode of a detector: its nodes (ONNX node names, or TFLite ops by first output tensor name),
+    the layers it starts after, and the detection outputs it feeds."""
+
+    outputs: tuple[str, ...]
+    nodes: tuple[str, ...] = ()
+    head_layers: tuple[str, ...] = ()  # the last layers before the decode (int8), by the same naming
+    ops: dict[str, int] = field(default_factory=dict)  # op type -> count in the decode
+    reason: str = ""  # why nothing was kept, where nothing was
+
+    def record(self, macs_share: float, where: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The recipe record's `detection_decode`: what was kept in float, how many nodes, what share of MACs."""
+        out: dict[str, Any] = {
+            "outputs": list(self.outputs), "kept_in_float": where, "nodes": len(self.nodes),
+            "macs_float_fraction": round(macs_share, 6), "ops": dict(sorted(self.ops.items())),
+            "head_layers": list(self.head_layers), "found": "structurally: back from the detection outputs to the "
+            "last layers with weights (a layer fed by a Softmax is DFL's expectation, part of the decode)",
+            "why": WHY, "node_names": list(self.nodes)}
+        if self.reason:
+            out["not_kept"] = self.reason
+        return {**out, **(extra or {})}
+
+
+def _walk(outputs: Iterable[str], producer: dict[str, Any], op_of: Any, inputs_of: Any, name_of: Any,
+          layers: tuple[str, ...], moves: tuple[str, ...], readers: tuple[str, ...], graph_inputs: set[str]
+          ) -> tuple[list[Any], list[Any], str]:
+    """The nodes between OUTPUTS and the last layers, the layers met, and why none (where the walk escaped)."""
+
+    def fed_by_softmax(node: Any) -> bool:
+        ins = [t for t in inputs_of(node) if t in producer]
+        seen: set[int] = set()
+        while ins:
+            p = producer[ins[0]]
+            if id(p) in seen:
+                return False
+            seen.add(id(p))
+            if op_of(p) in ("Softmax", "SOFTMAX"):
+                return True
+            if op_of(p) not in moves:
+                return False
+            ins = [t for t in inputs_of(p) if t in producer]
+        return False
+
+    region: dict[int, Any] = {}
+    heads: dict[int, Any] = {}
+    stack = [producer[o] for o in outputs if o in producer]
+    while stack:
+        node = stack.pop()
+        if id(node) in region or id(node) in heads:
+            continue
+        if op_of(node) in layers and not fed_by_softmax(node):
+            heads[id(node)] = node
+            continue
+        region[id(node)] = node
+        if op_of(node) in readers:
+            continue
+        for t in inputs_of(node):
+            if t in graph_inputs:
+                return [], [], (f"the output is computed from the model input '{t}' without a layer in between "
+                                "(no head to keep the decode after)")
+            if t in producer:
+                stack.append(producer[t])
+    if not heads:
+        return [], [], "no layer with weights feeds the detection output"
+    return list(region.values()), list(heads.values()), ""
+
+
+def onnx_decode(model: Any, outputs: Iterable[str]) -> DecodeRegion:
+    """The decode nodes of an ONNX MODEL's detection OUTPUTS (graph output names), in graph order."""
+    g = model.graph
+    outputs = tuple(outputs)
+    producer = {o: n for n in g.node for o in n.output}
+    inits = {i.name for i in g.initializer}
+    graph_inputs = {i.name for i in g.input if i.name not in inits}
+    region, heads, reason = _walk(outputs, producer, lambda n: n.op_type, lambda n: [i for i in n.input if i],
+                                  lambda n: n.name, ONNX_LAYERS, ONNX_MOVES, ONNX_SHAPE_READERS, graph_inputs)
+    order = {id(n): k for k, n in enumerate(g.node)}
+    region.sort(key=lambda n: order[id(n)])
+    heads.sort(key=lambda n: order[id(n)])
+    ops: dict[str, int] = {}
+    for n in region:
+        ops[n.op_type] = ops.get(n.op_type, 0) + 1
+    return DecodeRegion(outputs, tuple(n.name for n in region), tuple(n.name for n in heads), ops, reason)
+
+
+def tflite_decode(model: Any, outputs: Iterable[int]) -> DecodeRegion:
+    """The decode ops of a TFLite model (edgekit.tflite_model.read_tflite) feeding the output tensors OUTPUTS
+    (tensor indices), named as the TFLite quantizer's denylist names them (their first output tensor)."""
+    outputs = tuple(outputs)
+    producer = {t: op for op in model.ops for t in op.outputs}
+    name = lambda op: model.tensors[op.outputs[0]].name  # noqa: E731
+    region, heads, reason = _walk(outputs, producer, lambda op: op.op, lambda op: [i for i in op.inputs if i >= 0],
+                                  name, TFLITE_LAYERS, TFLITE_MOVES, TFLITE_SHAPE_READERS, set(model.inputs))
+    order = {id(op): k for k, op in enumerate(model.ops)}
+    region.sort(key=lambda op: order[id(op)])
+    heads.sort(key=lambda op: order[id(op)])
+    ops: dict[str, int] = {}
+    for op in region:
+        ops[op.op] = ops.get(op.op, 0) + 1
+    return DecodeRegion(tuple(model.tensors[t].name for t in outputs), tuple(name(op) for op in region),
+                        tuple(name(op) for op in heads), ops, reason)
+
+
+__all__ = ["WHY", "DecodeRegion", "onnx_decode", "tflite_decode"]

@@ -3,6 +3,7 @@
 One module per job: `models` picks and describes what is served, `tensors` maps the wire's
 tensors to the model's (quantization included), `protocol` reads and writes v2 requests (JSON and
 the binary tensor data extension), `image` turns a picture into an input as the manifest says,
+`detect` letterboxes a picture for a detector and turns its head into boxes in the picture's pixels,
 `pool` runs a fixed set of Runtime instances behind a bounded queue, `metrics` counts, `app` is the
 ASGI application and `server` runs it (bind rules, token, graceful drain on SIGTERM/SIGINT).
 Nothing here imports starlette, uvicorn or a runtime library at module level except `app`/`server`,

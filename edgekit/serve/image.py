@@ -4,6 +4,8 @@ The same steps edgekit's calibration applied when the model was converted and va
 orientation, colour mode, bilinear resize to the input's H x W, x * scale, (x - mean) / std), then
 the artifact's own layout (NCHW / NHWC, from its input spec). The pixel count is read from the
 header and checked against the budget before a single pixel is decoded (decompression bombs).
+/detect (edgekit.serve.detect) opens pictures and makes inputs with the same functions, with a letterbox
+in place of the plain resize.
 """
 
 from __future__ import annotations

@@ -174,6 +174,8 @@ BAD = [
     ("pixel bomb", "/v2/models/mnist_cnn-int8/classify", {"content": _png(np.zeros((1200, 1000), np.uint8))}, 413,
      "body"),
     ("bad top_k", "/v2/models/mnist_cnn-int8/classify?top_k=0", {"content": b""}, 400, "top_k"),
+    ("detect on a classifier", "/v2/models/mnist_cnn-int8/detect", {"content": _png(np.zeros((28, 28), np.uint8))},
+     400, "model"),
     ("unknown model", "/v2/models/nope/infer", {"json": _infer_json()}, 404, "model"),
     ("failing inference", "/v2/models/broken/infer",
      {"json": {"inputs": [{"name": "x", "shape": [2, 4], "datatype": "FP32", "data": [1.0] * 8}]}}, 500, None),
@@ -186,6 +188,8 @@ def test_bad_input_gets_its_status_and_the_server_keeps_serving(served, what, pa
     assert r.status_code == status, r.text
     body = r.json()
     assert body["error"] and body.get("field") == field
+    if what == "detect on a classifier":  # says what /detect needs, and where a classifier goes instead
+        assert "not a detector" in body["error"] and "/classify" in body["error"] and "/infer" in body["error"]
     _still_serving(served)
 
 

@@ -186,7 +186,91 @@ def test_bad_requests_get_a_clear_4xx(colours, what, path, kw, status, field, wo
                       timeout=30).status_code == 200
 
 
+def test_labels_name_a_detectors_classes(colours, tmp_path: Path) -> None:
+    """--labels are checked against the head's class count (not the raw tensor's last axis) and win over the names
+    the model carries; a labels file that fits no model is refused at start."""
+    labels = tmp_path / "labels.txt"
+    labels.write_text("rouge\nvert\n")
+    server = ServerProcess([str(colours.folder), "--labels", str(labels)], tmp_path / "server.log")
+    try:
+        r = httpx.post(f"{server.base}/v2/models/colours/detect", content=_encode(_blocks()), timeout=30)
+        assert r.status_code == 200, r.text
+        assert sorted(d["label"] for d in r.json()["detections"]) == ["rouge", "vert"]
+    finally:
+        assert server.stop() == 0, server.text()
+    labels.write_text("a\nb\nc\n")
+    with pytest.raises(RuntimeError, match="--labels has 3 names but the models have \\[2\\] classes"):
+        ServerProcess([str(colours.folder), "--labels", str(labels)], tmp_path / "refused.log")
+
+
 def test_detect_is_counted_in_the_metrics(colours) -> None:
     text = httpx.get(f"{colours.base}/metrics", timeout=30).text
     assert 'edgekit_requests_total{code="200",endpoint="detect",model="colours"}' in text
     assert 'edgekit_request_seconds_count{endpoint="detect",model="colours"}' in text
+
+
+# ---------------------------------------------------------------------------------------- the trained digits detector
+DIGITS_ONNX = REPO / "models" / "digits_yolo.onnx"
+# (test-split digit index, x, y, cell size) on a 200 x 150 picture: scaled by 0.64 into the 128 x 128 input, each
+# digit's cell is 32-36 px there, inside the 16-48 px the detector was trained on
+PLACED = [(0, 12, 24, 52), (1, 78, 70, 56), (2, 140, 16, 50)]
+
+
+def digits_picture() -> tuple[np.ndarray, list[tuple[int, list[float]]]]:
+    """A 200x150 RGB picture of real MNIST test digits (white ink on black, as the training canvases), and each
+    digit's (class, tight ink box in the picture's pixels), the box as models/detection_data.py makes it."""
+    from PIL import Image
+
+    from edgekit.calibration import mnist_split
+
+    _, _, x_test, y_test = mnist_split()
+    picture = np.zeros((150, 200), np.float32)
+    truth = []
+    for index, x0, y0, size in PLACED:
+        digit = Image.fromarray(x_test[index].astype(np.uint8))
+        cell = np.asarray(digit.resize((size, size), Image.Resampling.BILINEAR), np.float32) / 255
+        region = picture[y0:y0 + size, x0:x0 + size]
+        np.maximum(region, cell, out=region)
+        ys, xs = np.nonzero(cell >= 0.25)  # detection_data.INK
+        truth.append((int(y_test[index]), [float(v) for v in (x0 + xs.min(), y0 + ys.min(), x0 + xs.max() + 1,
+                                                               y0 + ys.max() + 1)]))
+    rgb = np.repeat(np.rint(picture * 255).astype(np.uint8)[..., None], 3, axis=2)
+    return rgb, truth
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory: pytest.TempPathFactory):
+    """The bundled digits detector converted as a user would (ONNX fp32, calibrated on held-out canvases), served."""
+    if not DIGITS_ONNX.is_file():
+        pytest.skip("models/digits_yolo.onnx is not here yet (python models/train_detector.py writes it)")
+    tmp = tmp_path_factory.mktemp("digits")
+    calib = REPO / "models" / "digits_detect_val.npz"
+    if not calib.is_file():
+        sys.path.insert(0, str(REPO))
+        from models.detection_data import write_npz
+
+        calib = write_npz(tmp / "calib.npz", 64)
+    folder = _convert(DIGITS_ONNX, calib, tmp / "out")
+    server = ServerProcess([str(folder)], tmp / "server.log")
+    yield server
+    assert server.stop() == 0, server.text()
+
+
+@pytest.mark.parametrize("fmt", ["PNG", "JPEG"])
+def test_the_digits_detector_finds_real_digits_on_a_picture_of_another_size(digits, fmt: str) -> None:
+    from edgekit.fidelity.detection import box_iou
+
+    picture, truth = digits_picture()
+    r = httpx.post(f"{digits.base}/v2/models/digits_yolo/detect", content=_encode(picture, fmt),
+                   headers={"content-type": f"image/{fmt.lower()}"}, timeout=30)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["image"] == {"width": 200, "height": 150} and body["input"] == {"width": 128, "height": 128}
+    assert body["letterbox"]["pad"] == [0, 16, 0, 16]
+    found = body["detections"]
+    for cls, box in truth:  # every digit drawn has a box of its class on it, in the picture's pixels
+        same = [d for d in found if d["index"] == cls]
+        best = max((float(box_iou(np.array(box), np.array(d["box"]))[0, 0]) for d in same), default=0.0)
+        assert best >= 0.5, (cls, box, found)
+        assert next(d["label"] for d in same) == str(cls)  # the names the model carries
+    assert len(found) <= len(truth) + 1, found  # and not a cloud of spurious boxes

@@ -279,7 +279,8 @@ async def detect(request: Request, state: ServerState) -> Response:
         t1 = time.perf_counter()
         results = await m.run({wire.name: x})
         t2 = time.perf_counter()
-    found = det.detections(results, m.detector, cuts, box, in_w, in_h, m.labels)
+    # NMS is a Python loop over the candidates (thousands at a low conf): off the event loop too
+    found = await asyncio.to_thread(det.detections, results, m.detector, cuts, box, in_w, in_h, m.labels)
     t3 = time.perf_counter()
     return JSONResponse({
         "model_name": m.name, "model_version": VERSION, "detections": found,

@@ -223,13 +223,18 @@ def run_job(job: Job, s: BenchSettings) -> tuple[Status, ProfileResult | None, s
 
 
 def _row(job: Job, status: Status, result: ProfileResult | None, message: str | None,
-         ref_accuracy: float | None) -> BenchRow:
+         source: dict[str, float | None]) -> BenchRow:
+    """One table row: JOB's figures from the manifest (SOURCE's for the source model's row) and its speed."""
+    from edgekit.report.fidelity import FIGURES
+
     fid = job.artifact.fidelity if job.artifact is not None else None
     size = result.artifact.size_bytes if result else (job.artifact.size_bytes if job.artifact else None)
+    if fid is not None:
+        figures: dict[str, Any] = {**{k: getattr(fid, k) for k in FIGURES}, "accuracy": fid.accuracy}
+    else:  # the source model's row: its own accuracy and mAP; an artifact validated nowhere: none
+        figures = dict(source) if job.artifact is None else {}
     row = BenchRow(label=job.label, format=job.fmt, precision=job.precision, runtime=job.runtime, device=job.device,
-                   path=str(job.path), size_bytes=size, top1_agreement=fid.top1_agreement if fid else None,
-                   accuracy=fid.accuracy if fid else (ref_accuracy if job.artifact is None else None),
-                   status=status, note=message)
+                   path=str(job.path), size_bytes=size, status=status, note=message, **figures)
     if result:
         if result.notes:
             row.note = "; ".join(result.notes)
@@ -250,13 +255,13 @@ def bench(target: str | Path, settings: BenchSettings | None = None, out_dir: st
     log = log or (lambda _m: None)
     manifest, mpath = load_target(target)
     jobs = plan_jobs(manifest, mpath, s)
-    ref_acc = next((a.fidelity.reference_accuracy for a in manifest.artifacts if a.fidelity), None)
+    source = _source_figures(manifest)
     rows: list[BenchRow] = []
     results: list[ProfileResult] = []
     for i, job in enumerate(jobs, 1):
         log(f"bench {i}/{len(jobs)}: {job.label} on {job.runtime}/{job.device}")
         status, result, message = run_job(job, s)
-        rows.append(_row(job, status, result, message, ref_acc))
+        rows.append(_row(job, status, result, message, source))
         if result:
             results.append(result)
     reference = _reference(rows)
@@ -270,6 +275,17 @@ def bench(target: str | Path, settings: BenchSettings | None = None, out_dir: st
     out = Path(out_dir) if out_dir else mpath.parent / "bench"
     report.files = write_outputs(report, out)
     return report
+
+
+def _source_figures(manifest: Manifest) -> dict[str, float | None]:
+    """The source model's own accuracy and mAP, as its artifacts' validation measured them: its row's figures."""
+    fids = [a.fidelity for a in manifest.artifacts if a.fidelity]
+
+    def first(name: str) -> float | None:
+        return next((getattr(f, name) for f in fids if getattr(f, name) is not None), None)
+
+    return {"accuracy": fids[0].reference_accuracy if fids else None, "map50": first("reference_map50"),
+            "map50_95": first("reference_map50_95")}
 
 
 def _reference(rows: list[BenchRow]) -> Reference | None:

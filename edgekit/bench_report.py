@@ -46,6 +46,21 @@ class BenchRow(Record):
     size_bytes: int | None = None
     top1_agreement: float | None = None
     accuracy: float | None = None
+    # The rest of the manifest's figures the table's agreement column reads (edgekit.report.fidelity.FIGURES):
+    # the kind its worst output was judged as, and that kind's measure; detectors' box figures and mAP
+    kind: str | None = None
+    pixel_agreement: float | None = None
+    step_agreement: float | None = None
+    relative_error: float | None = None
+    detection_recall: float | None = None
+    detection_precision: float | None = None
+    box_iou: float | None = None
+    score_change: float | None = None
+    detections: int | None = None
+    map50: float | None = None  # the source model's row: the source's own mAP50 (as accuracy is its accuracy)
+    reference_map50: float | None = None
+    map50_95: float | None = None
+    reference_map50_95: float | None = None
     status: Status = "ok"
     note: str | None = None  # why not measured, or the ProfileResult's notes
     p50_ms: float | None = None

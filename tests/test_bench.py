@@ -152,3 +152,64 @@ def test_row_command_line_and_the_factory_the_manifest_names(run_dir: Path) -> N
                  "--threads 3", "--input mnist", "--raw-io", "--model mypkg.models:build", "--trust-model"):
         assert part in flags
     assert "ignored" not in flags and "--idle-baseline" not in flags
+
+
+def _detector(map50: float, ref: float) -> Fidelity:
+    """A detector artifact's record as validation writes it (edgekit.fidelity.metrics.judge_detection)."""
+    return Fidelity(samples=64, top1_agreement=None, cosine=0.998, max_abs_error=2.5, kind="detection",
+                    output="output0", detection_recall=0.9712, detection_precision=0.96, box_iou=0.94,
+                    score_change=0.01, detections=150, map50=map50, reference_map50=ref, map50_95=map50 - 0.2,
+                    reference_map50_95=ref - 0.2)
+
+
+def test_detector_rows_carry_the_box_figures_and_the_table_shows_them(tmp_path: Path) -> None:
+    """No file is measured (none was written): the rows' fidelity comes from the manifest alone."""
+    run = tmp_path / "run"
+    run.mkdir()
+    arts = [Artifact(path="yolo.fp32.onnx", format="onnx", precision="fp32", inputs=[], outputs=[], size_bytes=4000,
+                     sha256="a", fidelity=_detector(0.62, 0.62)),
+            Artifact(path="yolo.int8.onnx", format="onnx", precision="int8", inputs=[], outputs=[], size_bytes=1000,
+                     sha256="b", fidelity=_detector(0.612, 0.62))]
+    Manifest(source=SourceInfo(path="yolo.pt2", kind="torch-exported"), artifacts=arts).write(run / "manifest.json")
+    report = bench(run, BenchSettings(isolate=False, **FAST), out_dir=tmp_path / "out")
+    data = json.loads(Path(report.files["json"]).read_text())
+    rows = {r["label"]: r for r in data["rows"]}
+    int8 = rows["onnx int8"]
+    assert int8["kind"] == "detection" and int8["top1_agreement"] is None
+    assert (int8["detection_recall"], int8["detection_precision"], int8["box_iou"], int8["detections"]) == (
+        0.9712, 0.96, 0.94, 150)
+    assert (int8["map50"], int8["reference_map50"]) == (0.612, 0.62)
+    assert int8["map50_95"] == pytest.approx(0.412) and int8["reference_map50_95"] == pytest.approx(0.42)
+    src = rows["source (torch-exported)"]  # not found here, but its figures are the source's own
+    assert src["status"] == "not available" and src["map50"] == 0.62 and src["detection_recall"] is None
+
+    from edgekit.report.bench import markdown, table_rows
+
+    again = BenchReport.from_dict(data)  # bench.json read back, as check and CI read it
+    cells = {row[0]: row for row in table_rows(again)}
+    assert cells["onnx int8"][6] == "recall 97.1% prec 96.0% mAP50 61.2% (-0.8)"
+    assert cells["onnx fp32"][6] == "recall 97.1% prec 96.0% mAP50 62.0% (+0.0)"
+    assert cells["source (torch-exported)"][6] == "mAP50 62.0%"
+    md = Path(report.files["markdown"]).read_text()
+    assert md == markdown(again)
+    assert "| Size | Agreement | Accuracy |" in md and "| recall 97.1% prec 96.0% mAP50 61.2% (-0.8) |" in md
+    assert "Detectors: recall is the share of the source's boxes" in md
+
+
+def test_a_bench_json_from_before_the_detection_figures_still_reads(tmp_path: Path) -> None:
+    """Rows written before kind / detection_* / map* existed: they read, and the table shows their top-1."""
+    from edgekit.report.bench import markdown, table_rows
+
+    run = tmp_path / "run"
+    run.mkdir()
+    arts = [Artifact(path="m.int8.onnx", format="onnx", precision="int8", inputs=[], outputs=[], size_bytes=10,
+                     sha256="a", fidelity=Fidelity(samples=10, top1_agreement=0.97, cosine=0.99, max_abs_error=0.1))]
+    Manifest(source=SourceInfo(), artifacts=arts).write(run / "manifest.json")
+    data = bench(run, BenchSettings(isolate=False, **FAST), out_dir=tmp_path / "out").to_dict()
+    old = {"top1_agreement", "accuracy", "label", "format", "precision", "runtime", "device", "path", "size_bytes",
+           "status", "note", "p50_ms", "p90_ms", "throughput_per_s", "joules_per_inference", "energy_estimated",
+           "speedup"}
+    data["rows"] = [{k: v for k, v in r.items() if k in old} for r in data["rows"]]
+    report = BenchReport.from_dict(data)
+    assert report.rows[0].detection_recall is None and report.rows[0].kind is None
+    assert table_rows(report)[0][6] == "97.00%" and "Detectors:" not in markdown(report)

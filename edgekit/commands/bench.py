@@ -10,9 +10,9 @@ from edgekit.parse import parse_names
 
 HELP = """Profile every artifact of a conversion run (its manifest.json or output folder) on every runtime
 and device available here, plus the source model where it can run, and print one table: format,
-precision, size, top-1 agreement and accuracy (from the manifest), p50/p90 latency, throughput,
-energy per inference and speed-up. Writes bench.json, bench.md and bench.png (latency against size)
-into --out (default: <folder>/bench)."""
+precision, size, agreement (top-1; a detector's box recall / precision and mAP50) and accuracy (from the
+manifest), p50/p90 latency, throughput, energy per inference and speed-up. Writes bench.json, bench.md
+and bench.png (latency against size) into --out (default: <folder>/bench)."""
 
 
 def register(app: typer.Typer) -> None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from edgekit.bench_report import BenchReport
+from edgekit.report.fidelity import agreement
 from edgekit.report.text import human_bytes, millijoules, num, pct
 
-COLUMNS = ("Model", "Format", "Precision", "Runtime", "Device", "Size", "Top-1 agr.", "Accuracy", "p50 ms",
+COLUMNS = ("Model", "Format", "Precision", "Runtime", "Device", "Size", "Agreement", "Accuracy", "p50 ms",
            "p90 ms", "Throughput/s", "mJ/inf", "Speed-up")
 TEXT_COLUMNS = ("Model", "Format", "Precision", "Runtime", "Device")  # left-aligned; the figures right-aligned
 DEVICE_MARKERS = {"cpu": "o", "gpu": "s", "edgetpu": "^", "tpu": "D"}  # chart marker per device
@@ -29,7 +30,7 @@ def table_rows(report: BenchReport) -> list[list[str]]:
             tail = [num(r.p50_ms, ".3f"), num(r.p90_ms, ".3f"), num(r.throughput_per_s, ".1f"), energy,
                     num(r.speedup, ".2f") + ("x" if r.speedup else "")]
         out.append([r.label, r.format, r.precision or "?", r.runtime, r.device, human_bytes(r.size_bytes),
-                    pct(r.top1_agreement), pct(r.accuracy), *tail])
+                    agreement(r), pct(r.accuracy), *tail])
     return out
 
 
@@ -42,7 +43,12 @@ def footnotes(report: BenchReport) -> list[str]:
              f"{s.min_seconds:g} s per row after {s.warmup} warmup runs; latency is single-stream."]
     notes.append(f"Speed-up: p50 of the {ref.kind} ({ref.label}, {ref.p50_ms:.3f} ms) / p50 of the row."
                  if ref else "Speed-up: no reference row could be measured.")
-    notes.append("Top-1 agreement and accuracy: from the conversion's validation (manifest), not re-measured.")
+    notes.append("Agreement (top-1; px: per pixel; step: per step) and accuracy: from the conversion's validation "
+                 "(manifest), not re-measured.")
+    if any(r.detection_recall is not None or r.map50 is not None for r in report.rows):
+        notes.append("Detectors: recall is the share of the source's boxes the artifact keeps (same class, "
+                     "IoU >= 0.5), prec the share of its boxes that are the source's; mAP50 on the labelled "
+                     "boxes, its change in points against the source's.")
     if report.energy_note:
         notes.append(report.energy_note)
     return notes

@@ -1,13 +1,17 @@
-"""The `edgekit convert` table (rich), built from the manifest alone."""
+"""The `edgekit convert` table (rich), built from the manifest alone.
+
+The agreement column is edgekit.report.fidelity's words, the same as `edgekit bench` shows for the artifact.
+"""
 
 from __future__ import annotations
 
 from rich.markup import escape
 from rich.table import Table
 
-from edgekit.artifact import Fidelity, Manifest
+from edgekit.artifact import Manifest
 from edgekit.formats import FORMATS
-from edgekit.report.text import human_bytes, pct
+from edgekit.report.fidelity import agreement
+from edgekit.report.text import human_bytes
 
 
 def run_line(manifest: Manifest) -> str | None:
@@ -24,18 +28,11 @@ def run_line(manifest: Manifest) -> str | None:
     return f"run: {r.seconds:.1f} s{rss}{child}"
 
 
-def agreement(f: Fidelity | None) -> str:
-    """The argmax agreement an output's kind is judged by: "99.20%" (top-1), "97.10% px", "95.00% step"; "-"."""
-    if f is None:
-        return "-"
-    for value, unit in ((f.top1_agreement, ""), (f.pixel_agreement, " px"), (f.step_agreement, " step")):
-        if value is not None:
-            return pct(value) + unit
-    return "-" if f.relative_error is None else f"rel.err {f.relative_error:.3g}"
-
-
 def convert_table(manifest: Manifest) -> Table:
     """artifact, size, ratio to the fp32 artifact of its format, agreement, accuracy, time, verdict.
+
+Agreement is by the measure the output's kind is judged by: top-1, px, step, or a detector's box recall and
+precision (with mAP50 where labelled boxes gave one).
 
     An artifact with several outputs shows its worst output's figures, and names it; --json has them all.
     """

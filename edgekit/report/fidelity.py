@@ -1,0 +1,82 @@
+"""A fidelity record in short words: the one place that decides how a table shows it.
+
+`edgekit convert`'s table reads the manifest's `Fidelity`; `edgekit bench`'s table, bench.md and
+bench.json read a `BenchRow`, which carries the same figures (FIGURES, copied from the manifest's
+record). Both go through `agreement`, so one artifact reads the same in both tables: a classifier
+"99.20%" (top-1 agreement), a segmenter "97.10% px", a recognizer "95.00% step", and a detector
+"recall 97.1% prec 96.0% mAP50 61.2% (-0.8)", as Ultralytics' benchmark shows mAP per format. A
+detector is shown by the boxes it keeps because its raw tensors' agreement says nothing a user reads
+(edgekit.fidelity.detection).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from edgekit.fidelity.detection import MIN_DETECTIONS  # plain numpy: no runtime, no decoder library
+from edgekit.report.text import pct
+
+# The Fidelity fields a table row needs to say how an artifact fared: bench copies these into its rows.
+FIGURES: tuple[str, ...] = (
+    "kind", "top1_agreement", "pixel_agreement", "step_agreement", "relative_error", "detection_recall",
+    "detection_precision", "box_iou", "score_change", "detections", "map50", "reference_map50", "map50_95",
+    "reference_map50_95",
+)
+
+
+class Figures(Protocol):
+    """What `agreement` reads: a manifest's Fidelity, or a bench row that carries its FIGURES."""
+
+    kind: str | None
+    top1_agreement: float | None
+    pixel_agreement: float | None
+    step_agreement: float | None
+    relative_error: float | None
+    detection_recall: float | None
+    detection_precision: float | None
+    detections: int | None
+    map50: float | None
+    reference_map50: float | None
+
+
+def map_words(f: Figures) -> str | None:
+    """"mAP50 61.2% (-0.8)": the artifact's mAP50 on the labelled boxes, in points against the source's; None
+    without labelled boxes."""
+    if f.map50 is None:
+        return None
+    ref = f" ({100 * (f.map50 - f.reference_map50):+.1f})" if f.reference_map50 is not None else ""
+    return f"mAP50 {f.map50:.1%}{ref}"
+
+
+def detection_words(f: Figures) -> str | None:
+    """"recall 97.1% prec 96.0%" (+ mAP50): the source's boxes the artifact keeps, and its boxes that are the
+    source's; "on 12 boxes" where there were too few to judge by. None where the record has no box figures."""
+    if f.detection_recall is None and f.detection_precision is None:
+        return None
+    words = " ".join(f"{name} {'-' if v is None else format(v, '.1%')}"
+                     for name, v in (("recall", f.detection_recall), ("prec", f.detection_precision)))
+    if f.detections is not None and f.detections < MIN_DETECTIONS:
+        words += f" on {f.detections} boxes"
+    more = map_words(f)
+    return f"{words} {more}" if more else words
+
+
+def agreement(f: Figures | None) -> str:
+    """How the artifact agrees with its source, by the measure its (worst) output's kind is judged by:
+    "99.20%" (top-1), "97.10% px", "95.00% step", "recall 97.1% prec 96.0%" (+ "mAP50 ..."), else the
+    relative error; "-" for no record."""
+    if f is None:
+        return "-"
+    boxes = detection_words(f)
+    if boxes is not None:
+        return boxes
+    for value, unit in ((f.top1_agreement, ""), (f.pixel_agreement, " px"), (f.step_agreement, " step")):
+        if value is not None:
+            return pct(value) + unit
+    more = map_words(f)  # the source model's own row in bench: its mAP50, no agreement with itself
+    if more is not None:
+        return more
+    return "-" if f.relative_error is None else f"rel.err {f.relative_error:.3g}"
+
+
+__all__ = ["FIGURES", "Figures", "agreement", "detection_words", "map_words"]

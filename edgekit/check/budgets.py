@@ -51,6 +51,12 @@ KEYS: dict[str, Key] = {
     "min_top1_agreement": Key("fraction", None, "top-1 agreement with the source at least this"),
     "min_accuracy": Key("fraction", None, "accuracy on the labelled held-out set at least this"),
     "max_accuracy_drop": Key("fraction", None, "accuracy lost vs the source and vs the baseline, in points (0.01)"),
+    # detectors (fidelity kind "detection"): the source's boxes the artifact keeps, its boxes that are the source's,
+    # mAP50 with labelled boxes; artifacts without these figures (classifiers, older manifests) are not held to them
+    "min_detection_recall": Key("fraction", None, "share of the source's boxes the artifact keeps at least this"),
+    "min_detection_precision": Key("fraction", None, "share of the artifact's boxes that are the source's at least "
+                                   "this"),
+    "max_map_drop": Key("fraction", None, "mAP50 lost vs the source and vs the baseline, in points (0.03)"),
     # Edge TPU
     "min_ops_on_tpu_fraction": Key("fraction", None, "share of ops mapped to the Edge TPU at least this"),
     "min_macs_on_tpu_fraction": Key("fraction", None, "share of MACs on the Edge TPU at least this"),

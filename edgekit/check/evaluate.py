@@ -1,7 +1,7 @@
 """Current facts + baseline facts + budgets -> one CheckResult per budget check, worst first.
 
-Each family of checks (presence, size, fidelity, Edge TPU, compute, latency) is one function over
-one artifact; `evaluate` runs them over every artifact of either side. A budget whose figure is not
+Each family of checks (presence, size, fidelity, detection, Edge TPU, compute, latency) is one function
+over one artifact; `evaluate` runs them over every artifact of either side. A budget whose figure is not
 known on a side (no labels, no baseline, no bench report) is not checked and a note says so, rather
 than passing in silence.
 
@@ -13,7 +13,7 @@ minutes apart), not as milliseconds; the report says which was compared.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +21,31 @@ from edgekit.check.budgets import Budgets, Value
 from edgekit.check.records import RANK, CheckReport, CheckResult, Unit, Verdict
 from edgekit.check.snapshot import Facts, Latency, Side
 from edgekit.errors import EXIT_CHECK
+from edgekit.fidelity.detection import MIN_DETECTIONS  # plain numpy: the decoders are not imported
 
 # The source model's p50 may differ this much between two bench runs (another CI machine) and still be the
 # yardstick; beyond it, one of the runs stalled (seen: PyTorch at 0.6 ms in one run, 88 ms in the next).
 DRIFT = 4.0
+
+
+@dataclass
+class Unchecked:
+    """Budgets that did not apply, gathered over every artifact so the report says so once per reason.
+
+    A budget file shared by a repository's classifiers and detectors sets `min_detection_recall` at the top;
+    a note per classifier artifact would bury the one that matters.
+    """
+
+    reasons: dict[str, tuple[dict[str, None], dict[str, None]]] = field(default_factory=dict)
+
+    def add(self, reason: str, keys: list[str], artifact: str) -> None:
+        budget_keys, artifacts = self.reasons.setdefault(reason, ({}, {}))
+        budget_keys.update(dict.fromkeys(keys))
+        artifacts[artifact] = None
+
+    def notes(self) -> list[str]:
+        return [f"{', '.join(keys)} not checked for {', '.join(arts)}: {reason}"
+                for reason, (keys, arts) in self.reasons.items()]
 
 
 @dataclass
@@ -38,6 +59,7 @@ class Ctx:
     model_file: str | None  # the source model: what a pull request changed
     notes: list[str]
     compared: set[str]
+    unchecked: Unchecked = field(default_factory=Unchecked)
 
     def result(self, key: str, metric: str, unit: Unit, base: Any, now: Any, change: float | None, bound: str,
                ok: bool, message: str, level: str = "error", compared: str | None = None) -> CheckResult:
@@ -133,6 +155,60 @@ def _fidelity(c: Ctx, now: Facts) -> Iterator[CheckResult]:
         yield c.result("max_accuracy_drop", f"accuracy drop {against}", "fraction", ref, now.accuracy,
                        now.accuracy - ref, f"drop <= {drop * 100:.2f} pt", lost <= drop + 1e-9,
                        f"accuracy {ref:.2%} -> {now.accuracy:.2%} {against} ({-lost * 100:+.2f} points), "
+                       f"budget: a drop of at most {drop * 100:.2f} points")
+
+
+NO_BOXES = ("their manifest records no detection figures (not a detector, or converted before edgekit judged "
+            "detectors by their boxes): the budget does not apply")
+FEW_BOXES = (f"judged on fewer than {MIN_DETECTIONS} of the source's boxes, too few to show a share (the conversion "
+             "judged the raw outputs instead; validate on pictures with objects in them)")
+NO_MAP = "no mAP50 (the held-out data had no labelled boxes: an .npz with a 'boxes' array gives one)"
+NO_BASE_MAP = "the baseline has no mAP50 for it: mAP50 is compared with the source's only"
+
+
+def _detection(c: Ctx, now: Facts) -> Iterator[CheckResult]:
+    """A detector's box recall and precision (absolute), and its mAP50 drop vs the source and vs the baseline.
+
+    mAP50 is compared both ways, as accuracy is: against the source's mAP50 on the same labelled boxes (what
+    the conversion cost) and against the baseline's same artifact (what the pull request cost).
+    """
+    keys = [k for k in ("min_detection_recall", "min_detection_precision", "max_map_drop") if c.value(k) is not None]
+    det = now.detection
+    if not keys:
+        return
+    if det is None:
+        c.unchecked.add(NO_BOXES, keys, c.key)
+        return
+    was = c.base.detection if c.base is not None else None
+    for key, metric, value, old in (("min_detection_recall", "detection recall", det.recall,
+                                     was.recall if was else None),
+                                    ("min_detection_precision", "detection precision", det.precision,
+                                     was.precision if was else None)):
+        bound = c.value(key)
+        if bound is None or value is None:
+            continue
+        if det.detections is not None and det.detections < MIN_DETECTIONS:
+            c.unchecked.add(FEW_BOXES, [key], f"{c.key} ({det.detections} boxes)")
+            continue
+        of = f" of {det.output}" if det.output else ""
+        yield c.result(key, metric, "fraction", old, value, None if old is None else value - old, f">= {bound:.2%}",
+                       value >= bound - 1e-12, f"{metric}{of} {value:.2%} (baseline "
+                       f"{'-' if old is None else format(old, '.2%')}), budget {bound:.2%}")
+    drop = c.value("max_map_drop")
+    if drop is None:
+        return
+    if det.map50 is None:
+        c.unchecked.add(NO_MAP, ["max_map_drop"], c.key)
+        return
+    if c.base is not None and (was is None or was.map50 is None):
+        c.unchecked.add(NO_BASE_MAP, ["max_map_drop vs baseline"], c.key)
+    for against, ref in (("vs source", det.reference_map50), ("vs baseline", was.map50 if was else None)):
+        if ref is None:
+            continue
+        lost = ref - det.map50
+        yield c.result("max_map_drop", f"mAP50 drop {against}", "fraction", ref, det.map50, det.map50 - ref,
+                       f"drop <= {drop * 100:.2f} pt", lost <= drop + 1e-9,
+                       f"mAP50 {ref:.2%} -> {det.map50:.2%} {against} ({-lost * 100:+.2f} points), "
                        f"budget: a drop of at most {drop * 100:.2f} points")
 
 
@@ -236,7 +312,8 @@ def _latency_pair(now: Latency, old: Latency, stat: str, relative: bool) -> tupl
     return (a, b, f"absolute {stat} in ms") if a and b else None
 
 
-CHECKS: tuple[Callable[[Ctx, Facts], Iterator[CheckResult]], ...] = (_size, _fidelity, _edgetpu, _compute)
+CHECKS: tuple[Callable[[Ctx, Facts], Iterator[CheckResult]], ...] = (_size, _fidelity, _detection, _edgetpu,
+                                                                     _compute)
 
 
 def evaluate(current: Side, baseline: Side | None, budgets: Budgets) -> CheckReport:
@@ -245,13 +322,15 @@ def evaluate(current: Side, baseline: Side | None, budgets: Budgets) -> CheckRep
     base = baseline.snapshot.by_key() if baseline else {}
     notes = list(current.notes) + [f"baseline: {n}" for n in (baseline.notes if baseline else [])]
     compared: set[str] = set()
+    unchecked = Unchecked()
     relative = bool(baseline) and _same_reference(current, baseline, notes)
     model_file = _model_file(current)
     results: list[CheckResult] = []
     for key in [*cur, *(k for k in base if k not in cur)]:
         facts = cur.get(key) or base[key]
         ctx = Ctx(key=key, now=cur.get(key), base=base.get(key), model_file=model_file, notes=notes,
-                  compared=compared, budget=budgets.for_artifact(facts.format, facts.precision, facts.variant))
+                  compared=compared, unchecked=unchecked,
+                  budget=budgets.for_artifact(facts.format, facts.precision, facts.variant))
         results.extend(_presence(ctx))
         now = ctx.now
         if now is None or now.status != "ok":
@@ -259,6 +338,7 @@ def evaluate(current: Side, baseline: Side | None, budgets: Budgets) -> CheckRep
         for check in CHECKS:
             results.extend(check(ctx, now))
         results.extend(_latency(ctx, now, relative))
+    notes += unchecked.notes()
     for section in budgets.unmatched([(f.format, f.precision, f.variant) for f in current.snapshot.artifacts]):
         notes.append(f"budget table '{section.pattern}' ({budgets.where}) matches no artifact of this run")
     if baseline is None:

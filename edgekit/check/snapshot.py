@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgekit.check.detection import DetectionFacts
 from edgekit.check.files import (
     as_bool,
     as_dict,
@@ -64,7 +65,8 @@ class TpuFacts(Record):
 
 @dataclass
 class Facts(Record):
-    """What is known of one artifact: presence, size, fidelity, compute, Edge TPU coverage, latency."""
+    """What is known of one artifact: presence, size, fidelity (a detector's boxes too), compute, Edge TPU
+    coverage, latency."""
 
     key: str = ""  # "tflite int8-uint8io": format and variant, how artifacts are matched across runs
     format: str = ""
@@ -80,6 +82,7 @@ class Facts(Record):
     reference_accuracy: float | None = None
     fidelity_passed: bool | None = None
     fidelity_failures: list[str] = field(default_factory=list)
+    detection: DetectionFacts | None = None  # a detector's box recall / precision and mAP50; None for others
     macs: int | None = None
     params: int | None = None
     ops: list[str] | None = None  # operator types, sorted
@@ -186,6 +189,7 @@ def _artifact(entry: Any, n: int, where: str) -> Facts:
                  reference_accuracy=as_float(fid.get("reference_accuracy")),
                  fidelity_passed=as_bool(fid.get("passed")) if fid else None,
                  fidelity_failures=[str(x) for x in as_list(fid.get("failures"))[:20]],
+                 detection=DetectionFacts.of_fidelity(fid),
                  edgetpu=_tpu(as_dict(as_dict(entry.get("extra")).get("edgetpu"))))
 
 
@@ -344,6 +348,7 @@ def _typed(data: dict[str, Any], where: str) -> Snapshot:
             accuracy=as_float(a.get("accuracy")), reference_accuracy=as_float(a.get("reference_accuracy")),
             fidelity_passed=as_bool(a.get("fidelity_passed")),
             fidelity_failures=[str(x) for x in as_list(a.get("fidelity_failures"))],
+            detection=DetectionFacts.read(a.get("detection")),
             macs=as_int(a.get("macs")), params=as_int(a.get("params")),
             ops=[str(x) for x in a["ops"]] if isinstance(a.get("ops"), list) else None,
             edgetpu=TpuFacts(ops_on_tpu_fraction=as_float(tpu.get("ops_on_tpu_fraction")),

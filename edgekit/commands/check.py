@@ -7,8 +7,9 @@ from pathlib import Path
 import typer
 
 HELP = """Check a conversion's output folder (manifest.json, bench/bench.json) against a baseline and budgets:
-size, fidelity, Edge TPU coverage, compute, new operators and latency (relative to the source model
-measured in the same bench run). Prints a table, worst first.
+size, fidelity (a detector's box recall, precision and mAP50 too), Edge TPU coverage, compute, new
+operators and latency (relative to the source model measured in the same bench run). Prints a table,
+worst first.
 
 \b
 Baseline (--baseline): a baseline JSON written by --update-baseline, another output folder, or

@@ -51,6 +51,10 @@ class TfliteJob:
     feeds: dict[str, np.ndarray] | None = None
     # the run's folder of float models and calibrations, shared by its TFLite steps (edgekit.tflite_cache)
     cache: Path | None = None
+    # what decides a detection output (edgekit.quantize.onnx_search.KindSource), and the decode's ops found from it:
+    # on the quantizer's denylist in every recipe (edgekit.quantize.detect_decode)
+    kinds: Any = None
+    decode: tuple[str, ...] = ()
 
     def representative(self) -> Iterator[list[np.ndarray] | dict[str, np.ndarray]]:
         for i in range(0, len(self.samples) - self.batch + 1, self.batch):
@@ -102,13 +106,16 @@ def quantized(job: TfliteJob, cal: bytes, denylist: tuple[str, ...] = (), debug:
     from tensorflow.lite.python import convert, util
 
     tf = job.tf
+    denylist = tuple(dict.fromkeys((*job.decode, *denylist)))  # a detector's decode: float in every recipe
     # float I/O with QUANTIZE/DEQUANTIZE at the ends first (fully_quantize would force int8 I/O), then the I/O
     # type asked for set on those ends, as the converter does
     blob = bytes(convert.mlir_quantize(cal, fully_quantize=False, input_data_type=tf.float32,
                                        output_data_type=tf.float32, enable_numeric_verify=debug,
                                        denylisted_nodes=list(denylist) or None))
     io = job.io_type
-    return blob if debug or io == tf.float32 else bytes(util.modify_model_io_type(blob, io, io))
+    # a float decode writes float outputs (boxes in pixels, scores): only the input takes the I/O type
+    out = tf.float32 if job.decode else io
+    return blob if debug or io == tf.float32 else bytes(util.modify_model_io_type(blob, io, out))
 
 
 def _write(job: TfliteJob, name: str, blob: bytes) -> Path:

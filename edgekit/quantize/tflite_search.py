@@ -58,6 +58,7 @@ from edgekit.quantize.tflite_recipes import (
 )
 from edgekit.quantize.tflite_run import run_tflite
 
+DECIDE_SAMPLES = 64  # a named recipe's detection output is recognised on this many calibration samples
 PROBE_SAMPLES = 32  # damage is a noise power, not a count: fewer samples measure it well enough
 # label, model, float ops, calibrated model, what the recipe's edits of the float model add to the config
 Candidate = tuple[str, bytes, tuple[str, ...], Path | None, dict[str, Any]]
@@ -78,6 +79,13 @@ class _Search:
             raise RuntimeError("the float TFLite model did not run on the calibration samples")
         fm = read_tflite(self.ref_path)
         self.macs = {fm.tensors[op.outputs[0]].name: fm.op_macs(op) for op in fm.ops if op.outputs}
+        # a detector: judged by its boxes, its decode on the quantizer's denylist (edgekit.quantize.detect_decode)
+        self.choice, self.decode = _detection(fm, self.ref_path, self.y_ref, job)
+        if self.decode is not None and self.decode.nodes:
+            job.decode = self.job.decode = self.decode.nodes
+            job.log(f"int8: the detection decode after the head's last layers stays float ({len(job.decode)} ops, "
+                    f"{100 * macs_fraction(job.decode, self.macs):.2f}% of MACs): one int8 scale cannot hold pixel "
+                    "coordinates and scores")
         self.kept: list[tuple[Judged, int, Candidate]] = []
         self.trials: list[RecipeTrial] = []
         self.needed_over: float | None = None  # mixed precision missed with this share of MACs in float
@@ -98,8 +106,8 @@ class _Search:
         for (label, blob, nodes, cal, edits), y, path in zip(cands, ys, paths, strict=True):
             path.unlink(missing_ok=True)
             z = margin_z(len(self.kept) + 1)  # stricter as more candidates are tried
-            judged = judge(self.y_ref, y, z=z) if y is not None else Judged(False, float("nan"), None,
-                                                                       ["LiteRT could not run it"])
+            judged = judge(self.y_ref, y, z=z, choice=self.choice) if y is not None else \
+                Judged(False, float("nan"), None, ["LiteRT could not run it"])
             self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
             self.kept.append((judged, len(nodes), (label, blob, nodes, cal, edits)))
             say(self.job.log, label, judged, len(nodes))
@@ -174,11 +182,45 @@ class _Search:
         return tried[prefix_nodes(ranked, found)]
 
 
+def _detection(fm: Any, ref_path: Path, y_ref: np.ndarray | None, job: TfliteJob) -> tuple[Any, Any]:
+    """(the first output's KindChoice, the DecodeRegion of the first output where it is a detector) of the float
+    TFLite model FM; (None, None) without KINDS to decide from. The search runs the first output only."""
+    kinds = job.kinds
+    if kinds is None:
+        return None, None
+    from edgekit.fidelity.decide import decide_kinds
+    from edgekit.quantize.detect_decode import tflite_decode
+
+    y = y_ref if y_ref is not None else run_tflite([ref_path], job.samples[:DECIDE_SAMPLES])[0]
+    if y is None:
+        return None, None
+    name = fm.tensors[fm.outputs[0]].name
+    asked = dict(kinds.asked or {})
+    asked = {name: asked[name]} if name in asked else {name: next(iter(asked.values()))} if len(asked) == 1 and \
+        len(fm.outputs) == 1 else {}  # the converter renames outputs: a one-output model's kind follows it
+    choice = decide_kinds({name: y}, kinds.layout, asked, kinds.metadata)[name]
+    if choice.kind != "detection":
+        return choice, None
+    return choice, tflite_decode(fm, [fm.outputs[0]])
+
+
+def _decode_record(s: _Search, float_free: bool) -> dict[str, Any] | None:
+    """`int8_recipe.detection_decode` of a TFLite artifact: what the quantizer's denylist kept in float."""
+    if s.decode is None:
+        return None
+    where = ("the TFLite quantizer's denylist: the decode's ops stay float after the head's int8 layers (a "
+             "DEQUANTIZE between), and the outputs are float32")
+    if float_free:
+        where += ("; on an integer-only target such as the Edge TPU these float ops run on the CPU after the TPU "
+                  "part (the compiler maps ops in order up to the first float one), a few hundred cheap ops")
+    return s.decode.record(macs_fraction(s.decode.nodes, s.macs), where)
+
+
 def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Path | None, dict[str, Any]]:
     """The int8 model of recipe BASE (plain | equalize | equalize+bias | bias | percentile | mse) with NODES in
     float, calibrated on JOB's samples; the calibrated float model it was quantized from (None for the converter's
     own plain path); and what BASE's edits of the float model add to the recipe's config."""
-    if base == "plain" and job.fixed is None and not nodes:
+    if base == "plain" and job.fixed is None and not nodes and not job.decode:
         return plain(job), None, {}
     edited, edits = job.fixed, {}
     if base in EQUALIZING:
@@ -243,6 +285,7 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
     noise = input_noise_agreement(lambda x: run_tflite([s.ref_path], x)[0], s.x, s.y_ref) if searching else None
     choice = RecipeChoice(
         requested=requested, chosen=label, config={"recipe": base, "denylisted_nodes": list(nodes),
+                                                   "decode_nodes": list(job.decode),
                                                    "io_dtype": job.io_dtype, "calibrate": _statistic(base),
                                                    "equalize": base in EQUALIZING,
                                                    "bias_correct": base in BIAS_CORRECTING, **edits},
@@ -251,7 +294,7 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
         notes=tuple(dict.fromkeys(job.notes)), float_model=str(cal_path), edgetpu_fixes=fixes,
         cost=_cost(s, blob, label), float_input_noise_agreement=None if noise is None else round(noise, 4),
         macs_float_needed_over=s.needed_over, top1_margins=s.kept[pick][0].margins if searching else None,
-        worst_group_error_share=s.error_share)
+        worst_group_error_share=s.error_share, detection_decode=_decode_record(s, float_free))
     if met is False:
         job.log("int8: no recipe met the thresholds on the samples the search judges; keeping the best float-free "
                 f"one, {label}" + (f" ({choice.why_words()})" if s.needed_over is not None else ""))

@@ -110,8 +110,12 @@ class TfliteConvert(Step):
         samples = ctx.to_layout(ctx.calibration(), layout)
         work = ctx.work / f"{ctx.stem}.{io_dtype}.int8-recipes"  # candidates and the calibrated twin; not published
         work.mkdir(exist_ok=True)
+        from edgekit.quantize.onnx_search import KindSource
+
         job = TfliteJob(tf, saved, signature, samples.astype(np.float32), batch, io_dtype, work, ctx.log,
-                        edgetpu_fixes=bool(self.params.integer_only) and ctx.options.edgetpu_fixes, cache=_cache(ctx))
+                        edgetpu_fixes=bool(self.params.integer_only) and ctx.options.edgetpu_fixes, cache=_cache(ctx),
+                        # a detector's decode stays float and its candidates are judged by boxes (issue 27)
+                        kinds=KindSource(ctx.source.metadata, ctx.options.output_kinds, layout))
         if ctx.source.inputs:  # several inputs: each calibrated by its signature key, plain recipe (edgekit.feeds)
             return _int8_named(job, ctx, layout)
         return quantize_tflite(job, ctx.options.int8_recipe, float_free=bool(self.params.integer_only))

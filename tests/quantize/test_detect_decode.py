@@ -114,3 +114,26 @@ def test_no_kinds_no_decode(detector: Path, x: np.ndarray, tmp_path: Path) -> No
     choice = quantize_onnx(detector, tmp_path / "q.onnx", QuantData("x", x[:64], 1, tmp_path), "plain",
                            lambda s: None)
     assert choice.detection_decode is None and choice.config["decode_nodes"] == []
+
+
+def test_tflite_decode_found_structurally() -> None:
+    """The same walk over a TFLite graph (ops named by their first output tensor, as the quantizer's denylist
+    names them): CONV_2D heads, then the DFL softmax and its CONV_2D, the arithmetic and the concat."""
+    from types import SimpleNamespace as NS
+
+    from edgekit.quantize.detect_decode import tflite_decode
+
+    names = ["x", "feat", "box", "cls", "box_r", "dfl_t", "dfl_p", "w_dfl", "dfl_e", "dist", "pix", "scores", "y",
+             "w_feat", "w_box", "w_cls"]
+    t = {n: k for k, n in enumerate(names)}
+    op = lambda kind, ins, out: NS(op=kind, inputs=[t[i] for i in ins], outputs=[t[out]])  # noqa: E731
+    ops = [op("CONV_2D", ["x", "w_feat"], "feat"), op("CONV_2D", ["feat", "w_box"], "box"),
+           op("CONV_2D", ["feat", "w_cls"], "cls"), op("RESHAPE", ["box"], "box_r"),
+           op("TRANSPOSE", ["box_r"], "dfl_t"), op("SOFTMAX", ["dfl_t"], "dfl_p"),
+           op("CONV_2D", ["dfl_p", "w_dfl"], "dfl_e"), op("RESHAPE", ["dfl_e"], "dist"),
+           op("MUL", ["dist"], "pix"), op("LOGISTIC", ["cls"], "scores"),
+           op("CONCATENATION", ["pix", "scores"], "y")]
+    model = NS(ops=ops, tensors=[NS(name=n) for n in names], inputs=[t["x"]], outputs=[t["y"]])
+    region = tflite_decode(model, [t["y"]])
+    assert set(region.nodes) == {"box_r", "dfl_t", "dfl_p", "dfl_e", "dist", "pix", "scores", "y"}
+    assert set(region.head_layers) == {"box", "cls"} and region.outputs == ("y",)

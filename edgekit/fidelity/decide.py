@@ -24,7 +24,7 @@ import numpy as np
 
 from edgekit.errors import UsageError
 from edgekit.fidelity.detection import HEADS, ROLES, Head
-from edgekit.fidelity.kinds import kind_of
+from edgekit.fidelity.kinds import kind_of, parse_asked
 
 _REGRESSION_NAME = re.compile(r"(^|[^a-z])(box|boxes|bbox|bboxes|reg|regression|landmarks?|ldmk|lmk|kpts?|keypoints?|"
                               r"embed|embedding|embeddings|features?|coords?|offsets?|deltas?|loc)([^a-z]|$)", re.I)
@@ -125,22 +125,6 @@ def _box_deltas(name: str, y: np.ndarray, outputs: dict[str, np.ndarray]) -> str
                  and a.shape[2] != 4), None)
 
 
-def parse_asked(value: str) -> tuple[str, str | None]:
-    """"detection:yolov8" -> ("detection", "yolov8"); "regression" -> ("regression", None)."""
-    kind, _, fmt = value.partition(":")
-    fmt = fmt.strip() or None
-    if fmt is not None and kind.strip() != "detection":
-        raise UsageError(f"--output-kind '{value}': only the detection kind takes a head format.",
-                         hint=f"For example: --output-kind output0=detection:yolov8 (formats: {', '.join(HEADS)}).")
-    if fmt is not None and fmt not in HEADS:
-        from edgekit.registry import suggest
-
-        guess = suggest(fmt, HEADS)
-        raise UsageError(f"Unknown detection head format '{fmt}'.",
-                         hint=(f"did you mean '{guess}'? " if guess else "") + f"Formats: {', '.join(HEADS)}.")
-    return kind.strip(), fmt
-
-
 def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, str] | None = None,
                  metadata: dict[str, str] | None = None) -> dict[str, KindChoice]:
     """A KindChoice for every source output, from the source's OUTPUTS on the held-out inputs."""
@@ -235,4 +219,4 @@ def _shape_words(kind: str, shape: tuple[int, ...]) -> str:
             }.get(kind, f"shape {dims}: not class scores")
 
 
-__all__ = ["KindChoice", "decide_kinds", "head_from_shape", "parse_asked", "ultralytics_names"]
+__all__ = ["KindChoice", "decide_kinds", "head_from_shape", "ultralytics_names"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from edgekit.errors import UsageError
+from edgekit.fidelity.detection import HEADS
 from edgekit.precisions import thresholds as precision_thresholds
 from edgekit.registry import suggest
 
@@ -112,13 +113,25 @@ def parse_output_kinds(items: Sequence[str] | str | None) -> dict[str, str] | No
     return out or None
 
 
+def parse_asked(value: str) -> tuple[str, str | None]:
+    """"detection:yolov8" -> ("detection", "yolov8"); "regression" -> ("regression", None)."""
+    kind, _, fmt = value.partition(":")
+    fmt = fmt.strip() or None
+    if fmt is not None and kind.strip() != "detection":
+        raise UsageError(f"--output-kind '{value}': only the detection kind takes a head format.",
+                         hint=f"For example: --output-kind output0=detection:yolov8 (formats: {', '.join(HEADS)}).")
+    if fmt is not None and fmt not in HEADS:
+        guess = suggest(fmt, HEADS)
+        raise UsageError(f"Unknown detection head format '{fmt}'.",
+                         hint=(f"did you mean '{guess}'? " if guess else "") + f"Formats: {', '.join(HEADS)}.")
+    return kind.strip(), fmt
+
+
 def check_kind(kind: str) -> str:
     """KIND if it is one of KINDS (detection with an optional ":<head format>"), else UsageError with a did-you-mean."""
     if kind in KINDS:
         return kind
     if kind.startswith("detection:"):
-        from edgekit.fidelity.decide import parse_asked
-
         parse_asked(kind)
         return kind
     guess = suggest(kind, KINDS)
@@ -126,4 +139,4 @@ def check_kind(kind: str) -> str:
                      hint=(f"did you mean '{guess}'? " if guess else "") + f"Kinds: {', '.join(KINDS)}.")
 
 
-__all__ = ["KINDS", "THRESHOLDS", "check_kind", "kind_of", "parse_output_kinds", "thresholds"]
+__all__ = ["KINDS", "THRESHOLDS", "check_kind", "kind_of", "parse_asked", "parse_output_kinds", "thresholds"]

@@ -5,8 +5,10 @@ between them and loses most boxes. This measures, with the code the convert step
 (edgekit.quantize.onnx_recipes, edgekit.quantize.detect_decode) and validation's own judge
 (edgekit.fidelity.metrics.judge_detection, IoU 0.5, confidence 0.25):
 - plain: onnxruntime's QDQ int8 of the whole graph (before issue 27);
-- decode: the same with the detection decode left in float (what every int8 recipe now does);
-- each further variant named with --variants (percentile, mse, ...: an ONNX recipe with the decode in float).
+- decode: the same with the detection decode left in float;
+- decode+heads: and the head's last layers writing float (int8 weights and inputs): what every int8 recipe of a
+  detector now does;
+- each further variant named with --variants (percentile, mse, ...: that ONNX recipe with both).
 Calibration: the first CALIB samples of the .npz; judged on the next VAL (never calibrated on).
 
     python bench/detect_int8.py MODEL.onnx DATA.npz [--calib 200] [--val 200] [--variants percentile,mse]
@@ -49,9 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     arrays = np.load(args.data)
-    x = arrays["x"].astype(np.float32)
+    if isinstance(arrays, np.ndarray):  # a .npy of samples, no labelled boxes
+        x, boxes = arrays.astype(np.float32), None
+    else:
+        x, boxes = arrays["x"].astype(np.float32), arrays["boxes"] if "boxes" in arrays.files else None
     calib, val = x[:args.calib], x[args.calib:args.calib + args.val]
-    boxes = arrays["boxes"] if "boxes" in arrays.files else None
     if boxes is not None:  # the held-out images' labelled boxes, renumbered from 0
         keep = (boxes[:, 0] >= args.calib) & (boxes[:, 0] < args.calib + len(val))
         boxes = boxes[keep].copy()
@@ -79,15 +83,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.model.name}: {head.format} head, {head.classes} classes; decode: {len(region.nodes)} nodes "
           f"({100 * share:.3f}% of MACs) after {len(region.head_layers)} head layers")
     rows = []
-    variants = [("plain", "plain", ()), ("decode", "plain", region.nodes)]
-    variants += [(f"decode+{v}", v, region.nodes) for v in args.variants.split(",") if v]
-    for label, recipe_name, decode in variants:
+    nodes, heads = region.nodes, region.head_layers
+    variants = [("plain", "plain", (), ()), ("decode", "plain", nodes, ()), ("decode+heads", "plain", nodes, heads)]
+    variants += [(f"decode+heads+{v}", v, nodes, heads) for v in args.variants.split(",") if v]
+    for label, recipe_name, decode, float_heads in variants:
         t0 = time.perf_counter()
         out = work / f"{label}.onnx"
         sub = work / label
         sub.mkdir()
-        recipe = ONNX_RECIPES[recipe_name](decode=tuple(decode))
-        recipe.build(pre, out, QuantData(names[0], calib, 1, sub))
+        recipe = ONNX_RECIPES[recipe_name](decode=tuple(decode), heads=tuple(float_heads))
+        recipe.build(pre, out, QuantData(model.graph.input[0].name, calib, 1, sub))
         y = run_batches(session(str(out)), val)
         idx = [names.index(o) for o in head.outputs]
         fid = judge_detection([y_ref[i] for i in idx], [y[i] for i in idx], head, precision="int8", boxes=boxes)

@@ -35,12 +35,15 @@ class OnnxRecipeConfig:
     float_nodes: tuple[str, ...] = ()  # nodes left in float (mixed precision)
     # a detector's final decode, always in float (edgekit.quantize.detect_decode: why); mixed precision adds to it
     decode_nodes: tuple[str, ...] = ()
+    # the head's last layers before it: int8 weights and inputs, float outputs (detect_decode.float_head_outputs)
+    decode_heads: tuple[str, ...] = ()
     percentile: float = 99.999
     reduce_range: bool = True  # 7-bit weights: x86 without VNNI saturates int8 x int8 (see edgekit.quantize.ort)
     unsigned: bool = False  # uint8 activations and weights: no saturation anywhere, so full 8-bit weights
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "float_nodes": list(self.float_nodes), "decode_nodes": list(self.decode_nodes)}
+        return {**self.__dict__, "float_nodes": list(self.float_nodes), "decode_nodes": list(self.decode_nodes),
+                "decode_heads": list(self.decode_heads)}
 
     def excluded(self) -> tuple[str, ...]:
         """Every node onnxruntime leaves in float: the mixed-precision layers and the detection decode."""
@@ -67,10 +70,11 @@ class OnnxRecipe:
     float_free: ClassVar[bool] = True  # no layer left in float: fit for fully-integer targets
     default: ClassVar[OnnxRecipeConfig] = OnnxRecipeConfig()
 
-    def __init__(self, config: OnnxRecipeConfig | None = None, decode: tuple[str, ...] = ()) -> None:
+    def __init__(self, config: OnnxRecipeConfig | None = None, decode: tuple[str, ...] = (),
+                 heads: tuple[str, ...] = ()) -> None:
         self.config = config or self.default
         if decode:  # a detector's decode stays float whatever the recipe (edgekit.quantize.detect_decode)
-            self.config = replace(self.config, decode_nodes=decode)
+            self.config = replace(self.config, decode_nodes=decode, decode_heads=heads)
 
     def with_float(self, nodes: tuple[str, ...]) -> OnnxRecipe:
         return type(self)(replace(self.config, float_nodes=nodes))

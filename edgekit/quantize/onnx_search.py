@@ -128,6 +128,7 @@ class _Search:
         self.choice, self.decode = detection_decode(pre, self.model, self.x if searching else
                                                     data.samples[:DECIDE_SAMPLES], kinds)
         self.decode_nodes: tuple[str, ...] = self.decode.nodes if self.decode is not None else ()
+        self.decode_heads: tuple[str, ...] = self.decode.head_layers if self.decode_nodes else ()
         if self.decode_nodes:
             log(f"int8: the detection decode after the head's last layers stays float ({len(self.decode_nodes)} "
                 f"nodes, {100 * macs_fraction(self.decode_nodes, self.macs):.2f}% of MACs): "
@@ -167,7 +168,7 @@ class _Search:
     def try_recipe(self, name: str) -> bool:
         if not self.reachable():
             return False
-        recipe = ONNX_RECIPES[name](decode=self.decode_nodes)
+        recipe = ONNX_RECIPES[name](decode=self.decode_nodes, heads=self.decode_heads)
         return self.candidate(name, recipe, lambda out, data: recipe.build(self.pre, out, data))
 
     def units(self) -> tuple[list[tuple[str, ...]], tuple[str, ...]]:
@@ -291,7 +292,11 @@ def _decode_record(s: _Search) -> dict[str, Any] | None:
     if s.decode is None:
         return None
     return s.decode.record(macs_fraction(s.decode_nodes, s.macs), "onnxruntime nodes_to_exclude: the decode's "
-                           "nodes run in float between the head's int8 layers (their DequantizeLinear) and the output")
+                           "nodes run in float between the head's int8 layers and the output", {
+                               "head_outputs": "float: the head's last layers keep int8 weights and inputs and write "
+                               "float (their output QuantizeLinear/DequantizeLinear removed), so the class logits "
+                               "are not rounded before the sigmoid and the 0.25 cut",
+                               "head_layers_macs_fraction": round(macs_fraction(s.decode_heads, s.macs), 6)})
 
 
 def _cost(s: _Search, dst: Path, pre: Path, chosen: str) -> dict[str, object]:

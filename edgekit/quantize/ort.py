@@ -89,6 +89,14 @@ def quantize(src: Path, dst: Path, data: Any, config: Any) -> None:
         extra["CalibPercentile"] = config.percentile
     with _quiet_axis_warnings(getattr(data, "notes", None)):
         _quantize_static(src, dst, data, config, cache, method, qtype, extra)
+    if getattr(config, "decode_heads", ()):  # a detector's last head layers write float for the float decode
+        import onnx
+
+        from edgekit.quantize.detect_decode import float_head_outputs
+
+        model = onnx.load(str(dst))
+        if float_head_outputs(model, config.decode_heads):
+            onnx.save(model, str(dst))
     shutil.rmtree(data.work / "augmented_model.onnx", ignore_errors=True)
 
 

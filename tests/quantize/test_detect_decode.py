@@ -93,6 +93,10 @@ def test_int8_keeps_the_boxes(detector: Path, x: np.ndarray, tmp_path: Path) -> 
     quantized = {i for n in q.graph.node if n.op_type == "QuantizeLinear" for i in n.input}
     decode_outputs = {o for n in q.graph.node if n.name in set(DECODE) for o in n.output}
     assert not quantized & decode_outputs  # nothing after the head's last convs is quantized
+    head_outputs = {o for n in q.graph.node if n.name in set(HEAD_LAYERS) for o in n.output}
+    assert not quantized & head_outputs  # and the head's last convs write float (their weights stay int8)
+    assert {n.op_type for n in q.graph.node if n.name in set(HEAD_LAYERS)} == {"Conv"}
+    assert sum(n.op_type == "DequantizeLinear" for n in q.graph.node) > len(HEAD_LAYERS)
     again = RecipeChoice.from_dict(choice.to_dict())
     assert again.detection_decode == rec
 

@@ -9,7 +9,8 @@ import typer
 
 HELP = """Serve artifacts over HTTP with the KServe v2 (Open Inference Protocol) REST API: health, metadata,
 /infer with JSON tensors or the binary tensor data extension (tritonclient works as is), /classify for a
-JPEG/PNG picture (preprocessed as the manifest records), Prometheus /metrics.
+JPEG/PNG picture (preprocessed as the manifest records), /detect for a detector (letterboxed; boxes after
+NMS in the picture's pixels), Prometheus /metrics.
 
 PATH: an .onnx / .tflite / _edgetpu.tflite artifact, or an `edgekit convert` output folder (the artifact
 that suits --device, or --precision, is served). Several PATHs serve several models, each as <stem> (or
@@ -40,7 +41,7 @@ def register(app: typer.Typer) -> None:
         drain_s: float = typer.Option(10.0, help="On SIGTERM/SIGINT: time given to requests in flight."),
         token_file: Path | None = typer.Option(None, help="File holding the bearer token (else EDGEKIT_TOKEN)."),
         allow_remote: bool = typer.Option(False, help="Allow binding a non-loopback address (needs a token)."),
-        labels: Path | None = typer.Option(None, help="Class names, one a line, for /classify."),
+        labels: Path | None = typer.Option(None, help="Class names, one a line, for /classify and /detect."),
         top_k: int = typer.Option(5, help="Classes /classify returns by default (?top_k=N)."),
         option: list[str] | None = typer.Option(None, "--option", "-O", help="Runtime option KEY=VALUE (repeat), "
                                                 "as for `edgekit profile`."),

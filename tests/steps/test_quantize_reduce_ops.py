@@ -10,12 +10,12 @@ converts it end to end.
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from edgekit.options import ConvertOptions
+from edgekit.sources.base import Source
 from edgekit.steps.base import Intermediate, StepContext, StepParams
 
 onnx = pytest.importorskip("onnx")
@@ -55,8 +55,8 @@ def test_onnx_quantize_survives_reduce_l2_at_opset_18(tmp_path: Path, precision:
 
     src = _grn_onnx(tmp_path / "grn.onnx")
     x = np.random.default_rng(1).random((8, 4, 6, 6), dtype=np.float32)
-    source = SimpleNamespace(input_shape=[1, 4, 6, 6], layout="NCHW", input_name="x", input_dtype="float32",
-                             output_names=["scores"], family="onnx", path=src, model=None, extra={})
+    source = Source(path=src, kind="onnx", family="onnx", layout="NCHW", input_name="x", input_shape=[1, 4, 6, 6],
+                    input_dtype="float32", predict=lambda a: a, output_names=["scores"])
     said: list[str] = []
     ctx = StepContext(work=tmp_path, stem="grn", source=source, options=ConvertOptions(out_dir=tmp_path / "out"),
                       calibration=lambda: x, log=said.append)

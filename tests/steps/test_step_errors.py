@@ -18,6 +18,7 @@ import pytest
 
 from edgekit.errors import EXIT_CONVERSION, EXIT_INTERNAL, ConversionError, EdgekitError, InternalError
 from edgekit.options import ConvertOptions
+from edgekit.sources.base import Source
 from edgekit.steps import get_step
 from edgekit.steps.base import Intermediate, StepContext, StepParams
 
@@ -30,9 +31,9 @@ def _raise_empty(*_a: Any, **_k: Any) -> None:
     raise _Empty()
 
 
-def _source(shape: list[int], layout: str, model: Any = None, path: Path | None = None) -> Any:
-    return SimpleNamespace(input_shape=shape, layout=layout, model=model, path=path, extra={}, input_name="x",
-                           input_dtype="float32", output_names=["y"], family="test")
+def _source(shape: list[int], layout: str, model: Any = None, path: Path | None = None) -> Source:
+    return Source(path=path or Path("model"), kind="test", family="test", layout=layout, input_name="x",
+                  input_shape=shape, input_dtype="float32", predict=lambda x: x, model=model, output_names=["y"])
 
 
 def _ctx(work: Path, source: Any, samples: np.ndarray | None = None) -> StepContext:

@@ -55,6 +55,9 @@ class TfliteJob:
     # on the quantizer's denylist in every recipe (edgekit.quantize.detect_decode)
     kinds: Any = None
     decode: tuple[str, ...] = ()
+    # the head's last layers before the decode: float too (TFLite has no float-output int8 conv; the denylist floats
+    # the whole op), so the class logits are not rounded before the sigmoid and the 0.25 cut
+    decode_heads: tuple[str, ...] = ()
 
     def representative(self) -> Iterator[list[np.ndarray] | dict[str, np.ndarray]]:
         for i in range(0, len(self.samples) - self.batch + 1, self.batch):
@@ -106,7 +109,7 @@ def quantized(job: TfliteJob, cal: bytes, denylist: tuple[str, ...] = (), debug:
     from tensorflow.lite.python import convert, util
 
     tf = job.tf
-    denylist = tuple(dict.fromkeys((*job.decode, *denylist)))  # a detector's decode: float in every recipe
+    denylist = tuple(dict.fromkeys((*job.decode, *job.decode_heads, *denylist)))  # a detector's decode: float
     # float I/O with QUANTIZE/DEQUANTIZE at the ends first (fully_quantize would force int8 I/O), then the I/O
     # type asked for set on those ends, as the converter does
     blob = bytes(convert.mlir_quantize(cal, fully_quantize=False, input_data_type=tf.float32,

@@ -8,7 +8,9 @@ first unsupported op: everything after runs on the CPU).
 - TRANSPOSE -> [RESHAPE ->] FULLY_CONNECTED (the NCHW flatten order a PyTorch model keeps through the
   NHWC conversion): the transpose is folded into the FC weights (their columns permuted), the op removed.
 - PADV2 with a very negative constant (a padded MaxPool from ONNX) on a tensor that cannot be negative
-  (written by a ReLU/ReLU6, fused or not): padding with 0 gives the same maximum, so it becomes PAD.
+  (written by a ReLU/ReLU6, fused or not): padding with 0 gives the same maximum, so it becomes PAD. Where the
+  tensor can be negative (a PReLU before PyTorch's MaxPool2d(ceil_mode=True): MTCNN) and the pads are those SAME
+  padding would add, the MAX_POOL_2D reads the PADV2's input with SAME padding instead, and the PADV2 goes.
 - FULLY_CONNECTED on a 4-D tensor (keep_num_dims: the pointwise MLPs of ConvNeXt and the channels-last blocks
   onnx2tf writes for a Linear on NHWC data), which the Edge TPU refuses ("the output must be one-dimensional")
   and where mapping stopped after 23 of 328 ops on a ConvNeXt-T: the same product as a 1x1 CONV_2D, whose
@@ -132,6 +134,47 @@ def _padv2_to_pad(f: FlatModel) -> int:
                                       f.schema.BuiltinOptions.PadOptions)
         done += 1
     f.reindex()
+    return done
+
+
+def _same_pads(size: int, k: int, s: int) -> tuple[int, int]:
+    """TensorFlow's SAME padding of one spatial dim: (before, after)."""
+    total = max((-(-size // s) - 1) * s + k - size, 0)
+    return total // 2, total - total // 2
+
+
+def _padv2_into_same_pool(f: FlatModel) -> int:
+    """PADV2(-inf) whose only reader is a VALID MAX_POOL_2D, padding as SAME would: the pool reads the PADV2's input
+    with SAME padding, which leaves padded cells out of the maximum. Why: PyTorch's MaxPool2d(ceil_mode=True)
+    (MTCNN, after a PReLU that can be negative) reaches TFLite as this pair, and the -FLT_MAX constant puts an
+    infinity into the int8 range that PADV2 shares with its input (step 1.3e36). Exact in float and in int8."""
+    done = 0
+    for k in reversed(range(len(f.sg.operators))):
+        if f.name(k) != "PADV2":
+            continue
+        op = f.sg.operators[k]
+        value = f.const(int(op.inputs[2])) if len(op.inputs) > 2 else None
+        pads = _int_const(f, int(op.inputs[1]))
+        pool = f.only_reader(int(op.outputs[0]))
+        if value is None or value.size != 1 or float(value.reshape(-1)[0]) > _NEGATIVE or pads is None \
+                or pads.size != 8 or pool is None or f.name(pool) != "MAX_POOL_2D":
+            continue
+        opts = f.sg.operators[pool].builtinOptions
+        shape = [int(d) for d in f.sg.tensors[int(op.inputs[0])].shape]
+        if len(shape) != 4 or opts.padding != f.schema.Padding.VALID:
+            continue
+        pads = pads.reshape(4, 2)
+        same = [_same_pads(shape[1], opts.filterHeight, opts.strideH),
+                _same_pads(shape[2], opts.filterWidth, opts.strideW)]
+        if pads[0].any() or pads[3].any() or [tuple(int(v) for v in p) for p in pads[1:3]] != same:
+            continue
+        opts.padding = f.schema.Padding.SAME
+        ins = list(f.sg.operators[pool].inputs)
+        ins[0] = int(op.inputs[0])
+        f.sg.operators[pool].inputs = np.array(ins, np.int32)
+        del f.sg.operators[k]
+        f.reindex()
+        done += 1
     return done
 
 
@@ -264,6 +307,7 @@ FIXES: dict[str, Callable[[FlatModel], int]] = {
     "HARD_SWISH -> ADD+RELU6, MUL, MUL": _hard_swish,
     "TRANSPOSE folded into FULLY_CONNECTED": _transpose_into_fc,
     "PADV2(-inf) after ReLU -> PAD": _padv2_to_pad,
+    "PADV2(-inf) + MAX_POOL_2D VALID -> MAX_POOL_2D SAME": _padv2_into_same_pool,
     "FULLY_CONNECTED on 3-D/4-D -> CONV_2D 1x1": _fc_to_conv,
     "RELU_0_TO_1 -> MUL+RELU6, MUL": _relu_0_to_1,
     "GELU -> MUL, LOGISTIC, MUL (x sigmoid(1.702 x))": _gelu,

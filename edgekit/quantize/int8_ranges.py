@@ -6,7 +6,9 @@ from -3.4e38: on a transformers ResNet-18 the stem convolution's output got the 
 tensor rounds to one level, the model is garbage, XNNPACK refuses it ("failed to prepare") and LiteRT's builtin
 kernels abort the process. The Edge TPU artifact escaped because edgekit.edgetpu.fixes rewrites that PADV2 as PAD
 where its input cannot be negative (written by a ReLU): the maximum is the same, and the rewrite is exact in float.
-That rewrite is not about the Edge TPU, so every int8 TFLite gets it (`range_fixes`).
+That rewrite is not about the Edge TPU, so every int8 TFLite gets it (`range_fixes`). Where the input can be negative
+(MTCNN: a PReLU before PyTorch's MaxPool2d(ceil_mode=True)) and the pads are those SAME padding adds, the pool
+reads the PADV2's input with SAME padding, which leaves the padded cells out: exact too (issue 27).
 
 Where the input can be negative, the rewrite would change the function, so it is not made; `absurd_ranges` then
 finds the tensor whose int8 step is absurd, and the artifact fails naming it, with what the user can change,
@@ -19,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ABSURD_SCALE = 1e6  # an int8 step of a million: the range holds an infinity or FLT_MAX, not activations
-RANGE_FIXES = ("PADV2(-inf) after ReLU -> PAD",)  # edgekit.edgetpu.fixes.FIXES keys that every int8 TFLite gets
+# edgekit.edgetpu.fixes.FIXES keys that every int8 TFLite gets
+RANGE_FIXES = ("PADV2(-inf) after ReLU -> PAD", "PADV2(-inf) + MAX_POOL_2D VALID -> MAX_POOL_2D SAME")
 
 
 @dataclass(frozen=True)
@@ -67,5 +70,5 @@ def absurd_words(found: list[AbsurdRange]) -> str:
 
 
 ABSURD_HINT = ("A padded MaxPool exported from ONNX pads with minus infinity (PADV2); edgekit rewrites it where a ReLU "
-               "comes first, and here none does. Put the activation before the pooling, export the pooling without "
-               "padding, or ship the ONNX int8 or TFLite fp16/dynamic artifact instead.")
+               "comes first or the pads are SAME's, and here neither holds. Put the activation before the pooling, "
+               "export the pooling without padding, or ship the ONNX int8 or TFLite fp16/dynamic artifact instead.")

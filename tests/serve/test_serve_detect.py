@@ -21,6 +21,8 @@ from edgekit.serve.errors import RequestError
     ((100, 61), (128, 78), (0, 25, 0, 25)),  # scaled up
     ((200, 121), (128, 77), (0, 25, 0, 26)),  # odd padding: the extra row at the bottom, as Ultralytics
     ((64, 64), (128, 128), (0, 0, 0, 0)),
+    ((1, 5000), (1, 128), (63, 0, 64, 0)),  # a hostile aspect ratio still leaves a pixel to resize to
+    ((5000, 1), (128, 1), (0, 63, 0, 64)),
 ])
 def test_fit_is_ultralytics_letterbox(size, resized, pad) -> None:
     box = fit(*size, 128, 128)

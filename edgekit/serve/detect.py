@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from edgekit.artifact import Artifact
-from edgekit.fidelity.detection import MAX_DETECTIONS, Detections, Head, decode
-from edgekit.serve.errors import bad_request
+from edgekit.fidelity.detection import HEADS, MAX_DETECTIONS, Detections, Head, decode
+from edgekit.serve.errors import RequestError, bad_request
 
 FILL = 114  # Ultralytics' letterbox gray
 NORMALIZED_MAX = 1.5  # boxes whose every coordinate is within this are read as fractions of the input
@@ -51,18 +51,32 @@ def detector_of(artifact: Artifact | None, output_names: list[str]) -> Detector 
         return None
     by_source = {o.name: o for o in fid.outputs}
     for o in fid.outputs:
-        head_dict = o.fidelity.head if o.kind == "detection" and o.fidelity is not None else None
-        if not isinstance(head_dict, dict):
+        head = _head(o.fidelity.head if o.kind == "detection" and o.fidelity is not None else None)
+        if head is None:
             continue
-        head = Head.from_dict(head_dict)
         roles = [by_source[s].artifact_name if s in by_source else None for s in head.outputs or [o.name]]
         if all(r in output_names for r in roles):
             return Detector(head, [str(r) for r in roles])
         if len(roles) == 1 and len(output_names) == 1:
             return Detector(head, list(output_names))
-    if isinstance(fid.head, dict) and fid.kind == "detection" and len(output_names) == 1:
-        return Detector(Head.from_dict(fid.head), list(output_names))
+    head = _head(fid.head if fid.kind == "detection" else None)
+    if head is not None and len(output_names) == 1:
+        return Detector(head, list(output_names))
     return None
+
+
+def _head(record: Any) -> Head | None:
+    """A manifest's head record as a Head; None where it is missing or malformed (a manifest is hostile input:
+    a bad record makes the model no detector, never a crash at load or a 500 on every request)."""
+    if not isinstance(record, dict):
+        return None
+    try:
+        head = Head.from_dict(record)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    if head.format not in HEADS or not 0 <= head.classes <= 100_000 or (head.format == "yolov8" and not head.classes):
+        return None
+    return head
 
 
 @dataclass(frozen=True)
@@ -181,7 +195,12 @@ def detections(results: dict[str, np.ndarray], det: Detector, cuts: Cuts, box: L
     arrays = [np.asarray(results[name])[:1] for name in det.outputs]
     if len(arrays) == 1:
         arrays = [_oriented(arrays[0], head)]
-    found: Detections = decode(arrays, head)[0]
+    try:
+        found: Detections = decode(arrays, head)[0]
+    except (IndexError, ValueError) as exc:  # outputs that do not fit the recorded head: the model is at fault
+        shapes = [list(np.shape(a)) for a in arrays]
+        raise RequestError(500, f"the model's outputs {shapes} do not fit its recorded {head.format} head "
+                           f"({head.classes} classes): {exc}") from None
     order = np.argsort(-found.scores, kind="stable")
     boxes = box.undo(_input_pixels(found.boxes, head, in_w, in_h))
     out = []

@@ -142,3 +142,22 @@ def test_the_serve_path_imports_nothing_heavy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("record", [{"classes": 3}, {"format": "yolo9000", "classes": 3}, {"format": "yolov8"},
+                                    {"format": "yolov8", "classes": "many"}, {"format": "yolov8", "classes": 3,
+                                                                              "names": ["not", "a", "dict"]}, "yolov8"])
+def test_a_malformed_head_record_makes_no_detector(record) -> None:
+    """A manifest is hostile input: a head that cannot be read is no head, never a crash at load."""
+    rec = OutputFidelity("output0", [1, 7, 64], "float32", "detection", artifact_name="output0",
+                         fidelity=Fidelity(samples=4, top1_agreement=None, cosine=1.0, max_abs_error=0.0, head=record))
+    found = detector_of(_artifact([rec]), ["output0"])
+    assert found is None or found.head.names is None  # names that are not a mapping are dropped, the head kept
+
+
+def test_outputs_that_do_not_fit_the_head_are_a_500_naming_them() -> None:
+    head = Head("ssd", 2, ["b", "s"])
+    with pytest.raises(RequestError) as err:
+        detections({"b": np.zeros((1, 8, 4)), "s": np.zeros((1, 5, 2))}, Detector(head, ["b", "s"]),
+                   parse_cuts({"conf": "0"}, head), fit(8, 8, 8, 8), 8, 8, None)
+    assert err.value.status == 500 and "do not fit its recorded ssd head" in err.value.message

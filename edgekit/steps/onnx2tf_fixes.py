@@ -30,6 +30,19 @@ own checks cannot tell two candidates apart, never what a candidate computes.
   LayerNormalization over the 144 channels took axis 1 ("144 elements, but got shape (100,)": no TFLite at
   all). An output whose static ONNX shape is TF's exactly, with a first dimension other than the batch size,
   is marked in ONNX's order.
+- A Constant node of rank 3 to 5 is written channels-last whatever its consumers' layout (onnx2tf/ops/Constant.py,
+  `_make_tf_constant`), with no layout mark, where an initializer is laid out for each consumer by that
+  consumer's inputs (`get_constant_or_variable`). onnxsim, which onnx2tf runs first, writes what it folds as
+  Constant nodes: YOLOv8's anchor grid (make_anchors, [1, 2, A]) became one. The Sub taking it from the DFL
+  distances, which are in ONNX's order, then transposed those to fit it, the box branch stayed channels-last
+  ([1, A, 4]) beside the scores in ONNX's order ([1, C, A]), and the head's last Concat failed (issue 27:
+  "Dimension 0 in both shapes must be equal, but are 4 and 2100 ... [1,2100,4], [1,14,2100]": onnx2tf's Concat
+  reconciles its inputs' layouts only where a Conv's `nhwc` flag says so). Worse, TensorFlow's TFLite converter
+  (2.21) writes Sub(constant, Transpose(x)) with its operands swapped (transpose sinking): with the Concat
+  made to accept the two layouts the fp32 TFLite's boxes came out as lt - anchor (cosine 0.65). The graph
+  onnx2tf imports (after its onnxsim runs) now has such float Constant nodes as initializers, which is what torch's
+  dynamo exporter writes anyway: the decode stays in ONNX's order, with no TRANSPOSE in it. The values are the
+  same tensors; each conversion's notes name the constants moved (`repairs`).
 - onnx2tf runs onnxsim (0.8.1 here) on its input; onnxsim's default `fuse_attention` pass writes a
   transformer's Q/K/V projections, Softmax and output projection as one `Attention` op (a com.microsoft
   contrib op, left without its domain, in an opset-18 model): a model onnx.checker rejects, which
@@ -188,6 +201,71 @@ def _tie_aware(original: Any) -> Any:
     return decorate
 
 
+_REPAIRS: list[str] = []  # what the workarounds changed in this conversion (apply() starts a new list)
+
+
+def repairs() -> list[str]:
+    """Sentences naming what a workaround changed in the graph since the last apply(), for the step's notes."""
+    return list(_REPAIRS)
+
+
+_CHANNELS_LAST_CONSTANT_RANKS = (3, 4, 5)  # the ranks onnx2tf's Constant converter transposes
+_FLOAT_TYPES = (1, 10, 11, 16)  # TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
+
+
+def constant_nodes_to_initializers(model: Any) -> list[str]:
+    """MODEL's top-level floating-point Constant nodes of rank 3 to 5 (a `value` tensor) made initializers of the
+    same name and value, in place; the tensor names moved.
+
+    Graph outputs stay Constant nodes (an output needs a producer). Integer constants (a ScatterND's or
+    Gather's indices) stay too: the bug is data meeting a feature map, and onnx2tf's index handling is left as
+    it was.
+    """
+    graph = model.graph
+    outputs = {o.name for o in graph.output}
+    kept, moved = [], []
+    for node in graph.node:
+        attrs = list(node.attribute)
+        if (node.op_type == "Constant" and node.domain in ("", "ai.onnx") and len(attrs) == 1
+                and attrs[0].name == "value" and len(attrs[0].t.dims) in _CHANNELS_LAST_CONSTANT_RANKS
+                and attrs[0].t.data_type in _FLOAT_TYPES and node.output[0] not in outputs):
+            tensor = graph.initializer.add()
+            tensor.CopyFrom(attrs[0].t)
+            tensor.name = node.output[0]
+            moved.append(node.output[0])
+        else:
+            kept.append(node)
+    if moved:
+        del graph.node[:]
+        graph.node.extend(kept)
+    return moved
+
+
+class _InitializerImport:
+    """Stands in for `onnx_graphsurgeon` inside onnx2tf.onnx2tf: the graphs it imports (after its onnxsim runs)
+    have their rank 3-5 Constant nodes as initializers (see the module docstring). The ModelProto onnx2tf holds
+    is left as it is: the change is made on a copy."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def import_onnx(self, model: Any, *args: Any, **kwargs: Any) -> Any:
+        if any(n.op_type == "Constant" for n in model.graph.node):
+            copy = type(model)()
+            copy.CopyFrom(model)
+            moved = constant_nodes_to_initializers(copy)
+            if moved:
+                model = copy
+                note = (f"{len(moved)} float Constant node(s) of rank 3-5 read as initializers (first '{moved[0]}'): "
+                        "onnx2tf writes a Constant node channels-last whatever its consumers' layout")
+                if note not in _REPAIRS:
+                    _REPAIRS.append(note)
+        return self._real.import_onnx(model, *args, **kwargs)
+
+
 ONNXSIM_SKIP = ("--skip-optimization", "fuse_attention")
 
 
@@ -236,6 +314,10 @@ def apply() -> list[str]:
         main.subprocess = _OnnxsimCommands(main.subprocess)
         done.append("onnxsim without attention fusion")
     main.subprocess.runs = OnnxsimRuns()  # apply() comes before each conversion: its own loop of passes
+    _REPAIRS.clear()
+    if not isinstance(main.gs, _InitializerImport):
+        main.gs = _InitializerImport(main.gs)
+        done.append("rank 3-5 Constant nodes imported as initializers")
 
     import onnx2tf.ops.MatMul as matmul
 
@@ -245,4 +327,5 @@ def apply() -> list[str]:
     return done
 
 
-__all__ = ["ONNXSIM_SKIP", "apply", "onnxsim_args", "as_converted_validation", "first_unused_perm"]
+__all__ = ["ONNXSIM_SKIP", "apply", "as_converted_validation", "first_unused_perm", "constant_nodes_to_initializers",
+           "onnxsim_args", "repairs"]

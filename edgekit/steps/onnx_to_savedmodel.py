@@ -18,7 +18,8 @@ Pitfalls handled here (shared/ENVIRONMENT.md):
   only. It costs one more TensorFlow import (the parent still needs TensorFlow for the TFLite
   converter); EDGEKIT_NO_ISOLATION=1 runs it in-process.
 - The ONNX it reads is edgekit's private copy, cleaned up first (edgekit/steps/onnx_tf_prep.py).
-- onnx2tf's own bugs that make a wrong model are worked around in its process (edgekit/steps/onnx2tf_fixes.py).
+- onnx2tf's own bugs that make a wrong model are worked around in its process (edgekit/steps/onnx2tf_fixes.py);
+  what a workaround changed in the graph comes back from the child and is logged as the step's notes.
 - onnx2tf goes on from the SavedModel to a float32 and a float16 .tflite edgekit never reads; it is stopped
   there (`_savedmodel_only`). transformers ConvNeXt-tiny at 160: this step 53.9 -> 39.3 s and the run's peak
   4.5 -> 2.6 GiB (medians of two runs each, alternated).
@@ -158,7 +159,8 @@ class OnnxToSavedModel(Step):
         # default) would otherwise be read inside the scratch folder, where the file is not
         request = {"src": absolute(private), "out": absolute(out), "batch": batch, "keep_nhwc": keep_nhwc,
                    "layout": inp.layout}
-        run_onnx2tf(request, np.ascontiguousarray(samples[:20]), inp.path.name)
+        for repair in run_onnx2tf(request, np.ascontiguousarray(samples[:20]), inp.path.name):
+            ctx.log(f"  onnx2tf: {repair}")
         private.unlink(missing_ok=True)
         for leftover in out.glob("*.tflite"):  # onnx2tf's own TFLite files: edgekit converts with its own settings
             leftover.unlink()
@@ -167,8 +169,9 @@ class OnnxToSavedModel(Step):
                           batch=batch)
 
 
-def run_onnx2tf(request: dict[str, Any], samples: np.ndarray, name: str) -> None:
-    """onnx2tf on REQUEST in a child process, so a native abort in TensorFlow or onnx2tf fails this step only.
+def run_onnx2tf(request: dict[str, Any], samples: np.ndarray, name: str) -> list[str]:
+    """onnx2tf on REQUEST in a child process, so a native abort in TensorFlow or onnx2tf fails this step only;
+    what edgekit's workarounds changed in the conversion (edgekit.steps.onnx2tf_fixes.repairs).
 
     onnx2tf builds the graph with TensorFlow kernels, which abort (SIGABRT) rather than raise on some
     inputs: an .onnx ConvNeXt-V2 took edgekit down with exit 134. In the child that is a ConversionError
@@ -178,14 +181,15 @@ def run_onnx2tf(request: dict[str, Any], samples: np.ndarray, name: str) -> None
     from edgekit.isolate import isolation_enabled, run_isolated
 
     if not isolation_enabled():
-        convert_in_child(request, {"samples": samples})
-        return
+        answer, _ = convert_in_child(request, {"samples": samples})
+        return list(answer.get("repairs", []))
     try:
-        run_isolated(CHILD, request, {"samples": samples},
-                     who="onnx2tf", doing=f"converting {name} to a TensorFlow SavedModel", hint=CRASH_HINT,
-                     timeout=CHILD_TIMEOUT_S)
+        answer, _ = run_isolated(CHILD, request, {"samples": samples},
+                                 who="onnx2tf", doing=f"converting {name} to a TensorFlow SavedModel",
+                                 hint=CRASH_HINT, timeout=CHILD_TIMEOUT_S)
     except RuntimeFailure as exc:  # the child died (a signal, no answer, the timeout): this step's failure
         raise ConversionError(exc.message, hint=exc.hint, step=OnnxToSavedModel.name, op=exc.op) from exc
+    return list(answer.get("repairs", []))
 
 
 CHILD = "edgekit.steps.onnx_to_savedmodel:convert_in_child"  # what the child runs ("module:function")
@@ -267,4 +271,4 @@ def convert_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> 
     if not (Path(request["out"]) / "saved_model.pb").is_file():
         raise ConversionError("onnx2tf finished without writing a SavedModel (step onnx_to_savedmodel).",
                               hint=_ANSI.sub("", log.getvalue())[-400:])
-    return {}, {}
+    return {"repairs": onnx2tf_fixes.repairs()}, {}

@@ -218,3 +218,72 @@ def _classifier(path: Path, nodes: list, inits: dict[str, np.ndarray], name: str
     onnx.checker.check_model(model)
     onnx.save(model, str(path))
     return path
+
+
+def yolov8_dfl_head(path: Path) -> Path:
+    """YOLOv8's Detect decode as Ultralytics' TorchScript export (opset 17) writes it, small: three level maps
+    (strides 4, 8, 16 on a 32 x 32 input: 64 + 16 + 4 = 84 anchors) of 4 x 16 DFL bins + 3 classes, each
+    Reshape(1, 67, -1) -> Concat(axis 2) -> Split(64, 3); DFL: Reshape(1, 4, 16, A) -> Transpose(0, 2, 1, 3) ->
+    Softmax(1) -> 1 x 1 Conv with weights 0..15 -> Reshape(1, 4, A); dist2bbox: Slice lt / rb, anchor - lt,
+    anchor + rb, centre (x1y1 + x2y2) / 2 and size x2y2 - x1y1, Concat; * strides (1, A); then
+    Concat((dbox, sigmoid(cls)), 1): output (1, 4 + 3, 84). The anchor grid (make_anchors) is a Constant node
+    of shape [1, 2, A], as onnxsim leaves it: onnx2tf 1.28.8 wrote it channels-last and failed at the last
+    Concat (issue 27)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(7)
+    nc, no, sizes, strides = 3, 64 + 3, (8, 4, 2), (4.0, 8.0, 16.0)
+    anchors, stride_row = [], []
+    for size, stride in zip(sizes, strides, strict=True):
+        sy, sx = np.meshgrid(np.arange(size) + 0.5, np.arange(size) + 0.5, indexing="ij")
+        anchors.append(np.stack([sx.ravel(), sy.ravel()]))
+        stride_row.append(np.full(size * size, stride))
+    grid = np.concatenate(anchors, 1)[None].astype(np.float32)  # [1, 2, A]
+    a = grid.shape[2]
+    inits = {"stem_w": _w(rng, 8, 3, 3, 3), "stem_b": np.full(8, 0.1, np.float32),
+             "p3_w": _w(rng, no, 8, 1, 1), "p4_w": _w(rng, no, 8, 3, 3), "p5_w": _w(rng, no, 8, 3, 3),
+             "flat": np.array([1, no, -1], np.int64), "split": np.array([64, nc], np.int64),
+             "bins": np.array([1, 4, 16, a], np.int64), "boxes": np.array([1, 4, a], np.int64),
+             "dfl_w": np.arange(16, dtype=np.float32).reshape(1, 16, 1, 1), "zero": np.array([0], np.int64),
+             "two": np.array([2], np.int64), "four": np.array([4], np.int64), "one": np.array([1], np.int64),
+             "half": np.array(2.0, np.float32)}
+    mk = helper.make_node
+    nodes = [
+        mk("Constant", [], ["anchors"], value=numpy_helper.from_array(grid, "anchors")),
+        mk("Constant", [], ["strides"], value=numpy_helper.from_array(np.concatenate(stride_row)[None].astype(
+            np.float32), "strides")),
+        mk("Conv", ["x", "stem_w", "stem_b"], ["stem"], strides=[4, 4], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        mk("Relu", ["stem"], ["feat"]),
+        mk("Conv", ["feat", "p3_w"], ["p3"], kernel_shape=[1, 1]),
+        mk("Conv", ["feat", "p4_w"], ["p4"], strides=[2, 2], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        mk("Conv", ["feat", "p5_w"], ["p5"], strides=[4, 4], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        *(mk("Reshape", [p, "flat"], [f"{p}_flat"]) for p in ("p3", "p4", "p5")),
+        mk("Concat", ["p3_flat", "p4_flat", "p5_flat"], ["levels"], axis=2),
+        mk("Split", ["levels", "split"], ["box", "cls"], axis=1),
+        mk("Reshape", ["box", "bins"], ["dfl_in"]),
+        mk("Transpose", ["dfl_in"], ["dfl_t"], perm=[0, 2, 1, 3]),
+        mk("Softmax", ["dfl_t"], ["dfl_p"], axis=1),
+        mk("Conv", ["dfl_p", "dfl_w"], ["dfl_e"], kernel_shape=[1, 1]),
+        mk("Reshape", ["dfl_e", "boxes"], ["dist"]),
+        mk("Slice", ["dist", "zero", "two", "one"], ["lt"]),
+        mk("Slice", ["dist", "two", "four", "one"], ["rb"]),
+        mk("Sub", ["anchors", "lt"], ["x1y1"]),
+        mk("Add", ["anchors", "rb"], ["x2y2"]),
+        mk("Add", ["x1y1", "x2y2"], ["xy_sum"]),
+        mk("Div", ["xy_sum", "half"], ["c_xy"]),
+        mk("Sub", ["x2y2", "x1y1"], ["wh"]),
+        mk("Concat", ["c_xy", "wh"], ["dbox_grid"], axis=1),
+        mk("Mul", ["dbox_grid", "strides"], ["dbox"]),
+        mk("Sigmoid", ["cls"], ["scores"]),
+        mk("Concat", ["dbox", "scores"], ["output0"], axis=1),
+    ]
+    graph = helper.make_graph(nodes, "yolov8_dfl_head",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
+                              [helper.make_tensor_value_info("output0", TensorProto.FLOAT, [1, 4 + nc, a])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="pytorch")
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, str(path))
+    return path

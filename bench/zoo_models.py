@@ -86,6 +86,11 @@ TASKS: tuple[ZooModel, ...] = (
     ZooModel("ppocr_det", "task", "PP-OCRv4 det ONNX, dynamic N,H,W", note="DB text detector, trained"),
     ZooModel("ppocr_rec", "task", "PP-OCRv4 rec ONNX, dynamic N,W", note="text-line CTC recogniser, trained"),
     ZooModel("ppocr_cls", "task", "PP-OCR v2.0 cls ONNX, dynamic N,H,W", note="0/180 orientation, trained"),
+    # issue 27: trained MTCNN from the facenet-pytorch wheel's state dicts (bench/zoo_mtcnn.py), on photo crops
+    ZooModel("mtcnn_pnet", "task", "torch .pt2, 1x3x64x64", note="MTCNN P-Net, trained: box map + face prob map"),
+    ZooModel("mtcnn_rnet", "task", "torch .pt2, 1x3x24x24", note="MTCNN R-Net, trained: box (N,4) + prob (N,2)"),
+    ZooModel("mtcnn_onet", "task", "torch .pt2, 1x3x48x48",
+             note="MTCNN O-Net, trained: box (N,4), landmarks (N,10), prob (N,2)"),
 )
 BY_NAME = {m.name: m for m in (*ZOO, *TASKS)}
 

@@ -506,4 +506,8 @@ def build(name: str, out: Path) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(2)
+    if name.startswith("mtcnn_"):  # the trained MTCNN nets: bench/zoo_mtcnn.py, beside this file
+        from zoo_mtcnn import build as build_mtcnn
+
+        return build_mtcnn(name, out)
     return BUILDERS[name](out)

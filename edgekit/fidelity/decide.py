@@ -53,8 +53,7 @@ def _probabilities(a: np.ndarray, layout: str) -> bool:
     """An output that holds probabilities: a distribution over its class axis, or sigmoid scores."""
     if a.ndim < 2:
         return False
-    axis = -1 if a.ndim != 4 or layout.upper() == "NHWC" else 1
-    return _distribution(a, axis) or _unit(a)
+    return _distribution(a, _class_axis(a, layout)) or _unit(a)
 
 
 def ultralytics_names(metadata: dict[str, str] | None) -> dict[int, str] | None:
@@ -164,8 +163,12 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
             choices[name] = KindChoice("detection", f"a {head.format} detector head: {rows} with pixel boxes beside "
                                                     "[0, 1] scores", head)
     # names and siblings, for what is not a detector
+    # siblings that hold probabilities over more than one class. A softmax one (rows summing to 1) makes every
+    # differently shaped output that is not a distribution a regression, [0, 1] values or not (an O-Net's
+    # landmarks are box-relative, 0.1-0.97); a sigmoid one only those whose values leave [0, 1].
     probs = [n for n, y in outputs.items() if n not in choices and _probabilities(y, layout)
-             and y.shape[-1 if y.ndim != 4 or layout.upper() == "NHWC" else 1] > 1]
+             and y.shape[_class_axis(y, layout)] > 1]
+    softmax = [n for n in probs if _distribution(outputs[n], _class_axis(outputs[n], layout))]
     for name, y in outputs.items():
         if name in choices:
             continue
@@ -179,9 +182,7 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
         elif shape_kind in ("classes", "dense", "sequence") and _REGRESSION_NAME.search(name):
             choices[name] = KindChoice("regression", f"its name '{name}' says it holds coordinates or features, "
                                                      "not class scores")
-        elif shape_kind in ("classes", "dense") and name not in probs and any(
-                outputs[p].ndim == y.ndim and outputs[p].shape != y.shape for p in probs):
-            sib = next(p for p in probs if outputs[p].ndim == y.ndim and outputs[p].shape != y.shape)
+        elif shape_kind in ("classes", "dense") and (sib := _sibling(name, y, outputs, probs, softmax, layout)):
             choices[name] = KindChoice("regression", f"its sibling output '{sib}' holds the class probabilities and "
                                                      "this one's values are not a distribution (box regression, "
                                                      "landmarks or embeddings)")
@@ -191,6 +192,22 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
         else:
             choices[name] = KindChoice(shape_kind, _shape_words(shape_kind, y.shape))
     return {n: choices[n] for n in outputs}
+
+
+def _class_axis(y: np.ndarray, layout: str) -> int:
+    return -1 if y.ndim != 4 or layout.upper() == "NHWC" else 1
+
+
+def _sibling(name: str, y: np.ndarray, outputs: dict[str, np.ndarray], probs: list[str], softmax: list[str],
+             layout: str) -> str | None:
+    """The probability sibling that makes NAME a regression, or None (see decide_kinds)."""
+    if name in softmax:
+        return None
+    pool = softmax if name in probs else softmax + [p for p in probs if p not in softmax]  # softmax ones named first
+    others = [p for p in pool if outputs[p].ndim == y.ndim and outputs[p].shape != y.shape]
+    if name in probs and not others:
+        return None
+    return others[0] if others else None
 
 
 def _asked_head(name: str, fmt: str | None, outputs: dict[str, np.ndarray], names: dict[int, str] | None) -> Head:

@@ -74,15 +74,19 @@ def test_tflite_detection_postprocess_outputs_are_one_group() -> None:
 
 def test_mtcnn_box_and_landmark_heads_are_regressions() -> None:
     # O-Net: face probability (N, 2) softmax, box regression (N, 4), landmarks (N, 10)
+    # (the landmarks are box-relative, in [0, 1] like sigmoid scores: the softmax sibling still rules them out)
     onet = {"prob": _softmax(RNG.normal(size=(16, 2)), 1), "out_1": RNG.normal(0, 0.1, (16, 4)),
-            "out_2": RNG.uniform(0.2, 0.8, (16, 10)) - 0.5}
+            "out_2": RNG.uniform(0.12, 0.97, (16, 10))}
     got = decide_kinds(onet, "NCHW")
     assert got["prob"].kind == "classes"
     assert got["out_1"].kind == got["out_2"].kind == "regression" and "sibling output 'prob'" in got["out_1"].reason
     # P-Net: (N, 2, H, W) probability map, (N, 4, H, W) box map: the box map is not judged by per-pixel argmax
-    pnet = {"prob": _softmax(RNG.normal(size=(4, 2, 19, 19)), 1), "reg": RNG.normal(0, 0.1, (4, 4, 19, 19))}
+    pnet = {"prob": _softmax(RNG.normal(size=(4, 2, 19, 19)), 1), "out": RNG.normal(0, 0.1, (4, 4, 19, 19))}
     got = decide_kinds(pnet, "NCHW")
-    assert got["prob"].kind == "dense" and got["reg"].kind == "regression"
+    assert got["prob"].kind == "dense" and got["out"].kind == "regression"
+    # beside a sigmoid (multi-label) head, another [0, 1] head is not ruled out: both stay class scores
+    multi = {"attrs": RNG.uniform(0, 1, (16, 6)), "tags": RNG.uniform(0, 1, (16, 12))}
+    assert {c.kind for c in decide_kinds(multi, "NCHW").values()} == {"classes"}
 
 
 def test_names_embeddings_and_plain_classifiers() -> None:

@@ -187,4 +187,24 @@ def float_head_outputs(model: Any, heads: Iterable[str]) -> int:
     return len(drop)
 
 
-__all__ = ["WHY", "DecodeRegion", "float_head_outputs", "onnx_decode", "tflite_decode"]
+
+def box_bounds(fid: Any, z: float) -> list[str]:
+    """Failures where box recall or precision meets its threshold on the judged boxes but not at its lower bound
+    (Z sigmas, Wilson): a few hundred boxes judge a search's candidates, and the luckiest must not end it."""
+    from edgekit.quantize.search import wilson_low
+
+    out = []
+    n_src = int(fid.detections or 0)
+    n_art = round(n_src * (fid.detection_recall or 0.0) / fid.detection_precision) if fid.detection_precision else 0
+    for key, value, n in (("detection_recall", fid.detection_recall, n_src),
+                          ("detection_precision", fid.detection_precision, n_art)):
+        need = (fid.thresholds or {}).get(key)
+        if value is None or need is None or n <= 0:
+            continue
+        low = wilson_low(value, n, z)
+        if low < need:
+            out.append(f"{key.replace('_', ' ')} {value:.1%} of {n} boxes: its lower bound ({z:.2g} sigma) "
+                       f"{low:.1%} < {need:.0%}")
+    return out
+
+__all__ = ["WHY", "DecodeRegion", "box_bounds", "float_head_outputs", "onnx_decode", "tflite_decode"]

@@ -102,27 +102,11 @@ def judge(y_ref: np.ndarray, y: np.ndarray, precision: str = "int8", z: float = 
             failures.append(f"top-1 agreement {fid.top1_agreement:.1%} on {len(y_ref)} samples: its lower bound "
                             f"({z:.2g} sigma) {low:.1%} < {need:.0%}")
     if fid.passed and fid.detection_recall is not None:  # counts of boxes, bounded as top-1 is
-        failures += _box_bounds(fid, z)
+        from edgekit.quantize.detect_decode import box_bounds
+
+        failures += box_bounds(fid, z)
     return Judged(fid.passed and not failures, float(fid.cosine), fid.top1_agreement, failures, len(y_ref),
                   top1_margins(y_ref, y), fid.detection_recall, fid.detection_precision, fid.detections)
-
-
-def _box_bounds(fid: Any, z: float) -> list[str]:
-    """Failures where box recall or precision meets its threshold on the judged boxes but not at its lower bound
-    (Z sigmas, Wilson): a few hundred boxes judge a search's candidates, and the luckiest must not end it."""
-    out = []
-    n_src = int(fid.detections or 0)
-    n_art = round(n_src * (fid.detection_recall or 0.0) / fid.detection_precision) if fid.detection_precision else 0
-    for key, value, n in (("detection_recall", fid.detection_recall, n_src),
-                          ("detection_precision", fid.detection_precision, n_art)):
-        need = (fid.thresholds or {}).get(key)
-        if value is None or need is None or n <= 0:
-            continue
-        low = wilson_low(value, n, z)
-        if low < need:
-            out.append(f"{key.replace('_', ' ')} {value:.1%} of {n} boxes: its lower bound ({z:.2g} sigma) "
-                       f"{low:.1%} < {need:.0%}")
-    return out
 
 
 def top1_margins(y_ref: np.ndarray, y: np.ndarray) -> dict[str, float | int] | None:

@@ -142,7 +142,7 @@ def _int8_named(job: Any, ctx: StepContext, layout: str) -> tuple[bytes, Any]:
 
 
 def dynamic_shape_ops(path: Any) -> list[str]:
-    """Names of SHAPE/STRIDED_SLICE/PACK ops in a .tflite (signs of a dimension left dynamic).
+    """Names of SHAPE/STRIDED_SLICE/PACK ops in a .tflite where a dimension was left dynamic (SHAPE, or a -1).
 
     A file the interpreter cannot open (ValueError: missing, not a flatbuffer) gives [] — validation
     reports that when it loads the artifact. Anything else (a bug here, a changed interpreter API)
@@ -155,4 +155,8 @@ def dynamic_shape_ops(path: Any) -> list[str]:
     except ValueError:  # "Could not open ...", "not a valid Flatbuffer buffer"
         return []
     ops = {d["op_name"] for d in interp._get_ops_details()}
-    return sorted(o for o in ops if o in DYNAMIC_SHAPE_OPS)
+    found = sorted(o for o in ops if o in DYNAMIC_SHAPE_OPS)
+    # STRIDED_SLICE or PACK alone is a static slice or stack (YOLOv8's Split of its boxes from its scores, in every
+    # detector): a dimension left dynamic also shows as a SHAPE op or a -1 in some tensor's shape signature
+    dynamic = "SHAPE" in ops or any(-1 in list(t.get("shape_signature", ())) for t in interp.get_tensor_details())
+    return found if dynamic else []

@@ -15,7 +15,7 @@ from edgekit.steps.tflite_convert import dynamic_shape_ops
 
 
 @pytest.mark.slow
-def test_finds_the_ops_a_dynamic_batch_leaves(tmp_path: Path) -> None:
+def test_finds_the_ops_a_dynamic_batch_leaves_and_not_a_static_slice(tmp_path: Path) -> None:
     tf = pytest.importorskip("tensorflow")
     pytest.importorskip("ai_edge_litert")
 
@@ -27,6 +27,14 @@ def test_finds_the_ops_a_dynamic_batch_leaves(tmp_path: Path) -> None:
     path = tmp_path / "dynamic.tflite"
     path.write_bytes(blob)
     assert {"SHAPE", "STRIDED_SLICE", "PACK"} & set(dynamic_shape_ops(path))
+
+    @tf.function(input_signature=[tf.TensorSpec([1, 7, 84], tf.float32)])
+    def split(x: Any) -> Any:  # YOLOv8's boxes and scores split apart: static STRIDED_SLICEs, nothing dynamic
+        return tf.concat([x[:, :4] * 2.0, tf.sigmoid(x[:, 4:])], 1)
+
+    blob = tf.lite.TFLiteConverter.from_concrete_functions([split.get_concrete_function()], split).convert()
+    path.write_bytes(blob)
+    assert dynamic_shape_ops(path) == []
 
 
 def test_an_unreadable_file_is_tolerated(tmp_path: Path) -> None:

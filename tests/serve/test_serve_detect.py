@@ -61,9 +61,10 @@ def test_detections_are_in_the_pictures_pixels_best_first_with_names() -> None:
     det = Detector(head, ["output0"])
     box = fit(200, 150, 128, 128)  # scale 0.64, 16 px bars above and below
     y = _yolov8([([64, 64, 32, 32], 1, 0.6), ([32, 32, 16, 16], 2, 0.9), ([64, 64, 30, 30], 1, 0.5),
-                 ([10, 5, 8, 6], 0, 0.95), ([100, 100, 8, 8], 0, 0.2)])
+                 ([10, 5, 8, 6], 0, 0.95), ([100, 100, 8, 8], 0, 0.2), ([64, 12, 40, 12], 0, 0.8)])
     out = detections({"output0": y}, det, parse_cuts({}, head), box, 128, 128, None)
-    # the 0.5 box is NMS'd by the 0.6 one; the 0.2 one is under the cut; the one in the top bar is clipped away
+    # the 0.5 box is NMS'd by the 0.6 one; the 0.2 one is under the cut; the one in the top bar is clipped away, and
+    # so is the one centred on the bar that reaches 2 px into the picture
     assert [(d["index"], d["label"], d["score"]) for d in out] == [(2, "two", 0.9), (1, "one", 0.6)]
     np.testing.assert_allclose(out[0]["box"], [(24 - 0) / 0.64, (24 - 16) / 0.64, 40 / 0.64, (40 - 16) / 0.64],
                                atol=0.01)

@@ -19,7 +19,7 @@ Plain data and graph walking: onnx is only read here, never imported at module l
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,11 +188,10 @@ def float_head_outputs(model: Any, heads: Iterable[str]) -> int:
 
 
 
-def box_bounds(fid: Any, z: float) -> list[str]:
+def box_bounds(fid: Any, z: float, wilson_low: Callable[[float, int, float], float]) -> list[str]:
     """Failures where box recall or precision meets its threshold on the judged boxes but not at its lower bound
-    (Z sigmas, Wilson): a few hundred boxes judge a search's candidates, and the luckiest must not end it."""
-    from edgekit.quantize.search import wilson_low
-
+    (Z sigmas, WILSON_LOW: edgekit.quantize.search's, passed in so this module needs nothing of the search): a few
+    hundred boxes judge a search's candidates, and the luckiest must not end it."""
     out = []
     n_src = int(fid.detections or 0)
     n_art = round(n_src * (fid.detection_recall or 0.0) / fid.detection_precision) if fid.detection_precision else 0

@@ -104,7 +104,7 @@ def judge(y_ref: np.ndarray, y: np.ndarray, precision: str = "int8", z: float = 
     if fid.passed and fid.detection_recall is not None:  # counts of boxes, bounded as top-1 is
         from edgekit.quantize.detect_decode import box_bounds
 
-        failures += box_bounds(fid, z)
+        failures += box_bounds(fid, z, wilson_low)
     return Judged(fid.passed and not failures, float(fid.cosine), fid.top1_agreement, failures, len(y_ref),
                   top1_margins(y_ref, y), fid.detection_recall, fid.detection_precision, fid.detections)
 

@@ -108,3 +108,27 @@ def test_a_yolov8_dfl_head_converts_to_fp32_tflite_like_onnxruntime(tmp_path: Pa
         want = sess.run(None, {"x": x[i:i + 1]})[0]
         np.testing.assert_allclose(it.get_tensor(out["index"]), want, rtol=1e-5, atol=1e-4)
     assert art.fidelity is not None and art.fidelity.passed
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="TensorFlow 2.21's TFLite converter writes C - Transpose(x) as Transpose(x - C)")
+def test_the_tflite_converter_keeps_a_subs_operands_after_a_transpose() -> None:
+    # Why the fix keeps the decode in ONNX's order rather than letting the last Concat take two layouts: with
+    # the anchors channels-last, onnx2tf writes anchor - Transpose(lt), and the TFLite converter swaps the operands
+    # when it moves the TRANSPOSE after the SUB (the fp32 TFLite's boxes: cosine 0.65). Both converter entry
+    # points, a scalar constant too. Strict: when TensorFlow fixes it, this test says so.
+    tf = pytest.importorskip("tensorflow")
+    from ai_edge_litert.interpreter import Interpreter
+
+    @tf.function(input_signature=[tf.TensorSpec([1, 2, 6], tf.float32)])
+    def anchor_minus(x):
+        return tf.math.subtract(np.float32(3.0), tf.transpose(x, [0, 2, 1]))
+
+    blob = tf.lite.TFLiteConverter.from_concrete_functions([anchor_minus.get_concrete_function()],
+                                                          anchor_minus).convert()
+    it = Interpreter(model_content=blob)
+    it.allocate_tensors()
+    x = np.random.default_rng(0).random((1, 2, 6), dtype=np.float32)
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    np.testing.assert_allclose(it.get_tensor(it.get_output_details()[0]["index"]), anchor_minus(x).numpy(), atol=1e-6)

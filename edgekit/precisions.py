@@ -22,8 +22,8 @@ class PrecisionSpec:
     name: str
     order: int  # position in tables (fp32 first)
     help: str
-    # Default fidelity thresholds (documented in README "Fidelity thresholds"). accuracy_drop is in
-    # fraction points (0.01 = 1 point) below the source model's accuracy.
+    # Default fidelity thresholds (documented in docs/fidelity.md, "Validation and the default thresholds").
+    # accuracy_drop is in fraction points (0.01 = 1 point) below the source model's accuracy.
     thresholds: Mapping[str, float] = field(default_factory=dict)
     needs_calibration: bool = False  # representative data is required (never random data)
     # Other spellings users type and other tools write in file names (float16, full_integer_quant ...)

@@ -285,7 +285,7 @@ def load_budgets(path: str | Path | None, cwd: Path | None = None) -> Budgets:
         table = _tool_table(data)
         if table is None:
             raise UsageError(f"{name} has no [tool.edgekit.check] table.",
-                             hint="Add one (see README, 'CI gate'), or pass a budget TOML file with --budget.")
+                             hint="Add one (see docs/check.md, 'Budgets'), or pass a budget TOML file with --budget.")
         return parse_budgets(table, name, text, ("tool", "edgekit", "check"))
     return parse_budgets(data, name, text)
 

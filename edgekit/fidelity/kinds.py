@@ -5,7 +5,7 @@ detector's box regressions fail in different ways, and a user recognises differe
 them. The kind is decided from the model's metadata, the outputs' names, shapes and values
 (edgekit.fidelity.decide; `kind_of` is its rule by shape alone), and can be set per output (`--output-kind
 name=kind`, `edgekit.convert(output_kinds={...})`). Why each measure and each threshold is what it
-is: README "Fidelity thresholds".
+is: docs/fidelity.md.
 
 - classes    (N, C), C > 1: top-1 agreement with the source (+ accuracy with labels), cosine.
 - dense      (N, C, H, W) or (N, H, W, C), C > 1: per-pixel argmax agreement (+ mIoU with label masks).

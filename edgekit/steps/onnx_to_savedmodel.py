@@ -1,6 +1,6 @@
 """ONNX -> TensorFlow SavedModel with onnx2tf (NCHW becomes NHWC, batch made static).
 
-Pitfalls handled here (shared/ENVIRONMENT.md):
+Pitfalls handled here (each one seen on real conversions):
 - onnx2tf runs `onnxsim` as a subprocess found on PATH: the interpreter's bin folder is put on PATH,
   or it silently skips simplification and the batch stays dynamic.
 - onnx2tf downloads sample images from GitHub for any 3-channel 4-D input to check its own output;

@@ -116,8 +116,8 @@ def test_detector_finds_the_digits_of_held_out_canvases(detector) -> None:
             ious = _iou(row[None, 2:], pred)[0] if len(pred) else np.zeros(0)
             found += bool(np.any((ious >= 0.5) & (cls == int(row[1]))))
             total += 1
-    # 0.8: the trained model finds about 90 % at this confidence; an untrained or broken one finds ~0
-    assert found >= 0.8 * total, f"{found}/{total} held-out digits found with the right class"
+    # the bundled model finds 142 of these 148 digits (96 %); an untrained or broken one finds about none
+    assert found >= 0.85 * total, f"{found}/{total} held-out digits found with the right class"
 
 
 @pytest.mark.slow

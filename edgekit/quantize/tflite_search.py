@@ -65,7 +65,7 @@ Candidate = tuple[str, bytes, tuple[str, ...], Path | None, dict[str, Any]]
 
 
 class _Search:
-    def __init__(self, job: TfliteJob, searching: bool) -> None:
+    def __init__(self, job: TfliteJob, searching: bool, float_free: bool = False) -> None:
         from edgekit.tflite_model import read_tflite
 
         self.all = job
@@ -83,7 +83,8 @@ class _Search:
         self.choice, self.decode = _detection(fm, self.ref_path, self.y_ref, job)
         if self.decode is not None and self.decode.nodes:
             job.decode = self.job.decode = self.decode.nodes
-            job.decode_heads = self.job.decode_heads = self.decode.head_layers
+            if not float_free:  # an integer-only target runs the heads on the TPU: int8, the decode after them float
+                job.decode_heads = self.job.decode_heads = self.decode.head_layers
             job.log(f"int8: the detection decode after the head's last layers stays float ({len(job.decode)} ops, "
                     f"{100 * macs_fraction(job.decode, self.macs):.2f}% of MACs): one int8 scale cannot hold pixel "
                     "coordinates and scores")
@@ -205,16 +206,21 @@ def _detection(fm: Any, ref_path: Path, y_ref: np.ndarray | None, job: TfliteJob
     return choice, tflite_decode(fm, [fm.outputs[0]])
 
 
-def _decode_record(s: _Search, float_free: bool) -> dict[str, Any] | None:
+def _decode_record(s: _Search, float_free: bool, moved: int = 0) -> dict[str, Any] | None:
     """`int8_recipe.detection_decode` of a TFLite artifact: what the quantizer's denylist kept in float."""
     if s.decode is None:
         return None
     where = ("the TFLite quantizer's denylist: the decode's ops stay float after the head's int8 layers (a "
              "DEQUANTIZE between), and the outputs are float32")
+    heads = s.decode.head_layers
     if float_free:
         where += ("; on an integer-only target such as the Edge TPU these float ops run on the CPU after the TPU "
-                  "part (the compiler maps ops in order up to the first float one), a few hundred cheap ops")
-    heads = s.decode.head_layers
+                  "part (the compiler maps ops in order up to the first float one), so the ops are ordered to run "
+                  f"every int8 op first ({moved} ops moved, edgekit.edgetpu.order)")
+        return s.decode.record(macs_fraction(s.decode.nodes, s.macs), where, {
+            "head_outputs": "int8: on an integer-only target the head's last layers run on the TPU, so they keep "
+            "int8 outputs; only the decode after them is float",
+            "head_layers_macs_fraction": round(macs_fraction(heads, s.macs), 6), "ops_moved": moved})
     return s.decode.record(macs_fraction(s.decode.nodes, s.macs), where, {
         "head_outputs": "float: the head's last layers are on the denylist too (TFLite has no int8 layer with a float "
         "output), so the class logits are not rounded before the sigmoid and the 0.25 cut (mini DFL detector: box "
@@ -269,7 +275,7 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
     if fixes is None:  # the rewrites every int8 model needs (the Edge TPU's include them)
         _range_fixes(job)
     searching = requested in ("auto", "mixed")
-    s = _Search(job, searching)
+    s = _Search(job, searching, float_free)
     met: bool | None = None
     if searching:
         pick, met = _searched(s, requested, float_free)
@@ -287,6 +293,11 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
         fixes["preflight_after"] = _preflight_counts(job, blob)
         job.log(f"Edge TPU fixes: {fixes['words']}; predicted ops on the TPU {_counts_words(fixes['preflight_before'])}"
                 f" -> {_counts_words(fixes['preflight_after'])}")
+    moved = 0
+    if float_free and job.decode:  # the float decode after every int8 op, so Edge TPU mapping does not stop early
+        from edgekit.edgetpu.order import float_ops_last
+
+        blob, moved = float_ops_last(blob)
     _refuse_absurd_ranges(job, blob)
     noise = input_noise_agreement(lambda x: run_tflite([s.ref_path], x)[0], s.x, s.y_ref) if searching else None
     choice = RecipeChoice(
@@ -300,7 +311,7 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
         notes=tuple(dict.fromkeys(job.notes)), float_model=str(cal_path), edgetpu_fixes=fixes,
         cost=_cost(s, blob, label), float_input_noise_agreement=None if noise is None else round(noise, 4),
         macs_float_needed_over=s.needed_over, top1_margins=s.kept[pick][0].margins if searching else None,
-        worst_group_error_share=s.error_share, detection_decode=_decode_record(s, float_free))
+        worst_group_error_share=s.error_share, detection_decode=_decode_record(s, float_free, moved))
     if met is False:
         job.log("int8: no recipe met the thresholds on the samples the search judges; keeping the best float-free "
                 f"one, {label}" + (f" ({choice.why_words()})" if s.needed_over is not None else ""))

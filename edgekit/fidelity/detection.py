@@ -124,19 +124,22 @@ def nms(boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, iou: float =
     return np.asarray(keep, dtype=np.int64)
 
 
-def _select(boxes: np.ndarray, conf: np.ndarray, cls: np.ndarray, head: Head, nms_done: bool = False) -> Detections:
+def _select(boxes: np.ndarray, conf: np.ndarray, cls: np.ndarray, head: Head, nms_done: bool = False,
+            suppress: bool = True) -> Detections:
     keep = conf > head.confidence
     boxes, conf, cls = boxes[keep], conf[keep], cls[keep]
-    if not nms_done and len(conf):
+    if suppress and not nms_done and len(conf):
         k = nms(boxes, conf, cls, head.nms_iou)
         boxes, conf, cls = boxes[k], conf[k], cls[k]
     return Detections(boxes.astype(np.float64), conf.astype(np.float64), cls.astype(np.int64))
 
 
-def decode(outputs: Sequence[np.ndarray], head: Head) -> list[Detections]:
+def decode(outputs: Sequence[np.ndarray], head: Head, suppress: bool = True) -> list[Detections]:
     """Every image's detections from a detector's raw OUTPUTS (in the order of ROLES[head.format]).
 
-    Non-finite values are dropped: an artifact that writes NaN fails on that count already (edgekit.fidelity.metrics).
+    SUPPRESS False: every candidate above the confidence cut, before NMS (heads that apply NMS themselves give
+    their detections either way). Non-finite values are dropped: an artifact that writes NaN fails on that count
+    already (edgekit.fidelity.metrics).
     """
     fmt, c = head.format, head.classes
     arrays = [np.nan_to_num(np.asarray(o, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0) for o in outputs]
@@ -146,18 +149,18 @@ def decode(outputs: Sequence[np.ndarray], head: Head) -> list[Detections]:
             y = arrays[0][i]  # (4 + C, A)
             scores = y[4:4 + c]
             cls = scores.argmax(0)
-            out.append(_select(xywh_to_xyxy(y[:4].T), scores.max(0), cls, head))
+            out.append(_select(xywh_to_xyxy(y[:4].T), scores.max(0), cls, head, suppress=suppress))
         elif fmt == "yolov5":
             y = arrays[0][i]  # (A, 5 + C)
             probs = y[:, 5:5 + c] if c else y[:, 4:5]
             cls = probs.argmax(1)
-            out.append(_select(xywh_to_xyxy(y[:, :4]), y[:, 4] * probs.max(1), cls, head))
+            out.append(_select(xywh_to_xyxy(y[:, :4]), y[:, 4] * probs.max(1), cls, head, suppress=suppress))
         elif fmt == "nms":
             y = arrays[0][i]  # (K, 6)
             out.append(_select(y[:, :4], y[:, 4], np.rint(y[:, 5]).astype(np.int64), head, nms_done=True))
         elif fmt == "ssd":
             boxes, scores = arrays[0][i], arrays[1][i]  # (A, 4), (A, C)
-            out.append(_select(boxes, scores.max(1), scores.argmax(1), head))
+            out.append(_select(boxes, scores.max(1), scores.argmax(1), head, suppress=suppress))
         elif fmt == "tflite-postprocess":
             boxes, classes, scores = arrays[0][i], arrays[1][i], arrays[2][i]
             n = int(np.clip(np.rint(arrays[3][i]), 0, len(scores))) if len(arrays) > 3 else len(scores)
@@ -180,28 +183,39 @@ class Comparison:
     score_change: float | None  # mean |artifact score - source score| over the matched pairs
 
 
-def compare_detections(source: Sequence[Detections], artifact: Sequence[Detections],
-                       match_iou: float = MATCH_IOU) -> Comparison:
-    """Match each source detection, highest score first, to the unmatched same-class artifact box of best IoU."""
-    matched, ious, changes = 0, [], []
+def compare_detections(source: Sequence[Detections], artifact: Sequence[Detections], match_iou: float = MATCH_IOU,
+                       source_candidates: Sequence[Detections] | None = None,
+                       artifact_candidates: Sequence[Detections] | None = None) -> Comparison:
+    """How many of the source's detections the artifact keeps, and of the artifact's the source has.
+
+    A source detection is kept when the artifact has a box of the same class at IoU >= MATCH_IOU among
+    ARTIFACT_CANDIDATES (every box above the confidence cut, before NMS; its final detections where not given),
+    and the other way round for precision. Matching against the candidates, not only the boxes NMS kept, makes
+    the measure blind to NMS's tie-breaking: a detector whose scores are near ties (a random-weight YOLOv8n:
+    0.47-0.53) keeps another of several overlapping boxes for a rounding of 1e-6, and the same detector
+    compared with itself through a float converter measured 94% recall. A box that int8 pushes under the cut
+    or lifts over it still counts, on its side.
+    """
+    def kept(ref: Sequence[Detections], pool: Sequence[Detections]) -> tuple[int, list[float], list[float]]:
+        hits, ious, changes = 0, [], []
+        for r, p in zip(ref, pool, strict=True):
+            if not len(r) or not len(p):
+                continue
+            iou = box_iou(r.boxes, p.boxes)
+            iou[r.classes[:, None] != p.classes[None, :]] = 0.0
+            best = iou.argmax(1)
+            got = iou[np.arange(len(r)), best] >= match_iou
+            hits += int(got.sum())
+            ious.extend(iou[np.arange(len(r)), best][got].tolist())
+            changes.extend(np.abs(p.scores[best[got]] - r.scores[got]).tolist())
+        return hits, ious, changes
+
     n_src = sum(len(d) for d in source)
     n_art = sum(len(d) for d in artifact)
-    for ref, got in zip(source, artifact, strict=True):
-        if not len(ref) or not len(got):
-            continue
-        iou = box_iou(ref.boxes, got.boxes)
-        iou[ref.classes[:, None] != got.classes[None, :]] = 0.0
-        taken = np.zeros(len(got), dtype=bool)
-        for r in np.argsort(-ref.scores, kind="stable"):
-            cand = np.where(taken, -1.0, iou[r])
-            j = int(cand.argmax())
-            if cand[j] >= match_iou:
-                taken[j] = True
-                matched += 1
-                ious.append(cand[j])
-                changes.append(abs(got.scores[j] - ref.scores[r]))
-    return Comparison(source_detections=n_src, artifact_detections=n_art, matched=matched,
-                      recall=matched / n_src if n_src else None, precision=matched / n_art if n_art else None,
+    found, ious, changes = kept(source, artifact_candidates or artifact)
+    back, _, _ = kept(artifact, source_candidates or source)
+    return Comparison(source_detections=n_src, artifact_detections=n_art, matched=found,
+                      recall=found / n_src if n_src else None, precision=back / n_art if n_art else None,
                       mean_iou=float(np.mean(ious)) if ious else None,
                       score_change=float(np.mean(changes)) if changes else None)
 

@@ -124,7 +124,8 @@ def judge_detection(y_ref: list[np.ndarray], y: list[np.ndarray], head: Head, *,
     b = np.nan_to_num(np.concatenate([r.reshape(n, -1) for r in y], axis=1).astype(np.float64), nan=0.0,
                       posinf=0.0, neginf=0.0)
     src, art = decode(y_ref, head), decode(y, head)
-    cmp = compare_detections(src, art, head.match_iou)
+    cmp = compare_detections(src, art, head.match_iou, decode(y_ref, head, suppress=False),
+                             decode(y, head, suppress=False))
     fid = Fidelity(top1_agreement=None, cosine=cosine(a, b), relative_error=relative_error(a, b),
                    max_abs_error=float(np.abs(a - b).max()) if finite and a.size else float("inf") if not finite
                    else 0.0, detection_recall=cmp.recall, detection_precision=cmp.precision, box_iou=cmp.mean_iou,

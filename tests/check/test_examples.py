@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from workflow_steps import REPO, run_step, step_named
+from workflow_steps import REPO, run_step, step_named, workflow
 
 pytestmark = pytest.mark.slow
 
@@ -53,8 +54,14 @@ def test_gitlab_job_writes_junit_with_one_testcase_per_check(ci_run) -> None:
     script = job["script"]
     # install, convert and bench are the GitHub workflow's commands, which ci_run ran on this model already
     assert script[0].startswith("pip install") and "edgekit convert" in script[1] and "edgekit bench" in script[2]
-    env = {k: str(v) for k, v in spec["variables"].items() if k != "CONVERT_ARGS"}
-    assert all(ci_run.env[k] == v for k, v in env.items() if k in ci_run.env)
+    # every variable the job's scripts read is set in `variables` (GitLab's own CI_* aside, and BASE, which the script
+    # sets), and holds what the GitHub workflow's env holds: a variable renamed on one side fails here
+    used = set(re.findall(r"\$\{?([A-Z][A-Z0-9_]*)", "\n".join(script + spec["edgekit-baseline"]["script"])))
+    used -= {v for v in used if v.startswith("CI_")} | {"BASE"}
+    assert used == {"MODEL", "OUT", "BASELINE", "BUDGET", "CONVERT_ARGS"}, used
+    assert used <= set(spec["variables"]), used - set(spec["variables"])
+    github_env = workflow()["env"]
+    assert {k: str(spec["variables"][k]) for k in used} == {k: str(github_env[k]) for k in used}
     for i, line in enumerate(script[3:]):
         proc = run_step(ci_run, f"gitlab {i}", line, {"CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main"})
         assert proc.returncode == 0, (line, proc.stderr[-2000:])

@@ -2,41 +2,48 @@
 
 The debugger does not see the I/O type: a second run of it gave the same figures and cost the zoo's ResNet50V2
 47 s. Unasked, an Edge TPU model that its graph fixes made another calibrated model gets the run's diagnosis too
-(said so), and the float model's input-noise agreement is measured once a run. Fakes stand in for the
-artifacts; the debugger and the twin are counted, not run (milliseconds).
+(said so), and the float model's input-noise agreement is measured once a run. The records are edgekit's own
+(Artifact, Intermediate, Reference, ConvertOptions), so a renamed field fails here; a few bytes stand in for the
+model files, and the debugger and the twin are counted, not run (milliseconds).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from edgekit.artifact import Artifact, Fidelity
+from edgekit.options import ConvertOptions
 from edgekit.quantize import explain as explain_mod
 from edgekit.quantize.records import Diagnosis, RecipeChoice
 from edgekit.quantize.search import NOT_JUDGED
+from edgekit.steps.base import Intermediate
+from edgekit.validate import Reference
 
 
-def _art(path: str, fmt: str = "tflite") -> SimpleNamespace:
-    return SimpleNamespace(path=path, format=fmt, extra={"int8_recipe": {}},
-                           fidelity=SimpleNamespace(passed=False, diagnosis=None))
+def _art(path: str, fmt: str = "tflite") -> Artifact:
+    """An int8 artifact that missed its thresholds (what explain diagnoses unasked)."""
+    fid = Fidelity(samples=40, top1_agreement=0.9, cosine=0.99, max_abs_error=0.1, passed=False)
+    return Artifact(path=path, format=fmt, precision="int8", inputs=[], outputs=[], size_bytes=0, sha256="",
+                    extra={"int8_recipe": {}}, fidelity=fid)
 
 
-def _inter(cal: Path, io: str, noise: float | None = 1.0, fixes: int = 0, chosen: str = "plain") -> SimpleNamespace:
+def _inter(cal: Path, io: str, noise: float | None = 1.0, fixes: int = 0, chosen: str = "plain") -> Intermediate:
     """A named recipe's artifact (met None: not judged in the search), NOISE its input-noise agreement if measured."""
     applied = {"HARD_SWISH -> ADD+RELU6, MUL, MUL": fixes}
     choice = RecipeChoice(requested=chosen, chosen=chosen, config={}, met=None, judged_on=NOT_JUDGED,
                           float_model=str(cal), float_input_noise_agreement=noise,
                           edgetpu_fixes={"applied": applied} if fixes else None)
-    return SimpleNamespace(quantization=choice, path=Path(f"m.{io}.tflite"), layout="NHWC")
+    return Intermediate(kind="tflite", path=Path(f"m.{io}.tflite"), layout="NHWC", precision="int8",
+                        quantization=choice)
 
 
-def _ref(outputs: int = 1, classes: int = 10) -> SimpleNamespace:
+def _ref(outputs: int = 1, classes: int = 10) -> Reference:
     y = np.zeros((40, classes), np.float32)
-    return SimpleNamespace(x=np.zeros((40, 4, 4, 3), np.float32), y_ref=y, layout="NHWC", inputs_name="validation",
-                           outputs=None if outputs == 1 else {f"o{i}": y for i in range(outputs)})
+    return Reference(x=np.zeros((40, 4, 4, 3), np.float32), y_ref=y, labels=None, layout="NHWC",
+                     inputs_name="validation", outputs=None if outputs == 1 else {f"o{i}": y for i in range(outputs)})
 
 
 @pytest.fixture
@@ -60,7 +67,7 @@ def test_the_second_artifact_of_one_calibration_reuses_the_diagnosis(tmp_path: P
     cal.write_bytes(b"calibrated model")
     other.write_bytes(b"another calibrated model")
     ref = _ref()
-    options = SimpleNamespace(explain=False)
+    options = ConvertOptions(explain=False)
     seen: dict = {}
     int8, tpu, fixed = _art("m.int8.tflite"), _art("m.int8-uint8io.tflite"), _art("m.fixed.tflite")
     for art, inter in ((int8, _inter(cal, "int8")), (tpu, _inter(cal, "uint8")), (fixed, _inter(other, "uint8"))):
@@ -79,7 +86,7 @@ def test_an_edge_tpu_model_its_fixes_changed_gets_the_run_s_diagnosis_unasked(tm
     seen: dict = {}
     int8, tpu = _art("m.int8.tflite"), _art("m.int8-uint8io.tflite")
     for art, inter in ((int8, _inter(cal, "int8")), (tpu, _inter(fixed, "uint8", fixes=3))):
-        explain_mod.explain(art, inter, _ref(), SimpleNamespace(explain=explain), lambda _m: None, seen)
+        explain_mod.explain(art, inter, _ref(), ConvertOptions(explain=explain), lambda _m: None, seen)
     if explain:  # asked: each model on its own
         assert len(debugger) == 2 and "diagnosis_same_as" not in tpu.extra
     else:
@@ -95,7 +102,7 @@ def test_another_recipe_is_not_the_run_s_diagnosis(tmp_path: Path, debugger: lis
     seen: dict = {}
     tpu_inter = _inter(fixed, "uint8", fixes=2, chosen="equalize")
     for art, inter in ((_art("m.int8.tflite"), _inter(cal, "int8")), (_art("m.int8-uint8io.tflite"), tpu_inter)):
-        explain_mod.explain(art, inter, _ref(), SimpleNamespace(explain=False), lambda _m: None, seen)
+        explain_mod.explain(art, inter, _ref(), ConvertOptions(explain=False), lambda _m: None, seen)
     assert len(debugger) == 2
 
 
@@ -119,7 +126,7 @@ def test_the_input_noise_agreement_is_measured_once_a_run(tmp_path: Path, debugg
     arts = [_art("m.int8.onnx", "onnx"), _art("m.int8.tflite"), _art("m.int8-uint8io.tflite")]
     inters = [_inter(onnx, "int8", noise=None), _inter(cal, "int8", noise=None), _inter(fixed, "uint8", None, 2)]
     for art, inter in zip(arts, inters, strict=True):
-        explain_mod.explain(art, inter, _ref(), SimpleNamespace(explain=False), lambda _m: None, seen)
+        explain_mod.explain(art, inter, _ref(), ConvertOptions(explain=False), lambda _m: None, seen)
     assert twins == ["onnx"]  # the first miss's float twin; the others read the run's figure
     for art in arts:
         assert art.extra["int8_recipe"] == {"float_input_noise_agreement": 0.8125,
@@ -136,6 +143,6 @@ def test_no_noise_agreement_without_one_output_of_classes(tmp_path: Path, debugg
     cal = tmp_path / "cal.tflite"
     cal.write_bytes(b"calibrated model")
     art = _art("m.int8.tflite")
-    explain_mod.explain(art, _inter(cal, "int8", noise=None), _ref(outputs, classes), SimpleNamespace(explain=False),
+    explain_mod.explain(art, _inter(cal, "int8", noise=None), _ref(outputs, classes), ConvertOptions(explain=False),
                         lambda _m: None, {})
     assert art.fidelity.diagnosis is not None and art.extra["int8_recipe"] == {}

@@ -1,5 +1,11 @@
 """Run .tflite candidates on float samples in a child process (a freshly written int8 model can make
-LiteRT abort natively: that must fail the candidate, not edgekit), all of one stage in one child."""
+LiteRT abort natively: that must fail the candidate, not edgekit), all of one stage in one child.
+
+A candidate fails (None) only for what LiteRT does to it: a native abort of the child, or the RuntimeFailure
+the runtime's border (edgekit.runtimes.base) turns LiteRT's own exceptions into. Anything else is a bug in
+edgekit (a TypeError in this code, the InternalError the border or the child makes of one) and is raised:
+judged as "LiteRT could not run it", it would have been dropped by the search as one more failed recipe.
+"""
 
 from __future__ import annotations
 
@@ -56,8 +62,8 @@ def _run_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tup
                 y = runtime.run_float({spec.name: chunk.astype(np.float32)})[runtime.outputs[0].name]
                 parts.append(np.asarray(y, np.float32)[:n])
             out[f"y{i}"] = np.concatenate(parts)
-        except Exception as exc:  # noqa: BLE001 - a candidate that cannot run is judged failed, the others go on
-            errors[path] = f"{type(exc).__name__}: {exc}"[:300]
+        except RuntimeFailure as exc:  # LiteRT refused this candidate: it is judged failed, the others go on
+            errors[path] = exc.message[:300]
         finally:
             runtime.close()
     return {"errors": errors}, out

@@ -123,21 +123,22 @@ def test_no_kinds_no_decode(detector: Path, x: np.ndarray, tmp_path: Path) -> No
 def test_tflite_decode_found_structurally() -> None:
     """The same walk over a TFLite graph (ops named by their first output tensor, as the quantizer's denylist
     names them): CONV_2D heads, then the DFL softmax and its CONV_2D, the arithmetic and the concat."""
-    from types import SimpleNamespace as NS
-
     from edgekit.quantize.detect_decode import tflite_decode
+    from edgekit.tflite_model import TfliteModel, TOp, TTensor
 
     names = ["x", "feat", "box", "cls", "box_r", "dfl_t", "dfl_p", "w_dfl", "dfl_e", "dist", "pix", "scores", "y",
              "w_feat", "w_box", "w_cls"]
     t = {n: k for k, n in enumerate(names)}
-    op = lambda kind, ins, out: NS(op=kind, inputs=[t[i] for i in ins], outputs=[t[out]])  # noqa: E731
-    ops = [op("CONV_2D", ["x", "w_feat"], "feat"), op("CONV_2D", ["feat", "w_box"], "box"),
-           op("CONV_2D", ["feat", "w_cls"], "cls"), op("RESHAPE", ["box"], "box_r"),
-           op("TRANSPOSE", ["box_r"], "dfl_t"), op("SOFTMAX", ["dfl_t"], "dfl_p"),
-           op("CONV_2D", ["dfl_p", "w_dfl"], "dfl_e"), op("RESHAPE", ["dfl_e"], "dist"),
-           op("MUL", ["dist"], "pix"), op("LOGISTIC", ["cls"], "scores"),
-           op("CONCATENATION", ["pix", "scores"], "y")]
-    model = NS(ops=ops, tensors=[NS(name=n) for n in names], inputs=[t["x"]], outputs=[t["y"]])
+    kinds = [("CONV_2D", ["x", "w_feat"], "feat"), ("CONV_2D", ["feat", "w_box"], "box"),
+             ("CONV_2D", ["feat", "w_cls"], "cls"), ("RESHAPE", ["box"], "box_r"), ("TRANSPOSE", ["box_r"], "dfl_t"),
+             ("SOFTMAX", ["dfl_t"], "dfl_p"), ("CONV_2D", ["dfl_p", "w_dfl"], "dfl_e"), ("RESHAPE", ["dfl_e"], "dist"),
+             ("MUL", ["dist"], "pix"), ("LOGISTIC", ["cls"], "scores"), ("CONCATENATION", ["pix", "scores"], "y")]
+    ops = [TOp(index=k, op=kind, version=1, custom=False, inputs=[t[i] for i in ins], outputs=[t[out]], options={})
+           for k, (kind, ins, out) in enumerate(kinds)]
+    tensors = [TTensor(index=k, name=n, shape=[1], dtype="float32", quantization=None, buffer=0, nbytes=0)
+               for k, n in enumerate(names)]
+    model = TfliteModel(path=Path("decode.tflite"), size_bytes=0, tensors=tensors, ops=ops, inputs=[t["x"]],
+                        outputs=[t["y"]], subgraphs=1, description="", schema_version=3)
     region = tflite_decode(model, [t["y"]])
     assert set(region.nodes) == {"box_r", "dfl_t", "dfl_p", "dfl_e", "dist", "pix", "scores", "y"}
     assert set(region.head_layers) == {"box", "cls"} and region.outputs == ("y",)

@@ -197,8 +197,10 @@ def test_savedmodel_to_onnx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tin
 
 def test_edgetpu_compile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import edgekit.edgetpu as edgetpu
+    from edgekit.edgetpu.records import PreflightReport
 
-    monkeypatch.setattr(edgetpu, "preflight", lambda *_a, **_k: SimpleNamespace(summary="all ops map"))
+    mapped = PreflightReport(predicted=True, compiled=False, ops_total=1, ops_on_tpu=1, summary="all ops map")
+    monkeypatch.setattr(edgetpu, "preflight", lambda *_a, **_k: mapped)
     monkeypatch.setattr(edgetpu, "compile_model", _raise_empty)
     model = tmp_path / "m.int8.tflite"
     model.write_bytes(b"TFL3")

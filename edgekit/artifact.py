@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from edgekit import jsonsafe
 from edgekit.errors import UsageError
+from edgekit.filedoc import as_dict, as_float, as_int, as_list, as_str, gate_version, read_json
 from edgekit.fsutil import atomic_write_json
 from edgekit.records import Record
 from edgekit.reproducible import VARIES_BETWEEN_RUNS
@@ -108,16 +107,22 @@ class TensorSpec:
 
 
 @dataclass
-class Fidelity:
-    """How closely an artifact reproduces its source model on held-out inputs."""
+class Fidelity(Record):
+    """How closely an artifact reproduces its source model on held-out inputs.
 
-    samples: int
-    top1_agreement: float | None
-    cosine: float
-    max_abs_error: float
+    Read back tolerantly (edgekit.records): a record without `samples` (hand-made, or from another tool)
+    is read with 0 ("not recorded") and a missing cosine / max_abs_error as NaN ("not measured", as a
+    failed validation writes them), rather than refusing the whole manifest: `check`, `bench` and `serve`
+    read the same files the same way, and a missing count is no reason to drop the figures that are there.
+    """
+
+    samples: int = 0
+    top1_agreement: float | None = None
+    cosine: float = float("nan")
+    max_abs_error: float = float("nan")
     accuracy: float | None = None
     reference_accuracy: float | None = None
-    passed: bool = True
+    passed: bool | None = True  # None: read from a record that does not say (no verdict is made up)
     thresholds: dict[str, float] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     inputs: str = "held-out"  # where the inputs came from: "mnist-test", "held-out", "random"
@@ -149,14 +154,15 @@ class Fidelity:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Fidelity:
-        names = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in d.items() if k in names}
-        values["outputs"] = [OutputFidelity.from_dict(o) for o in values.get("outputs") or [] if isinstance(o, dict)]
-        return cls(**values)
+        """The tolerant typed read (edgekit.records); a record without a boolean `passed` has no verdict (None)."""
+        fid = super().from_dict(d)
+        if not isinstance(d.get("passed"), bool):
+            fid.passed = None
+        return fid
 
 
 @dataclass
-class OutputFidelity:
+class OutputFidelity(Record):
     """One source output, the artifact output matched to it, and how that output fared.
 
     NAME is the source's output name; ARTIFACT_NAME the tensor the artifact's runtime returns for it
@@ -165,22 +171,14 @@ class OutputFidelity:
     shape) or "values" (several outputs share the shape: the closest one). Never by position.
     """
 
-    name: str
-    shape: list[int]
-    dtype: str
-    kind: str
+    name: str = ""
+    shape: list[int] = field(default_factory=list)
+    dtype: str = ""
+    kind: str = ""
     artifact_name: str | None = None
     matched_by: str | None = None
     fidelity: Fidelity | None = None
     kind_reason: str | None = None  # why it is judged as KIND (edgekit.fidelity.decide)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> OutputFidelity:
-        fid = d.get("fidelity")
-        return cls(name=str(d.get("name", "")), shape=[int(x) for x in d.get("shape") or []],
-                   dtype=str(d.get("dtype", "")), kind=str(d.get("kind", "")), artifact_name=d.get("artifact_name"),
-                   matched_by=d.get("matched_by"), fidelity=Fidelity.from_dict(fid) if isinstance(fid, dict) else None,
-                   kind_reason=d.get("kind_reason"))
 
 
 @dataclass
@@ -235,21 +233,42 @@ class Artifact:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Artifact:
+        """One manifest entry; a field of the wrong type is no value (edgekit.records), its default instead.
+
+        The caller (Manifest.from_dict) has checked that D is a table with a format and a precision; a
+        malformed tensor spec is a ValueError / TypeError / KeyError, which Manifest.read makes bad input.
+        """
+        fid, failure = d.get("fidelity"), d.get("failure")
         return cls(
-            path=d["path"],
+            path=as_str(d.get("path")),
             format=d["format"],
             precision=d["precision"],
-            inputs=[TensorSpec.from_dict(t) for t in d.get("inputs", [])],
-            outputs=[TensorSpec.from_dict(t) for t in d.get("outputs", [])],
-            size_bytes=int(d.get("size_bytes", 0)),
-            sha256=d.get("sha256", ""),
-            parent=d.get("parent"),
-            fidelity=Fidelity.from_dict(d["fidelity"]) if d.get("fidelity") else None,
-            seconds=float(d.get("seconds", 0.0)),
-            extra=dict(d.get("extra", {})),
+            inputs=[TensorSpec.from_dict(t) for t in as_list(d.get("inputs"))],
+            outputs=[TensorSpec.from_dict(t) for t in as_list(d.get("outputs"))],
+            size_bytes=as_int(d.get("size_bytes")) or 0,  # 0: not recorded
+            sha256=as_str(d.get("sha256")),
+            parent=as_str(d.get("parent")) or None,
+            fidelity=Fidelity.from_dict(fid) if isinstance(fid, dict) and fid else None,
+            seconds=as_float(d.get("seconds")) or 0.0,
+            extra=dict(as_dict(d.get("extra"))),
             status="failed" if d.get("status") == "failed" else "ok",
-            failure=ArtifactFailure.from_dict(d["failure"]) if isinstance(d.get("failure"), dict) else None,
+            failure=ArtifactFailure.from_dict(failure) if isinstance(failure, dict) else None,
         )
+
+    @property
+    def io_dtype(self) -> str | None:
+        """The I/O type a TFLite step chose (manifest `extra.io_dtype`); None where the step had no choice."""
+        io = self.extra.get("io_dtype")
+        return io if isinstance(io, str) and io else None
+
+    @property
+    def variant(self) -> str:
+        """The precision, and for int8 with other than int8 I/O that I/O: "int8-uint8io" (what the file name says).
+
+        Taken from the entry's own fields, never parsed from the file name, so a renamed file is the same variant.
+        """
+        io = self.io_dtype
+        return f"{self.precision}-{io}io" if self.precision == "int8" and io and io != "int8" else self.precision
 
     @property
     def label(self) -> str:
@@ -384,18 +403,32 @@ class Manifest:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Manifest:
+    def from_dict(cls, d: Any, where: str = "The manifest") -> Manifest:
+        """A parsed manifest.json, checked as hostile input: its shape, its version (the one gate), each entry.
+
+        UsageError where it is no manifest, of a newer version, or an entry has no format/precision; a
+        figure of the wrong type is no figure. WHERE names the file in messages.
+        """
+        if not isinstance(d, dict) or not isinstance(d.get("artifacts"), list):
+            raise UsageError(f"{where} is not an edgekit manifest (no 'artifacts' list).",
+                             hint="Pass a conversion's output folder or the manifest.json `edgekit convert` wrote.")
+        version = gate_version(d, "manifest_version", MANIFEST_VERSION, where, "manifest version")
+        for n, a in enumerate(d["artifacts"], 1):
+            if not isinstance(a, dict) or not as_str(a.get("format")) or not as_str(a.get("precision")):
+                raise UsageError(f"{where} is not a valid edgekit manifest: artifact #{n} is not an edgekit "
+                                 f"artifact entry (no format/precision).",
+                                 hint="Pass the manifest.json that `edgekit convert` wrote, unedited.")
+        options, tools, varies = d.get("options"), d.get("tool_versions"), d.get("varies_between_runs")
         return cls(
             source=SourceInfo.read(d.get("source")),
-            artifacts=[Artifact.from_dict(a) for a in d.get("artifacts", [])],
-            options=d.get("options", {}),
-            tool_versions=d.get("tool_versions", {}),
-            edgekit_version=d.get("edgekit_version", ""),
-            manifest_version=int(d.get("manifest_version", MANIFEST_VERSION)),
-            created=d.get("created", ""),
-            varies_between_runs=([str(v) for v in d["varies_between_runs"]]
-                                 if isinstance(d.get("varies_between_runs"), list) else list(VARIES_BETWEEN_RUNS)),
-            warnings=list(d.get("warnings", [])),
+            artifacts=[Artifact.from_dict(a) for a in d["artifacts"]],
+            options=dict(as_dict(options)),
+            tool_versions={str(k): v if isinstance(v, str) else None for k, v in as_dict(tools).items()},
+            edgekit_version=as_str(d.get("edgekit_version")),
+            manifest_version=version,
+            created=as_str(d.get("created")),
+            varies_between_runs=([str(v) for v in varies] if isinstance(varies, list) else list(VARIES_BETWEEN_RUNS)),
+            warnings=[str(w) for w in as_list(d.get("warnings"))],
             run=RunFacts.from_dict(d["run"]) if isinstance(d.get("run"), dict) else None,
             preprocessing=(Preprocessing.from_dict(d["preprocessing"]) if isinstance(d.get("preprocessing"), dict)
                            else None),
@@ -408,7 +441,8 @@ class Manifest:
 
     @classmethod
     def read(cls, path: str | Path) -> Manifest:
-        """Read a manifest file, or the manifest.json inside a folder."""
+        """Read a manifest file, or the manifest.json inside a folder: the one reader `check`, `bench`, `serve`
+        and `export` share (edgekit.filedoc: size cap, bounded nesting, the version gate)."""
         p = Path(path)
         if p.is_dir():
             p = p / "manifest.json"
@@ -417,18 +451,15 @@ class Manifest:
                 f"No manifest at {p}.",
                 hint="Pass the manifest.json (or the output folder) that `edgekit convert` wrote.",
             )
-        try:
-            data = jsonsafe.loads(p.read_bytes())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise UsageError(f"{p} is not a readable manifest: {exc}.") from exc
-        except jsonsafe.TooDeep as exc:
-            raise UsageError(f"{p} is nested too deeply to be an edgekit manifest ({exc}).") from exc
-        if not isinstance(data, dict) or "artifacts" not in data:
-            raise UsageError(f"{p} is JSON but not an edgekit manifest (no 'artifacts' list).")
+        return cls.parse(read_json(p, "manifest"), str(p))
+
+    @classmethod
+    def parse(cls, data: Any, where: str) -> Manifest:
+        """from_dict for JSON parsed from a file (or a git revision): a malformed field is bad input, not a crash."""
         try:  # a hand-edited or hostile file: a field of the wrong kind is bad input, not a crash (issue 12)
-            return cls.from_dict(data)
+            return cls.from_dict(data, where)
         except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError) as exc:
-            raise UsageError(f"{p} is not a valid edgekit manifest: {type(exc).__name__}: {exc}.",
+            raise UsageError(f"{where} is not a valid edgekit manifest: {type(exc).__name__}: {exc}.",
                              hint="Pass the manifest.json `edgekit convert` wrote, unedited.") from exc
 
     def resolve(self, artifact: Artifact, manifest_path: str | Path) -> Path:

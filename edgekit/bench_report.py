@@ -1,18 +1,21 @@
 """The records of `edgekit bench`: its settings, one table row, the speed-up reference, the report.
 
 `BenchReport.to_dict()` is bench.json; fields may be added, never renamed or removed without bumping
-SCHEMA_VERSION. `check` and CI read bench.json back with `BenchReport.from_dict`.
+SCHEMA_VERSION. `check` and CI read bench.json back with `BenchReport.read` / `from_dict`, the one reader.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from edgekit.artifact import SourceInfo
 from edgekit.errors import UsageError
+from edgekit.filedoc import gate_version, read_json
 from edgekit.measure.child import Status
 from edgekit.measure.settings import MeasureSettings
+from edgekit.profile import REQUIRED as PROFILE_REQUIRED
 from edgekit.profile import ProfileResult
 from edgekit.records import Record
 
@@ -101,21 +104,33 @@ class BenchReport(Record):
         return {"schema_version": d.pop("schema_version"), **d}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> BenchReport:
-        """Read bench.json back; UsageError for a file that is not one or is of a newer schema."""
-        if not isinstance(d, dict) or "rows" not in d:
-            raise UsageError("Not an edgekit bench report: no 'rows'.")
-        version = d.get("schema_version", SCHEMA_VERSION)
-        if not isinstance(version, int):
-            raise UsageError(f"Not an edgekit bench report: schema_version is {version!r}.")
-        if version > SCHEMA_VERSION:
-            raise UsageError(f"Bench report schema {d['schema_version']} is newer than this edgekit's "
-                             f"({SCHEMA_VERSION}).", hint="Upgrade edgekit to read it.")
+    def from_dict(cls, d: Any, where: str = "The bench report") -> BenchReport:
+        """Read bench.json back as hostile input: UsageError for a file that is not one or of a newer schema
+        (the version gate every edgekit file shares, edgekit.filedoc); a figure of the wrong type is no figure."""
+        if not isinstance(d, dict) or not isinstance(d.get("rows"), list):
+            raise UsageError(f"{where} is not an edgekit bench report (no 'rows' list).",
+                             hint="Pass the folder `edgekit bench` wrote into (bench/bench.json), or leave it out.")
+        gate_version(d, "schema_version", SCHEMA_VERSION, where, "bench schema")
         try:  # a hand-edited or hostile file: a field of the wrong kind is bad input, not a crash (issue 12)
-            return super().from_dict(d)
+            report = super().from_dict({k: v for k, v in d.items() if k != "results"})
+            report.results = [r for r in map(_result, d.get("results") or []) if r is not None] \
+                if isinstance(d.get("results"), list) else []
+            return report
         except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
-            raise UsageError(f"Not a valid edgekit bench report: {type(exc).__name__}: {exc}.",
+            raise UsageError(f"{where} is not a valid edgekit bench report: {type(exc).__name__}: {exc}.",
                              hint="Pass the bench.json `edgekit bench` wrote, unedited.") from exc
+
+    @classmethod
+    def read(cls, path: Path) -> BenchReport:
+        """bench.json at PATH (edgekit.filedoc: size cap, bounded nesting), through from_dict."""
+        return cls.from_dict(read_json(path, "bench report"), f"The bench report {path}")
+
+def _result(d: Any) -> ProfileResult | None:
+    """One row's full ProfileResult; None for a partial one (a hand-made report: the row's own figures still
+    count). One that has every part but is malformed or of a newer schema is bad input, as the report is."""
+    if not isinstance(d, dict) or any(k not in d for k in PROFILE_REQUIRED):
+        return None
+    return ProfileResult.from_dict(d)
 
 
 __all__ = ["SCHEMA_VERSION", "BenchReport", "BenchRow", "BenchSettings", "Reference"]

@@ -203,13 +203,14 @@ def _execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: 
                 except _ChainFailed as failed:
                     done.fail(post_name, post.produces, chain.precision, failed.error, [*timeline, *failed.timeline])
                     continue
-                if derived.report is not None and derived.report_key:
-                    art.extra[derived.report_key] = derived.report
                 if derived.path is None:  # could not run here: say how to finish, with the published path
                     finish = post.how_to_finish(shown_path(out_dir / art.path), options)
                     if derived.report is not None:
-                        derived.report["how_to_finish"] = finish
+                        derived.report.how_to_finish = finish  # on the record, before it is serialized
                     unfinished.append(finish)
+                if derived.report is not None and derived.report_key:
+                    art.extra[derived.report_key] = derived.report.to_dict()
+                if derived.path is None:
                     continue
                 try:
                     made = _derived(derived, post.produces, art, [*timeline, *post_timeline], ref, progress)
@@ -355,7 +356,7 @@ def _derived(inter: Intermediate, fmt: str, parent: Artifact, timeline: list[Tim
                                                     f"{parent.path}, which it was compiled from, was validated"},
         )
     if inter.report is not None and inter.report_key:
-        made.extra = {inter.report_key: inter.report, **made.extra}
+        made.extra = {inter.report_key: inter.report.to_dict(), **made.extra}
     return made
 
 

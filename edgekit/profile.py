@@ -25,6 +25,7 @@ from edgekit._version import __version__
 from edgekit.border import vendor_errors
 from edgekit.devices import KIND_WORDS
 from edgekit.errors import NotAvailable, RuntimeFailure, UsageError
+from edgekit.filedoc import gate_version
 from edgekit.measure.artifact import artifact_macs
 from edgekit.measure.records import (
     ArtifactInfo,
@@ -79,9 +80,7 @@ class ProfileResult(Record):
         missing = [k for k in REQUIRED if k not in d]
         if missing:
             raise UsageError(f"Not a ProfileResult: missing {', '.join(missing)}.")
-        if int(d["schema_version"]) > SCHEMA_VERSION:
-            raise UsageError(f"ProfileResult schema {d['schema_version']} is newer than this edgekit's "
-                             f"({SCHEMA_VERSION}).", hint="Upgrade edgekit to read it.")
+        gate_version(d, "schema_version", SCHEMA_VERSION, "The ProfileResult", "ProfileResult schema")
         return super().from_dict(d)
 
 

@@ -7,7 +7,8 @@ output's own record; an artifact is held to the worst of its detector outputs, s
 heads cannot hide a bad one behind a good one. A manifest without them (a classifier, or a run from
 before edgekit judged detectors by their boxes) yields None: the budgets do not apply to it.
 
-Read from hostile JSON like the rest of check (edgekit.check.files): a figure of the wrong type is no figure.
+The manifest side comes from the one typed reader (Manifest.read: a figure of the wrong type is no figure);
+a baseline's `detection` value is read here, the same way.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from edgekit.check.files import as_dict, as_float, as_int, as_list, as_str
+from edgekit.artifact import Fidelity
+from edgekit.filedoc import as_float, as_int, as_str
 from edgekit.records import Record
 
 
@@ -36,23 +38,25 @@ class DetectionFacts(Record):
     output: str | None = None
 
     @classmethod
-    def of_fidelity(cls, fid: Any) -> DetectionFacts | None:
-        """From a manifest artifact's `fidelity` value; None where no record in it holds a detector's figures."""
-        top = as_dict(fid)
-        records = [top, *(as_dict(as_dict(o).get("fidelity")) for o in as_list(top.get("outputs")))]
-        found = [r for r in records if as_float(r.get("detection_recall")) is not None
-                 or as_float(r.get("detection_precision")) is not None or as_float(r.get("map50")) is not None]
+    def of_fidelity(cls, fid: Fidelity | None) -> DetectionFacts | None:
+        """From a manifest artifact's fidelity record (read by Manifest.read, its figures typed); None where no
+        record in it holds a detector's figures."""
+        if fid is None:
+            return None
+        records = [fid, *(o.fidelity for o in fid.outputs if o.fidelity is not None)]
+        found = [r for r in records if as_float(r.detection_recall) is not None
+                 or as_float(r.detection_precision) is not None or as_float(r.map50) is not None]
         if not found:
             return None
-        recalls = [r for r in found if as_float(r.get("detection_recall")) is not None]
-        worst = min(recalls, key=lambda r: as_float(r.get("detection_recall")) or 0.0) if recalls else found[0]
-        maps = [r for r in found if as_float(r.get("map50")) is not None]
-        low = min(maps, key=lambda r: as_float(r.get("map50")) or 0.0) if maps else {}
+        recalls = [r for r in found if as_float(r.detection_recall) is not None]
+        worst = min(recalls, key=lambda r: as_float(r.detection_recall) or 0.0) if recalls else found[0]
+        maps = [r for r in found if as_float(r.map50) is not None]
+        low = min(maps, key=lambda r: as_float(r.map50) or 0.0) if maps else None
         return cls(recall=_lowest(found, "detection_recall"), precision=_lowest(found, "detection_precision"),
-                   map50=as_float(low.get("map50")), reference_map50=as_float(low.get("reference_map50")),
-                   detections=min((n for n in (as_int(r.get("detections")) for r in found) if n is not None),
-                                  default=None),
-                   output=as_str(worst.get("output")) or None)
+                   map50=as_float(low.map50) if low else None,
+                   reference_map50=as_float(low.reference_map50) if low else None,
+                   detections=min((r.detections for r in found if r.detections is not None), default=None),
+                   output=worst.output or None)
 
     @classmethod
     def read(cls, d: Any) -> DetectionFacts | None:
@@ -64,8 +68,8 @@ class DetectionFacts(Record):
                    detections=as_int(d.get("detections")), output=as_str(d.get("output")) or None)
 
 
-def _lowest(records: list[dict[str, Any]], key: str) -> float | None:
-    values = [v for v in (as_float(r.get(key)) for r in records) if v is not None]
+def _lowest(records: list[Fidelity], key: str) -> float | None:
+    values = [v for v in (as_float(getattr(r, key)) for r in records) if v is not None]
     return min(values) if values else None
 
 

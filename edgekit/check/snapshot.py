@@ -6,8 +6,10 @@ baseline JSON that `edgekit check --update-baseline` wrote from such a folder. T
 Snapshot's JSON: small, keys sorted, one artifact per entry, figures rounded, no timestamp, so that a
 baseline committed to a repository changes only where the model did.
 
-Artifacts are matched across runs by format and variant (`onnx int8`, `tflite int8-uint8io`), not by
-file name, so a renamed model still meets its baseline.
+manifest.json and bench.json are read through their one typed reader (`Manifest.read`, `BenchReport.read`:
+the version gate, hostile-input rules), never parsed here. Artifacts are matched across runs by format and
+variant (`onnx int8`, `tflite int8-uint8io`), both taken from the manifest entry's own fields
+(`Artifact.variant`), not from file names, so a renamed model still meets its baseline.
 """
 
 from __future__ import annotations
@@ -15,21 +17,26 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from edgekit.artifact import Artifact, Manifest
 from edgekit.check.detection import DetectionFacts
-from edgekit.check.files import (
+from edgekit.errors import UsageError
+from edgekit.filedoc import (
     as_bool,
     as_dict,
     as_float,
     as_int,
     as_list,
     as_str,
+    gate_version,
     parse_json,
     read_json,
 )
-from edgekit.errors import UsageError
 from edgekit.records import Record
+
+if TYPE_CHECKING:  # bench's records import the measuring code: loaded only where a bench.json is read
+    from edgekit.bench_report import BenchReport, BenchRow, Reference
 
 BASELINE_KIND = "edgekit-baseline"
 BASELINE_VERSION = 1
@@ -142,76 +149,60 @@ def _rounded(value: Any) -> Any:
     return value
 
 
-def variant_of(path: str, precision: str) -> str:
-    """The precision as the file name spells it: `m.int8-uint8io.tflite` -> int8-uint8io; else the precision."""
-    parts = Path(path).name.split(".")
-    tag = parts[-2] if len(parts) >= 3 else ""
-    return tag if precision and tag.startswith(precision) else precision
-
-
-# ---------------------------------------------------------------- a manifest (+ bench.json) -> Snapshot
+# ---------------------------------------------------------------- a Manifest (+ BenchReport) -> Snapshot
 
 
 def _tpu(report: dict[str, Any]) -> TpuFacts | None:
-    """Coverage from a manifest's `extra.edgetpu`: the compiler's op counts where it ran, else the pre-flight's."""
+    """Coverage from a manifest's `extra.edgetpu` (EdgeTpuReport): the compiler's op counts where it ran, else
+    the pre-flight's."""
+    from edgekit.edgetpu.records import EdgeTpuReport
+
     if not report:
         return None
-    compiler = as_dict(report.get("compiler"))
-    ops_total, ops_on = as_int(compiler.get("ops_total")), as_int(compiler.get("ops_on_tpu"))
-    source = "edgetpu_compiler"
+    tpu = EdgeTpuReport.read(report)
+    pf, log = tpu.preflight, tpu.compiler
+    ops_total, ops_on, source = (log.ops_total, log.ops_on_tpu, "edgetpu_compiler") if log is not None else \
+        (None, None, "")
     if not (ops_total and ops_on is not None):
-        ops_total, ops_on, source = as_int(report.get("ops_total")), as_int(report.get("ops_on_tpu")), "pre-flight"
+        ops_total, ops_on, source = pf.ops_total, pf.ops_on_tpu, "pre-flight"
     frac = ops_on / ops_total if ops_total and ops_on is not None and source == "edgetpu_compiler" else \
-        as_float(report.get("ops_on_tpu_fraction"))
+        as_float(pf.ops_on_tpu_fraction)
     if frac is None and ops_total and ops_on is not None:
         frac = ops_on / ops_total
-    first = as_dict(report.get("first_unsupported"))
-    if frac is None and as_float(report.get("macs_on_tpu_fraction")) is None:
+    first = pf.first_unsupported
+    macs = as_float(pf.macs_on_tpu_fraction)
+    if frac is None and macs is None:
         return None
-    return TpuFacts(ops_on_tpu_fraction=frac, macs_on_tpu_fraction=as_float(report.get("macs_on_tpu_fraction")),
-                    partition_index=as_int(first.get("index")) if first else None,
-                    partition_op=as_str(first.get("op")) or None if first else None, source=source)
+    return TpuFacts(ops_on_tpu_fraction=frac, macs_on_tpu_fraction=macs,
+                    partition_index=first.index if first else None,
+                    partition_op=first.op or None if first else None, source=source)
 
 
-def _artifact(entry: Any, n: int, where: str) -> Facts:
-    if not isinstance(entry, dict) or not as_str(entry.get("format")) or not as_str(entry.get("precision")):
-        raise UsageError(f"{where}: artifact #{n} is not an edgekit artifact entry (no format/precision).",
-                         hint="Pass the manifest.json that `edgekit convert` wrote, unedited.")
-    fmt, precision, path = entry["format"], entry["precision"], as_str(entry.get("path"))
-    fid = as_dict(entry.get("fidelity"))
-    failure = as_dict(entry.get("failure"))
-    variant = variant_of(path, precision)
-    return Facts(key=f"{fmt} {variant}", format=fmt, precision=precision, variant=variant, path=path,
-                 status="failed" if entry.get("status") == "failed" else "ok",
-                 failure=(as_str(failure.get("message")) or "failed") if entry.get("status") == "failed" else None,
-                 size_bytes=as_int(entry.get("size_bytes")), sha256=as_str(entry.get("sha256")),
-                 top1_agreement=as_float(fid.get("top1_agreement")), accuracy=as_float(fid.get("accuracy")),
-                 reference_accuracy=as_float(fid.get("reference_accuracy")),
-                 fidelity_passed=as_bool(fid.get("passed")) if fid else None,
-                 fidelity_failures=[str(x) for x in as_list(fid.get("failures"))[:20]],
+def _artifact(art: Artifact) -> Facts:
+    fid = art.fidelity
+    failed = not art.ok
+    return Facts(key=f"{art.format} {art.variant}", format=art.format, precision=art.precision, variant=art.variant,
+                 path=art.path, status="failed" if failed else "ok",
+                 failure=((art.failure.message if art.failure else "") or "failed") if failed else None,
+                 size_bytes=art.size_bytes or None, sha256=art.sha256,
+                 top1_agreement=as_float(fid.top1_agreement) if fid else None,
+                 accuracy=as_float(fid.accuracy) if fid else None,
+                 reference_accuracy=as_float(fid.reference_accuracy) if fid else None,
+                 fidelity_passed=fid.passed if fid else None,
+                 fidelity_failures=[str(x) for x in fid.failures[:20]] if fid else [],
                  detection=DetectionFacts.of_fidelity(fid),
-                 edgetpu=_tpu(as_dict(as_dict(entry.get("extra")).get("edgetpu"))))
+                 edgetpu=_tpu(as_dict(art.extra.get("edgetpu"))))
 
 
-def from_manifest(data: Any, where: str) -> Snapshot:
-    """The manifest facts (no file inspected, no latency) of manifest JSON DATA read from WHERE."""
-    if not isinstance(data, dict) or not isinstance(data.get("artifacts"), list):
-        raise UsageError(f"{where} is not an edgekit manifest (no 'artifacts' list).",
-                         hint="Pass a conversion's output folder or its manifest.json.")
-    version = as_int(data.get("manifest_version"))
-    from edgekit.artifact import MANIFEST_VERSION
-
-    if version is not None and version > MANIFEST_VERSION:
-        raise UsageError(f"{where} is manifest version {version}, newer than this edgekit reads ({MANIFEST_VERSION}).",
-                         hint="Upgrade edgekit.")
-    arts = [_artifact(e, i, where) for i, e in enumerate(data["artifacts"], 1)]
+def from_manifest(manifest: Manifest) -> Snapshot:
+    """The manifest facts (no file inspected, no latency) of MANIFEST (read by Manifest.read / parse)."""
+    arts = [_artifact(a) for a in manifest.artifacts]
     seen: dict[str, int] = {}
     for f in arts:  # two artifacts of one format and variant (unusual): told apart by file name
         seen[f.key] = seen.get(f.key, 0) + 1
         if seen[f.key] > 1:
             f.key = f"{f.key} ({Path(f.path).name})"
-    src = as_dict(data.get("source"))
-    return Snapshot(source_path=as_str(src.get("path")), source_sha256=as_str(src.get("sha256")), artifacts=arts)
+    return Snapshot(source_path=manifest.source.path, source_sha256=manifest.source.sha256, artifacts=arts)
 
 
 def _inspect(facts: list[Facts], folder: Path, notes: list[str]) -> None:
@@ -232,57 +223,48 @@ def _inspect(facts: list[Facts], folder: Path, notes: list[str]) -> None:
             [str(o) for o in as_list(got.get("ops"))]
 
 
-def _reference_row(rows: list[dict[str, Any]], reference: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+def _reference_row(rows: list[BenchRow], reference: Reference | None) -> tuple[BenchRow | None, str | None]:
     """The row bench's speed-ups are against (the source model, else the fp32 artifact) and its description."""
-    ok = [r for r in rows if r.get("status") == "ok" and as_float(r.get("p50_ms"))]
-    src = [r for r in ok if as_str(r.get("label")).startswith("source")]
+    ok = [r for r in rows if r.status == "ok" and as_float(r.p50_ms)]
+    src = [r for r in ok if r.label.startswith("source")]
     if src:
         r = src[0]
-        return r, f"source model: {r.get('label')} on {r.get('runtime')}/{r.get('device')}"
-    label = as_str(reference.get("label"))
+        return r, f"source model: {r.label} on {r.runtime}/{r.device}"
+    label = reference.label if reference is not None else ""
     for r in ok:
-        if f"{r.get('label')} on {r.get('runtime')}/{r.get('device')}" == label:
+        if f"{r.label} on {r.runtime}/{r.device}" == label:
             return r, f"fp32 artifact: {label}"
     return None, None
 
 
-def _ratio(a: Any, b: Any) -> float | None:
+def _ratio(a: float | None, b: float | None) -> float | None:
     a, b = as_float(a), as_float(b)
     return a / b if a is not None and b else None
 
 
-def add_bench(snapshot: Snapshot, bench: Any, where: str, notes: list[str]) -> None:
-    """Latency rows of bench.json BENCH into SNAPSHOT's artifacts (matched by file name and sha256)."""
-    if not isinstance(bench, dict) or not isinstance(bench.get("rows"), list):
-        raise UsageError(f"{where} is not an edgekit bench report (no 'rows' list).",
-                         hint="Pass the folder `edgekit bench` wrote into (bench/bench.json), or leave it out.")
-    from edgekit.bench_report import SCHEMA_VERSION
-
-    version = as_int(bench.get("schema_version"))
-    if version is not None and version > SCHEMA_VERSION:
-        raise UsageError(f"{where} is bench schema {version}, newer than this edgekit reads ({SCHEMA_VERSION}).")
-    rows = [r for r in bench["rows"] if isinstance(r, dict)]
-    ref, described = _reference_row(rows, as_dict(bench.get("reference")))
+def add_bench(snapshot: Snapshot, bench: BenchReport, where: str, notes: list[str]) -> None:
+    """Latency rows of BENCH (bench.json read by BenchReport.read) into SNAPSHOT's artifacts, matched by file
+    name and sha256."""
+    rows = bench.rows
+    ref, described = _reference_row(rows, bench.reference)
     snapshot.latency_reference = described
     if ref:
-        snapshot.reference_p50_ms, snapshot.reference_p90_ms = as_float(ref.get("p50_ms")), as_float(ref.get("p90_ms"))
-    measured_sha = {Path(as_str(as_dict(r.get("artifact")).get("path"))).name: as_str(as_dict(r.get("artifact"))
-                    .get("sha256")) for r in as_list(bench.get("results")) if isinstance(r, dict)}
+        snapshot.reference_p50_ms, snapshot.reference_p90_ms = as_float(ref.p50_ms), as_float(ref.p90_ms)
+    measured_sha = {Path(r.artifact.path).name: r.artifact.sha256 for r in bench.results}
     by_name = {Path(f.path).name: f for f in snapshot.artifacts if f.path}
     stale: list[str] = []
     for r in rows:
-        facts = by_name.get(Path(as_str(r.get("path"))).name)
-        if facts is None or r.get("status") != "ok" or as_float(r.get("p50_ms")) is None:
+        facts = by_name.get(Path(r.path).name)
+        if facts is None or r.status != "ok" or as_float(r.p50_ms) is None:
             continue
-        sha = measured_sha.get(Path(as_str(r.get("path"))).name)
+        sha = measured_sha.get(Path(r.path).name)
         if sha and facts.sha256 and sha != facts.sha256:
             stale.append(facts.key)
             continue
         facts.latency.append(Latency(
-            runtime=as_str(r.get("runtime")), device=as_str(r.get("device")), p50_ms=as_float(r.get("p50_ms")),
-            p90_ms=as_float(r.get("p90_ms")),
-            p50_vs_ref=_ratio(r.get("p50_ms"), ref.get("p50_ms")) if ref else None,
-            p90_vs_ref=_ratio(r.get("p90_ms"), ref.get("p90_ms")) if ref else None))
+            runtime=r.runtime, device=r.device, p50_ms=as_float(r.p50_ms), p90_ms=as_float(r.p90_ms),
+            p50_vs_ref=_ratio(r.p50_ms, ref.p50_ms) if ref else None,
+            p90_vs_ref=_ratio(r.p90_ms, ref.p90_ms) if ref else None))
     if stale:
         notes.append(f"{where} measured other files than the manifest lists (sha256 differs) for "
                      f"{', '.join(sorted(set(stale)))}: their latency is not compared; re-run `edgekit bench`")
@@ -293,7 +275,7 @@ def from_folder(target: Path, inspect: bool = True) -> Side:
     manifest = target / "manifest.json" if target.is_dir() else target
     if target.is_dir() and not manifest.is_file():
         raise UsageError(f"{target} holds no manifest.json.", hint="Pass the output folder of `edgekit convert`.")
-    snap = from_manifest(read_json(manifest, "manifest"), str(manifest))
+    snap = from_manifest(Manifest.read(manifest))
     folder = manifest.parent
     side = Side(snapshot=snap, where=str(target), folder=folder)
     present: list[Facts] = []
@@ -311,7 +293,9 @@ def from_folder(target: Path, inspect: bool = True) -> Side:
         _inspect(present, folder, side.notes)
     bench = folder / "bench" / "bench.json"
     if bench.is_file():
-        add_bench(snap, read_json(bench, "bench report"), str(bench), side.notes)
+        from edgekit.bench_report import BenchReport
+
+        add_bench(snap, BenchReport.read(bench), str(bench), side.notes)
     else:
         side.notes.append(f"no bench report at {bench}: latency is not compared (run `edgekit bench {target}`)")
     return side
@@ -320,15 +304,14 @@ def from_folder(target: Path, inspect: bool = True) -> Side:
 def from_baseline_data(data: Any, where: str) -> Snapshot:
     """A baseline JSON (or a manifest, read for its manifest facts) already parsed from WHERE."""
     if isinstance(data, dict) and data.get("kind") == BASELINE_KIND:
-        version = as_int(data.get("version"))
-        if version is None or version > BASELINE_VERSION:
-            raise UsageError(f"{where} is baseline version {data.get('version')!r}; this edgekit reads "
-                             f"{BASELINE_VERSION}.", hint="Upgrade edgekit, or write the baseline again.")
+        if "version" not in data:
+            raise UsageError(f"{where} is a baseline without a version.", hint="Write the baseline again.")
+        gate_version(data, "version", BASELINE_VERSION, where, "baseline version")
         if not isinstance(data.get("artifacts"), list) or not all(isinstance(a, dict) for a in data["artifacts"]):
             raise UsageError(f"{where} is a baseline without an 'artifacts' list.")
         return _typed(data, where)
     if isinstance(data, dict) and "artifacts" in data:
-        return from_manifest(data, where)
+        return from_manifest(Manifest.parse(data, where))
     raise UsageError(f"{where} is neither an edgekit baseline nor a manifest.",
                      hint="Write a baseline with `edgekit check OUT --baseline FILE --update-baseline`.")
 
@@ -380,4 +363,4 @@ def load_baseline(spec: str) -> Side:
 
 
 __all__ = ["BASELINE_KIND", "BASELINE_VERSION", "Facts", "Latency", "Side", "Snapshot", "TpuFacts", "add_bench",
-           "from_baseline_data", "from_folder", "from_manifest", "load_baseline", "variant_of"]
+           "from_baseline_data", "from_folder", "from_manifest", "load_baseline"]

@@ -3,14 +3,17 @@
 They travel from `edgetpu/` to `inspect`, to the `edgetpu_compile` step and into the manifest
 (`extra.edgetpu`), so each is a dataclass whose `to_dict()` gives exactly the JSON the manifest and
 `edgekit inspect --json` have always carried (keys that were written only in some cases are still
-written only then), and `from_dict()` reads that JSON back. No imports from the rest of edgekit:
-the pre-flight, the log parser and the compiler wrapper all build these, and inspect reads them.
+written only then), and `from_dict()` reads that JSON back, keeping a value only where it has its
+field's type (edgekit.records.fits: a manifest is hostile input). No imports from the rest of edgekit
+but that leaf: the pre-flight, the log parser and the compiler wrapper all build these, and inspect reads them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any, Literal, TypeVar
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, Literal, TypeVar, get_type_hints
+
+from edgekit.records import fits
 
 # Why the pre-flight puts an op where it does (rules.STATUS quotes the compiler's words for most of them).
 OpCode = Literal[
@@ -48,8 +51,22 @@ _R = TypeVar("_R")
 
 def _flat(cls: type[_R], d: dict[str, Any], **nested: Any) -> _R:
     """CLS from the JSON D of a flat record: its own fields only (a manifest adds others), NESTED as given."""
-    own = {f.name: d[f.name] for f in fields(cls) if f.init and f.name in d and f.name not in nested}  # type: ignore[arg-type]
+    hints = get_type_hints(cls)
+    own: dict[str, Any] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        if not f.init or f.name not in d or f.name in nested:
+            continue
+        if not fits(hints[f.name], d[f.name]):  # a wrong-typed value is none; a field without a default refuses
+            if f.default is MISSING and f.default_factory is MISSING:
+                raise TypeError(f"{cls.__name__}.{f.name} is {type(d[f.name]).__name__}, not {hints[f.name]}")
+            continue
+        own[f.name] = d[f.name]
     return cls(**own, **nested)
+
+
+def _tables(value: Any) -> list[dict[str, Any]]:
+    """The tables in a JSON list (a nested record list); anything else in it, or a non-list, is none."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 @dataclass
@@ -212,9 +229,9 @@ class PreflightReport:
         return _flat(
             cls,
             d,
-            first_unsupported=PartitionPoint.from_dict(first) if first else None,
-            ops=[PreflightOp.from_dict(e) for e in d.get("ops", [])],
-            problems=[Problem.from_dict(p) for p in d.get("problems", [])],
+            first_unsupported=PartitionPoint.from_dict(first) if isinstance(first, dict) and first else None,
+            ops=[PreflightOp.from_dict(e) for e in _tables(d.get("ops"))],
+            problems=[Problem.from_dict(p) for p in _tables(d.get("problems"))],
         )
 
 
@@ -303,7 +320,7 @@ class CompilerLog:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CompilerLog:
-        return _flat(cls, d, operators=[OperatorRow.from_dict(r) for r in d.get("operators") or []])
+        return _flat(cls, d, operators=[OperatorRow.from_dict(r) for r in _tables(d.get("operators"))])
 
 
 @dataclass
@@ -326,9 +343,50 @@ class CompileResult:
         }
 
 
+@dataclass
+class EdgeTpuReport:
+    """A manifest's `extra.edgetpu` for the Edge TPU chain: the int8 model's pre-flight and what the compiler did.
+
+    Built whole by the edgetpu_compile step and completed (how_to_finish, which needs the published path)
+    before it is serialized: nothing edits the JSON afterwards. JSON as manifest v1 wrote it: the pre-flight's
+    keys flat, then `compiled`, `compiler`, `disagreements`, `how_to_finish`. `compiled` there has one
+    meaning: the compiler made <stem>_edgetpu.tflite in this run. (The pre-flight's own `compiled`, "its
+    input was already compiled", is always False here, the step pre-flights the uncompiled int8 model; it
+    stays `preflight.compiled` and is not written over it.)
+    """
+
+    preflight: PreflightReport
+    compiled: bool = False  # the compiler ran here and made the Edge TPU model
+    compiler: CompilerLog | None = None  # what it said; None where it did not run
+    disagreements: list[str] = field(default_factory=list)  # pre-flight vs compiler
+    how_to_finish: str | None = None  # where it could not run: the command that finishes the job elsewhere
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.preflight.to_dict(), "compiled": self.compiled,
+                "compiler": self.compiler.to_dict() if self.compiler is not None else None,
+                "disagreements": list(self.disagreements), "how_to_finish": self.how_to_finish}
+
+    @classmethod
+    def read(cls, d: Any) -> EdgeTpuReport | None:
+        """From a manifest's `extra.edgetpu`; None where it is not a table or its pre-flight is unreadable."""
+        if not isinstance(d, dict):
+            return None
+        try:
+            preflight = PreflightReport.from_dict({**d, "predicted": d.get("predicted", True), "compiled": False})
+            log = d.get("compiler")
+            compiler = CompilerLog.from_dict(log) if isinstance(log, dict) else None
+        except (TypeError, ValueError, KeyError, AttributeError):
+            return None
+        dis, finish = d.get("disagreements"), d.get("how_to_finish")
+        return cls(preflight=preflight, compiled=d.get("compiled") is True, compiler=compiler,
+                   disagreements=[str(x) for x in dis] if isinstance(dis, list) else [],
+                   how_to_finish=finish if isinstance(finish, str) else None)
+
+
 __all__ = [
     "CompileResult",
     "CompilerLog",
+    "EdgeTpuReport",
     "OpCode",
     "OperatorRow",
     "OperatorsSource",

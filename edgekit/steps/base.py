@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import numpy as np
 
@@ -22,6 +22,18 @@ if TYPE_CHECKING:
 
 
 BatchSize = int | Literal["dynamic"]
+
+
+class PostReport(Protocol):
+    """What a post-step reports about the artifact it worked on: a record execute completes, then serializes.
+
+    HOW_TO_FINISH is set by execute where the post-step could not run here (it needs the published path,
+    which only execute knows), before `to_dict()` is called: nothing edits the manifest's dict afterwards.
+    """
+
+    how_to_finish: str | None
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -44,8 +56,9 @@ class Intermediate:
     exporter: Literal["dynamo", "torchscript"] | None = None  # which torch.onnx exporter wrote it
     opset: int | None = None
     dynamic_shape_ops: list[str] = field(default_factory=list)  # SHAPE/PACK ... left in a .tflite
-    # A post-step's report about the artifact it worked on, recorded as artifact.extra[report_key]
-    report: dict[str, Any] | None = None
+    # A post-step's report about the artifact it worked on, recorded as artifact.extra[report_key]: a typed
+    # record, completed before execute serializes it (edgekit.edgetpu.records.EdgeTpuReport)
+    report: PostReport | None = None
     report_key: str | None = None
     # Files written beside the output and published with it: role -> path ("compiler_log": ...)
     side_files: dict[str, Path] = field(default_factory=dict)

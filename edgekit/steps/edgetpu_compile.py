@@ -62,6 +62,7 @@ class EdgeTpuCompile(Step):
 
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
         from edgekit.edgetpu import CompilerLog, compare, compile_model, how_to_finish, preflight
+        from edgekit.edgetpu.records import EdgeTpuReport
 
         if inp.path is None or not inp.path.is_file():
             raise ConversionError("edgetpu_compile: the int8 .tflite it should compile was not written.")
@@ -108,12 +109,7 @@ class EdgeTpuCompile(Step):
             for d in disagreements:
                 ctx.log(f"pre-flight vs compiler: {d}")
 
-        edgetpu = {
-            **pf.to_dict(),
-            "compiled": compiled_path is not None,
-            "compiler": report.to_dict() if report is not None else None,
-            "disagreements": disagreements,
-            "how_to_finish": finish,
-        }
+        edgetpu = EdgeTpuReport(preflight=pf, compiled=compiled_path is not None, compiler=report,
+                                disagreements=disagreements, how_to_finish=finish)
         return inp.derive(kind="edgetpu", path=compiled_path, precision="int8", report=edgetpu, report_key="edgetpu",
                           side_files={"compiler_log": log_path} if compiled_path and log_path.is_file() else {})

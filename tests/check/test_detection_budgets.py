@@ -175,11 +175,12 @@ def test_an_artifact_is_held_to_its_worst_detector_output() -> None:
     top.outputs[0].fidelity.detections = 90
     art: dict[str, Any] = Artifact(path="m.onnx", format="onnx", precision="int8", inputs=[], outputs=[],
                                    size_bytes=1, sha256="", fidelity=top).to_dict()
-    facts = DetectionFacts.of_fidelity(art["fidelity"])
+    facts = DetectionFacts.of_fidelity(Fidelity.from_dict(art["fidelity"]))
     assert facts == DetectionFacts(recall=0.91, precision=0.98, map50=0.50, reference_map50=0.60, detections=90,
                                    output="head_b")
-    assert DetectionFacts.of_fidelity(Artifact(path="c.onnx", format="onnx", precision="int8", inputs=[], outputs=[],
-                                               size_bytes=1, sha256="", fidelity=classifier()).to_dict()["fidelity"]) \
-        is None
-    assert DetectionFacts.of_fidelity({"detection_recall": "0.9", "outputs": "x"}) is None  # hostile: no figure
+    assert DetectionFacts.of_fidelity(Fidelity.from_dict(Artifact(
+        path="c.onnx", format="onnx", precision="int8", inputs=[], outputs=[], size_bytes=1, sha256="",
+        fidelity=classifier()).to_dict()["fidelity"])) is None
+    hostile = Fidelity.from_dict({"detection_recall": "0.9", "outputs": "x"})  # the one reader: no figure
+    assert DetectionFacts.of_fidelity(hostile) is None
     assert DetectionFacts.read({"recall": True, "map50": 0.5}) == DetectionFacts(map50=0.5)

@@ -11,6 +11,7 @@ import pytest
 from edgekit.cli import main
 from edgekit.errors import EXIT_CHECK
 
+SEED = json.loads((Path(__file__).resolve().parents[1] / "fuzz" / "seeds" / "bench.json").read_text())
 ART = {"path": "m.int8.onnx", "format": "onnx", "precision": "int8", "size_bytes": 100, "sha256": "s"}
 
 
@@ -26,7 +27,7 @@ def run(tmp_path: Path, name: str, source: tuple[float, float], row: tuple[float
              "path": str(out / "m.int8.onnx"), "status": "ok", "p50_ms": row[0], "p90_ms": row[1]}]
     bench = {"schema_version": 1, "rows": rows, "reference": {"kind": "source model", "p50_ms": source[0],
                                                                 "label": "source (torch-exported) on torch/cpu"},
-             "results": [{"artifact": {"path": str(out / "m.int8.onnx"), "sha256": "s"}}]}
+             "results": [{**SEED["results"][0], "artifact": {"path": str(out / "m.int8.onnx"), "sha256": "s"}}]}
     (out / "bench" / "bench.json").write_text(json.dumps(bench))
     return out
 

@@ -23,7 +23,6 @@ def _manifest() -> dict:
 
 @pytest.mark.parametrize(("edit", "words"), [
     (lambda d: "[" * 200_000 + json.dumps(d) + "]" * 200_000, "nested too deeply"),  # RecursionError
-    (lambda d: d["artifacts"][0]["fidelity"].pop("samples") and d, "not a valid edgekit manifest"),  # TypeError
     (lambda d: d["artifacts"][0]["inputs"][0].update(shape=["\u00ce`"]) or d, "not a valid edgekit manifest"),
     (lambda d: d.update(artifacts=[1, "x"]) or d, "not a valid edgekit manifest"),  # AttributeError
 ])
@@ -35,6 +34,21 @@ def test_a_damaged_manifest_is_bad_input(tmp_path: Path, edit, words: str) -> No
     path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
     with pytest.raises(UsageError, match=words):
         Manifest.read(path)
+
+
+def test_a_fidelity_record_without_samples_is_read_by_every_reader(tmp_path: Path) -> None:
+    """Once a TypeError in Manifest.read while check accepted it: now one reader, one answer (samples 0, unknown)."""
+    from edgekit.artifact import Manifest
+    from edgekit.check.snapshot import from_folder
+
+    doc = _manifest()
+    doc["artifacts"][0]["fidelity"].pop("samples")
+    (tmp_path / "manifest.json").write_text(json.dumps(doc))
+    art = Manifest.read(tmp_path).artifacts[0]
+    assert art.fidelity is not None and art.fidelity.samples == 0
+    assert art.fidelity.top1_agreement == doc["artifacts"][0]["fidelity"]["top1_agreement"]
+    facts = from_folder(tmp_path, inspect=False).snapshot.artifacts[0]
+    assert facts.top1_agreement == art.fidelity.top1_agreement
 
 
 def test_a_bench_report_with_a_strange_schema_version_is_bad_input() -> None:

@@ -101,11 +101,11 @@ def test_bad_budget_is_exit_2_with_a_clear_message(tmp_path: Path, capsys, text:
     assert re.search(message, err), err
 
 
-def test_readme_budget_example_loads_and_its_table_lists_every_key(tmp_path: Path) -> None:
+def test_docs_budget_example_loads_and_its_table_lists_every_key(tmp_path: Path) -> None:
     import re
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## CI gate", 1)[1].split("\n## ", 1)[0]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "check.md").read_text()
+    section = page.split("## Budgets", 1)[1].split("\n## ", 1)[0]
     (example,) = re.findall(r"```toml\n(.*?)```", section, re.S)
     (tmp_path / "b.toml").write_text(example)
     b = load_budgets(tmp_path / "b.toml")

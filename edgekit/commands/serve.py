@@ -15,7 +15,10 @@ NMS in the picture's pixels), Prometheus /metrics.
 PATH: an .onnx / .tflite / _edgetpu.tflite artifact, or an `edgekit convert` output folder (the artifact
 that suits --device, or --precision, is served). Several PATHs serve several models, each as <stem> (or
 <stem>-<precision>). Binds 127.0.0.1; any other address needs --allow-remote and a token (--token-file or
-EDGEKIT_TOKEN). SIGTERM/SIGINT: readiness turns false, requests in flight finish, exit 0."""
+EDGEKIT_TOKEN). SIGTERM/SIGINT: readiness turns false, requests in flight finish, exit 0.
+
+From a conversion folder (or an artifact with its manifest beside it) every artifact answers with the source
+model's tensor names, and takes the artifact's own names too: one client works against each of them."""
 
 
 def register(app: typer.Typer) -> None:
@@ -45,9 +48,13 @@ def register(app: typer.Typer) -> None:
         top_k: int = typer.Option(5, help="Classes /classify returns by default (?top_k=N)."),
         option: list[str] | None = typer.Option(None, "--option", "-O", help="Runtime option KEY=VALUE (repeat), "
                                                 "as for `edgekit profile`."),
+        log_level: str = typer.Option("info", help="debug|info|warning|error: the server's log on stderr (a line "
+                                      "per failed request, the traceback of a 500; debug adds uvicorn's access "
+                                      "log)."),
     ) -> None:
         from edgekit.commands.profile import parse_options
         from edgekit.serve.config import ServeConfig, read_token
+        from edgekit.serve.logs import check_level
         from edgekit.serve.server import serve
 
         config = ServeConfig(
@@ -56,5 +63,6 @@ def register(app: typer.Typer) -> None:
             max_queue=max_queue, max_body_mb=max_body_mb, max_image_mpix=max_image_mpix, timeout_s=timeout_s,
             drain_s=drain_s, token=read_token(token_file, os.environ.get("EDGEKIT_TOKEN")),
             allow_remote=allow_remote, labels=labels, top_k=top_k, options=parse_options(option),
+            log_level=check_level(log_level),
         )
         raise typer.Exit(serve(config))

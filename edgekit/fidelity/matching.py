@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgekit.fidelity.metrics import relative_error
+from edgekit.fidelity.names import normalized
 
 _POSITIONAL = re.compile(r"^output_(\d+)$")
-_PUNCT = re.compile(r"[^0-9a-z]+")
 
 
 @dataclass(frozen=True)
@@ -37,13 +37,6 @@ class Match:
     source: str
     artifact: str | None
     by: str | None
-
-
-def normalized(name: str) -> str:
-    """NAME without case, punctuation, a "serving_default_" prefix or a ":<n>" tensor suffix."""
-    n = re.sub(r":\d+$", "", name.strip().lower())
-    n = n.removeprefix("serving_default_")
-    return _PUNCT.sub("_", n).strip("_")
 
 
 def match_outputs(source: dict[str, np.ndarray], artifact: dict[str, np.ndarray],

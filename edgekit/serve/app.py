@@ -3,13 +3,16 @@
 The guard (a plain ASGI middleware, cheap on every request) enforces, in order: the bearer token
 (compared in constant time; /v2/health/* stays open for probes), the body limit from Content-Length
 (413 before a byte of the body is read; bodies without a length are counted as they stream), and
-the drain (after SIGTERM/SIGINT new requests get 503 while those in flight finish).
+the drain (after SIGTERM/SIGINT new requests get 503 while those in flight finish). It also writes the
+one log line of every failed request, its own refusals included (edgekit.serve.logs).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
+import json
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,6 +27,7 @@ from starlette.routing import Route
 from edgekit._version import __version__
 from edgekit.runtimes.base import quantize
 from edgekit.serve import detect as det
+from edgekit.serve import logs
 from edgekit.serve.config import ServeConfig
 from edgekit.serve.errors import RequestError, bad_request
 from edgekit.serve.image import color_of, image_input, input_size, open_picture, to_input, top_k
@@ -34,6 +38,8 @@ from edgekit.serve.tensors import WireTensor
 
 EXTENSIONS = ["binary_tensor_data", "classification", "edgekit_classify", "edgekit_detect"]
 OPEN_PREFIX = "/v2/health/"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -79,21 +85,43 @@ class Guard:
             return await self.app(scope, receive, send)
         path: str = scope.get("path", "")
         headers = dict(scope.get("headers") or [])
-        refusal = self._refuse(path, headers)
+        status = 0
+
+        async def watched(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        refusal = self._refuse(path, headers, scope)
         if refusal is not None:
-            return await refusal(scope, receive, send)
+            await refusal(scope, receive, watched)
+            logs.failed(scope, status, logger=log)
+            return None
         counted = not path.startswith(OPEN_PREFIX) and path != "/metrics"
         if counted:
             self.state.in_flight += 1
             self.state.metrics.in_flight.inc()
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, watched)
+        except Exception as exc:  # past the routes' own catch: Starlette answers 500; the log keeps the traceback
+            logs.failed(scope, 500, exc, logger=log)
+            raise
         finally:
             if counted:
                 self.state.in_flight -= 1
                 self.state.metrics.in_flight.dec()
+        if status >= 400:
+            logs.failed(scope, status, logger=log)
+        return None
 
-    def _refuse(self, path: str, headers: dict[bytes, bytes]) -> Response | None:
+    def _refuse(self, path: str, headers: dict[bytes, bytes], scope: dict[str, Any]) -> Response | None:
+        refusal = self._refusal(path, headers)
+        if refusal is not None:
+            logs.note(scope, reason=json.loads(bytes(refusal.body)).get("error"))
+        return refusal
+
+    def _refusal(self, path: str, headers: dict[bytes, bytes]) -> Response | None:
         if self.token is not None and not path.startswith(OPEN_PREFIX):
             given = headers.get(b"authorization", b"")
             if not hmac.compare_digest(given, self.token):
@@ -151,11 +179,15 @@ def _route(path: str, endpoint: Endpoint, state: ServerState, label: str, method
             response = await endpoint(request, state)
         except RequestError as exc:
             response = _error(exc)
+            # the error itself only for a 5xx: its __cause__ is what raised in the runtime or the code
+            logs.note(request.scope, reason=exc.message, error=exc if exc.status >= 500 else None)
         except Exception as exc:  # noqa: BLE001 - a bug here is a 500 for this request, never a dead server
             response = _error(RequestError(500, f"internal error: {type(exc).__name__}: {exc}"))
-        model = request.path_params.get("name", "")
+            logs.note(request.scope, reason=f"internal error: {type(exc).__name__}: {exc}", error=exc)
+        asked = model = request.path_params.get("name", "")
         if model:
-            model = state.models[model].name if model in state.models else "unknown"
+            model = state.models[model].name if model in state.models else "unknown"  # bounded metric labels
+            logs.note(request.scope, model=model if model != "unknown" else asked)
             state.metrics.request_seconds.labels(model, label).observe(time.perf_counter() - t0)
         state.metrics.requests.labels(model, label, str(response.status_code)).inc()
         return response

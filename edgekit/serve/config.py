@@ -35,6 +35,7 @@ class ServeConfig:
     labels: Path | None = None
     top_k: int = 5
     options: dict[str, object] = field(default_factory=dict)  # runtime load options (--option KEY=VALUE)
+    log_level: str = "info"  # debug | info | warning | error (edgekit.serve.logs)
 
     @property
     def max_body_bytes(self) -> int:
@@ -45,7 +46,11 @@ class ServeConfig:
         return int(self.max_image_mpix * 1_000_000)
 
     def check(self) -> None:
-        """Numbers in range, and the bind rule: beyond loopback only with --allow-remote and a token."""
+        """Numbers in range, a known --log-level, and the bind rule: beyond loopback only with --allow-remote and a
+        token."""
+        from edgekit.serve.logs import check_level
+
+        check_level(self.log_level)
         for name, value, low in (("--workers", self.workers, 1), ("--max-batch", self.max_batch, 1),
                                  ("--max-queue", self.max_queue, 1), ("--top-k", self.top_k, 1)):
             if value < low:

@@ -208,7 +208,7 @@ def detections(results: dict[str, np.ndarray], det: Detector, cuts: Cuts, box: L
     except (IndexError, ValueError) as exc:  # outputs that do not fit the recorded head: the model is at fault
         shapes = [list(np.shape(a)) for a in arrays]
         raise RequestError(500, f"the model's outputs {shapes} do not fit its recorded {head.format} head "
-                           f"({head.classes} classes): {exc}") from None
+                           f"({head.classes} classes): {exc}") from exc  # chained: the log shows where
     order = np.argsort(-found.scores, kind="stable")
     unclipped = box.undo(_input_pixels(found.boxes, head, in_w, in_h), clip=False)
     centred = box.in_picture(unclipped)

@@ -9,11 +9,12 @@ result is plain data, so the choice can be tested and printed before any runtime
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgekit.artifact import Artifact, Manifest, Preprocessing
+from edgekit.artifact import Artifact, Manifest, Preprocessing, SourceInfo
 from edgekit.errors import UsageError
 
 # (format, precision) in order of preference for a device kind
@@ -24,6 +25,8 @@ PREFERENCE: dict[str, list[tuple[str, str]]] = {
             ("tflite", "fp16"), ("tflite", "fp32"), ("onnx", "fp32"), ("onnx", "fp16")],
 }
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class ModelChoice:
     artifact: Artifact | None  # its manifest record, where there is a manifest
     preprocessing: Preprocessing | None
     threads: int | None = None  # the device profile's (--device NAME or FILE.toml), where --threads is not given
+    source: SourceInfo | None = None  # the manifest's source: the tensor names served (edgekit.serve.names)
 
 
 def _stem(path: Path) -> str:
@@ -92,6 +96,7 @@ def choose_artifact(manifest: Manifest, device: str, precision: str | None, runt
                          + (f" --precision {precision}" if precision else "") + f" (it has: {have}).",
                          hint="Choose another --precision or --device, or serve an artifact file directly.")
     # the int8 TFLite with int8 I/O before the uint8-I/O one: the same model, the common case first
+    log.debug("device kind %s: candidates %s", kind, [a.path for a in candidates])
     return min(candidates, key=lambda a: (rank[(a.format, a.precision)], a.extra.get("io_dtype") == "uint8"))
 
 
@@ -142,7 +147,8 @@ def resolve_one(path: Path, device: str, precision: str | None, runtime: str | N
 
         prec = guess_precision(file, None)[0]
     return ModelChoice(name=stem, aliases=(), path=file, format=fmt, precision=prec, runtime=cls.name, device=dev,
-                       artifact=art, preprocessing=_preprocessing(manifest), threads=threads)
+                       artifact=art, preprocessing=_preprocessing(manifest), threads=threads,
+                       source=manifest.source if manifest is not None else None)
 
 
 def name_models(choices: list[ModelChoice]) -> list[ModelChoice]:

@@ -10,6 +10,7 @@ Runtimes release the GIL while they compute, so threads give real parallelism to
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from edgekit.runtimes.base import Runtime
+
+log = logging.getLogger(__name__)
 
 
 class QueueFull(Exception):
@@ -167,6 +170,8 @@ class RuntimePool:
                         joined = {k: np.concatenate([j.inputs[k] for j in group]) for k in group[0].inputs}
                         outs = _split_rows(rt.run(joined), [j.rows for j in group])
                 except Exception as exc:  # noqa: BLE001 - each job's caller answers 500 with it
+                    # the traceback is logged with each request's 500 (edgekit.serve.logs): here only the batch
+                    log.debug("%s: a batch of %d request(s) failed: %s", self.name, len(group), type(exc).__name__)
                     done = time.perf_counter()
                     for j in group:
                         j.finished = done

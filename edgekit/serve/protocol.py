@@ -19,7 +19,7 @@ import numpy as np
 
 from edgekit import jsonsafe
 from edgekit.serve.errors import bad_request
-from edgekit.serve.tensors import DATATYPES, KNOWN_DATATYPES, WireTensor, datatype_of
+from edgekit.serve.tensors import DATATYPES, KNOWN_DATATYPES, WireTensor, by_any_name, datatype_of
 
 HEADER_LENGTH = "inference-header-content-length"
 MAX_DIMS = 16  # no CNN input has more; bounds the nesting of JSON data as well
@@ -30,15 +30,16 @@ MAX_JSON_DEPTH = 64  # request object + inputs list + tensor + MAX_DIMS levels o
 class Requested:
     """One output the client asked for, whether as binary, and whether as its top classes (classification)."""
 
-    name: str
+    name: str  # as the request named it (the served name or an alias): the response answers under it
     binary: bool
     classes: int = 0  # the classification extension: the CLASSES best as "score:index[:label]" strings
+    tensor: str = ""  # the served name of the output it is (the key of the results); NAME when empty
 
 
 @dataclass
 class InferRequest:
     id: str | None
-    inputs: dict[str, np.ndarray]  # in the model's dtypes, shapes checked
+    inputs: dict[str, np.ndarray]  # by served name, in the model's dtypes, shapes checked
     outputs: list[Requested]
 
 
@@ -113,7 +114,7 @@ def parse_infer(body: bytes, header_length: str | None, inputs: list[WireTensor]
     items = doc.get("inputs")
     if not isinstance(items, list) or not items:
         raise bad_request("'inputs' must be a non-empty list of tensors.", "inputs")
-    by_name = {t.name: t for t in inputs}
+    by_name = by_any_name(inputs)  # the served names, and the artifact's own as aliases
     arrays: dict[str, np.ndarray] = {}
     offset = 0
     for i, item in enumerate(items):
@@ -122,10 +123,11 @@ def parse_infer(body: bytes, header_length: str | None, inputs: list[WireTensor]
             raise bad_request("each input must be an object with name, shape, datatype and data.", where)
         name = item.get("name")
         if not isinstance(name, str) or name not in by_name:  # a list or an object cannot be looked up
-            raise bad_request(f"the model has no input {name!r}; its inputs are {list(by_name)}.", f"{where}.name")
-        if name in arrays:
-            raise bad_request(f"input {name!r} is given twice.", f"{where}.name")
+            raise bad_request(f"the model has no input {name!r}; its inputs are {[t.name for t in inputs]}.",
+                              f"{where}.name")
         wire = by_name[name]
+        if wire.name in arrays:
+            raise bad_request(f"input {name!r} is given twice.", f"{where}.name")
         shape, dt = _shape(item, where), _datatype(item, where)
         wire.check_shape(shape, where)
         if dt not in wire.accepted:
@@ -144,10 +146,10 @@ def parse_infer(body: bytes, header_length: str | None, inputs: list[WireTensor]
             offset += size
         else:
             arr = _json_data(item.get("data"), dtype, count, where)
-        arrays[name] = wire.to_model(arr.reshape(shape).astype(dtype.newbyteorder("="), copy=False), dt, where)
+        arrays[wire.name] = wire.to_model(arr.reshape(shape).astype(dtype.newbyteorder("="), copy=False), dt, where)
     if offset != len(rest):
         raise bad_request(f"{len(rest) - offset} bytes of binary data after the last tensor.", "body")
-    missing = [n for n in by_name if n not in arrays]
+    missing = [t.name for t in inputs if t.name not in arrays]
     if missing:
         raise bad_request(f"missing input(s) {missing}.", "inputs")
     return InferRequest(id=_id(doc), inputs=arrays, outputs=_requested(doc, outputs))
@@ -168,19 +170,19 @@ def _requested(doc: dict[str, Any], outputs: list[WireTensor]) -> list[Requested
         return [Requested(t.name, binary_all) for t in outputs]
     if not isinstance(items, list):
         raise bad_request("'outputs' must be a list.", "outputs")
-    names = {t.name for t in outputs}
+    names = by_any_name(outputs)  # the served names, and the artifact's own as aliases
     out = []
     for i, item in enumerate(items):
         name = item.get("name") if isinstance(item, dict) else None
         if not isinstance(name, str) or name not in names:  # {"name": {...}} was a TypeError (issue 12's fuzz)
-            raise bad_request(f"the model has no output {name!r}; its outputs are {sorted(names)}.",
+            raise bad_request(f"the model has no output {name!r}; its outputs are {sorted(t.name for t in outputs)}.",
                               f"outputs[{i}].name")
         p = item.get("parameters") if isinstance(item.get("parameters"), dict) else {}
         classes = p.get("classification", 0)
         if not isinstance(classes, int) or isinstance(classes, bool) or classes < 0:
             raise bad_request(f"'classification' must be a whole number of classes, got {classes!r}.",
                               f"outputs[{i}].parameters.classification")
-        out.append(Requested(name, bool(p.get("binary_data", binary_all)), classes))
+        out.append(Requested(name, bool(p.get("binary_data", binary_all)), classes, names[name].name))
     return out
 
 
@@ -217,7 +219,7 @@ def encode_infer(model: str, version: str, request: InferRequest, results: dict[
     outs: list[dict[str, Any]] = []
     blobs: list[bytes] = []
     for req in request.outputs:
-        arr = results[req.name]
+        arr = results[req.tensor or req.name]
         arr = classify_output(arr, req.classes, labels) if req.classes else np.ascontiguousarray(arr)
         entry: dict[str, Any] = {"name": req.name, "datatype": "BYTES" if req.classes else datatype_of(arr.dtype.name),
                                  "shape": list(arr.shape)}

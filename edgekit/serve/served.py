@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -24,11 +25,14 @@ from edgekit.serve.detect import Detector, detector_of
 from edgekit.serve.errors import RequestError
 from edgekit.serve.metrics import Metrics
 from edgekit.serve.models import ModelChoice
+from edgekit.serve.names import renaming
 from edgekit.serve.pool import QueueFull, RuntimePool
 from edgekit.serve.tensors import WireTensor, wire_tensors
 
 PLATFORMS = {"onnx": "onnxruntime_onnx", "tflite": "tensorflow_lite", "edgetpu": "tensorflow_lite_edgetpu"}
 VERSION = "1"
+
+log = logging.getLogger(__name__)
 
 
 class ServedModel:
@@ -85,7 +89,11 @@ class ServedModel:
         recorded = {s.name: s for s in (self.choice.artifact.inputs if self.choice.artifact else [])}
         specs = [replace(s, layout=s.layout or (recorded[s.name].layout if s.name in recorded else None))
                  for s in rt.inputs]  # the manifest knows the layout where the runtime cannot tell
-        self.inputs, self.outputs = wire_tensors(specs), wire_tensors(rt.outputs)
+        names = renaming(self.choice.artifact, self.choice.source, [s.name for s in specs],
+                         [s.name for s in rt.outputs])
+        self.inputs, self.outputs = wire_tensors(specs, names.inputs), wire_tensors(rt.outputs, names.outputs)
+        log.debug("model %s: tensors served as %s (the artifact's own names accepted too)", self.name,
+                  {**names.inputs, **names.outputs})
         self.info = {"runtime": self.choice.runtime, "runtime_version": type(rt).version(),
                      "device": self.choice.device, **self.info, **rt.info()}
         # dynamic batching only where every input's batch is dynamic; otherwise one request at a time
@@ -94,7 +102,10 @@ class ServedModel:
         self.pool = pool
         self.load_seconds = time.perf_counter() - t0  # the child's first run, every worker's load and warm-up
         self.metrics.load_seconds.labels(self.name).set(self.load_seconds)
-        self.detector = detector_of(self.choice.artifact, [w.name for w in self.outputs])
+        found = detector_of(self.choice.artifact, [w.spec.name for w in self.outputs])
+        # the head's roles by served name, as run() hands the outputs back
+        self.detector = None if found is None else replace(found, outputs=[names.outputs.get(o, o)
+                                                                           for o in found.outputs])
         if self.labels is not None and self.classes != len(self.labels):
             self.labels = None  # --labels names another model's classes (load_models checks that one model fits)
 
@@ -138,11 +149,13 @@ class ServedModel:
             self.in_service -= 1
 
     async def run(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Model-dtype ARRAYS in; the outputs as sent (dequantized where quantized)."""
+        """Model-dtype ARRAYS in, by served name; the outputs as sent (by served name, dequantized where
+        quantized). The one place the served names meet the artifact's: the runtime knows only its own."""
         if self.pool is None:
             raise RequestError(503, f"model '{self.name}' is not loaded.", headers={"Retry-After": "1"})
+        own = {w.name: w.spec.name for w in self.inputs}
         try:
-            job = self.pool.submit(arrays)
+            job = self.pool.submit({own.get(k, k): v for k, v in arrays.items()})
         except QueueFull:
             raise self._busy() from None
         try:
@@ -152,26 +165,32 @@ class ServedModel:
             raise RequestError(504, f"no result within {self.config.timeout_s:g} s (--timeout-s).") from None
         except UsageError as exc:
             raise RequestError(400, exc.message, "inputs") from None
-        except EdgekitError as exc:
-            raise RequestError(500, f"inference failed: {exc.message}") from None
+        except EdgekitError as exc:  # chained: the server's log shows the runtime's traceback (edgekit.serve.logs)
+            raise RequestError(500, f"inference failed: {exc.message}") from exc
         except Exception as exc:  # noqa: BLE001 - whatever a runtime raised: a 500, the server stays up
-            raise RequestError(500, f"inference failed: {type(exc).__name__}: {exc}") from None
+            raise RequestError(500, f"inference failed: {type(exc).__name__}: {exc}") from exc
         self.metrics.queue_seconds.labels(self.name).observe(max(0.0, job.started - job.enqueued))
         self.metrics.inference_seconds.labels(self.name).observe(max(0.0, job.finished - job.started))
         self.metrics.batch_size.labels(self.name).observe(job.batch)
-        by_name = {w.name: w for w in self.outputs}
-        return {k: by_name[k].from_model(v) if k in by_name else v for k, v in out.items()}
+        by_own = {w.spec.name: w for w in self.outputs}
+        return {by_own[k].name if k in by_own else k: by_own[k].from_model(v) if k in by_own else v
+                for k, v in out.items()}
 
     def metadata(self) -> dict[str, Any]:
         c = self.choice
         params: dict[str, Any] = {"path": c.path.name, "format": c.format, "precision": c.precision,
                                   "max_batch": self.max_batch, "aliases": list(c.aliases), **self.info,
                                   "layouts": {w.name: w.spec.layout for w in self.inputs},
-                                  "quantized_inputs_take_fp32": [w.name for w in self.inputs if w.quantized]}
+                                  "quantized_inputs_take_fp32": [w.name for w in self.inputs if w.quantized],
+                                  # served name -> the artifact's own (accepted too): edgekit.serve.names
+                                  "artifact_names": {"inputs": {w.name: w.spec.name for w in self.inputs},
+                                                     "outputs": {w.name: w.spec.name for w in self.outputs}}}
         if c.preprocessing is not None:
             params["preprocessing"] = c.preprocessing.to_dict()
         if self.detector is not None:
-            params["detection_head"] = {**self.detector.head.to_dict(), "artifact_outputs": self.detector.outputs}
+            own = {w.name: w.spec.name for w in self.outputs}
+            params["detection_head"] = {**self.detector.head.to_dict(), "served_outputs": self.detector.outputs,
+                                        "artifact_outputs": [own.get(o, o) for o in self.detector.outputs]}
         return {"name": self.name, "versions": [VERSION], "platform": PLATFORMS.get(c.format, c.format),
                 "inputs": [w.metadata() for w in self.inputs], "outputs": [w.metadata() for w in self.outputs],
                 "parameters": params}

@@ -9,6 +9,7 @@ signals are taken here.
 
 from __future__ import annotations
 
+import logging
 import signal
 import socket
 import sys
@@ -20,10 +21,14 @@ from typing import TYPE_CHECKING
 from edgekit._deps import require
 from edgekit.errors import MissingDependency, UsageError
 from edgekit.serve.config import ServeConfig
+from edgekit.serve.logs import configure as configure_logs
 
 if TYPE_CHECKING:  # starlette / prometheus-client are imported only once serving starts
     from edgekit.serve.metrics import Metrics
     from edgekit.serve.served import ServedModel
+
+
+log = logging.getLogger(__name__)
 
 
 def _require_stack() -> None:
@@ -89,7 +94,9 @@ def serve(config: ServeConfig, say: Callable[[str], None] | None = None) -> int:
     """Serve until SIGTERM/SIGINT; 0 after a clean drain."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     config.check()
+    configure_logs(config.log_level)  # once, before anything that logs: the models' loading included
     _require_stack()
+    log.debug("settings: %s", config)  # the token is not in its repr
     import uvicorn
 
     from edgekit.serve.app import ServerState, build_app
@@ -142,7 +149,10 @@ def serve(config: ServeConfig, say: Callable[[str], None] | None = None) -> int:
 
             return handlers()
 
-    uv = uvicorn.Config(build_app(state), log_level="warning", access_log=False, server_header=False,
+    # log_config None: uvicorn keeps the handlers configure_logs set (its own dictConfig would replace them); its
+    # loggers at --log-level, its access log (every request) only at debug
+    uv = uvicorn.Config(build_app(state), log_config=None, log_level=config.log_level.lower(),
+                        access_log=config.log_level.lower() == "debug", server_header=False,
                         timeout_graceful_shutdown=max(1, int(config.drain_s)), lifespan="off")
     server = DrainingServer(uv)
     try:

@@ -9,7 +9,7 @@ as Triton does: no silent casts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -34,12 +34,16 @@ def datatype_of(dtype: str) -> str:
 
 @dataclass(frozen=True)
 class WireTensor:
-    """One model tensor as advertised: name, datatype, shape (-1 dynamic) and the model's own spec."""
+    """One model tensor as advertised: name, datatype, shape (-1 dynamic) and the model's own spec.
+
+    NAME is the served name (the source's, edgekit.serve.names); SPEC.name the artifact's own tensor,
+    which the runtime knows it by; ALIASES the other names a request may use for it."""
 
     name: str
     datatype: str
     shape: tuple[int, ...]
     spec: TensorSpec
+    aliases: tuple[str, ...] = ()
 
     @property
     def quantized(self) -> bool:
@@ -86,8 +90,26 @@ class WireTensor:
         return dequantize(array, self.spec) if self.quantized else np.asarray(array)
 
 
-def wire_tensors(specs: list[TensorSpec]) -> list[WireTensor]:
-    return [WireTensor.of(s) for s in specs]
+def wire_tensors(specs: list[TensorSpec], names: dict[str, str] | None = None) -> list[WireTensor]:
+    """SPECS as advertised, each under NAMES[its own name] (edgekit.serve.names) with its own as an alias."""
+    from edgekit.serve.names import aliases
+
+    out = []
+    for s in specs:
+        served = (names or {}).get(s.name, s.name)
+        out.append(replace(WireTensor.of(s), name=served, aliases=aliases(s.name, served)))
+    return out
 
 
-__all__ = ["DATATYPES", "KNOWN_DATATYPES", "WireTensor", "datatype_of", "wire_tensors"]
+def by_any_name(wires: list[WireTensor]) -> dict[str, WireTensor]:
+    """Each of WIRES by its served name and by every alias no other tensor claims (served names win)."""
+    claims: dict[str, list[WireTensor]] = {}
+    for w in wires:
+        for a in w.aliases:
+            claims.setdefault(a, []).append(w)
+    found = {a: ws[0] for a, ws in claims.items() if len(ws) == 1}
+    found.update({w.name: w for w in wires})
+    return found
+
+
+__all__ = ["DATATYPES", "KNOWN_DATATYPES", "WireTensor", "by_any_name", "datatype_of", "wire_tensors"]

@@ -30,6 +30,12 @@ def failing_onnx(path: Path) -> Path:
     return path
 
 
+@pytest.fixture
+def broken_onnx(tmp_path: Path) -> Path:
+    """failing_onnx in this test's folder: a real inference failure (a 500) the server cannot tell from a bug."""
+    return failing_onnx(tmp_path / "broken.onnx")
+
+
 @pytest.fixture(scope="module")
 def served(bundled_conversion, tmp_path_factory: pytest.TempPathFactory):
     """One server for the module: the conversion folder (-> int8 TFLite), its fp32 ONNX, a model that fails."""

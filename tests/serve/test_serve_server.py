@@ -60,11 +60,12 @@ def test_health_metadata_and_names(served, client) -> None:
     assert int8["inputs"][0]["datatype"] == "FP32" and int8["inputs"][0]["shape"] == [1, 28, 28, 1]
     assert int8["parameters"]["preprocessing"]["size"] == [28, 28]
     fp32 = client.get_model_metadata("mnist_cnn-fp32", model_version="1")
-    assert fp32["inputs"] == [{"name": "x", "datatype": "FP32", "shape": [-1, 1, 28, 28]}]
+    # the source's names for every artifact (test_serve_names.py): the ONNX's own "x" is served as "input"
+    assert fp32["inputs"] == [{"name": "input", "datatype": "FP32", "shape": [-1, 1, 28, 28]}]
     with pytest.raises(InferenceServerException, match="no model named"):
         client.get_model_metadata("nope")
     config = client.get_model_config("mnist_cnn-fp32")  # Triton's own endpoint, as tritonclient reads it
-    assert config["input"] == [{"name": "x", "data_type": "TYPE_FP32", "dims": [-1, 1, 28, 28]}]
+    assert config["input"] == [{"name": "input", "data_type": "TYPE_FP32", "dims": [-1, 1, 28, 28]}]
     assert config["max_batch_size"] == 0 and config["instance_group"][0]["kind"] == "KIND_CPU"
 
 
@@ -84,7 +85,8 @@ def test_inference_equals_the_in_process_runtime(served, client, model: str, bin
         infer_in.set_data_from_numpy(x, binary_data=binary)
         result = client.infer(model, [infer_in], outputs=[tritonhttp.InferRequestedOutput(out["name"],
                                                                                           binary_data=binary)])
-        want = rt.run_float({inp["name"]: x})[out["name"]]
+        own = meta["parameters"]["artifact_names"]  # the runtime knows the artifact's own names
+        want = rt.run_float({own["inputs"][inp["name"]]: x})[own["outputs"][out["name"]]]
         np.testing.assert_array_equal(result.as_numpy(out["name"]), want)
     rt.close()
 
@@ -157,7 +159,7 @@ def _infer_json(name="x", shape=(1, 1, 28, 28), datatype="FP32", data=None) -> d
 
 
 BAD = [
-    ("wrong name", "/v2/models/mnist_cnn-fp32/infer", {"json": _infer_json(name="input")}, 400, "inputs[0].name"),
+    ("wrong name", "/v2/models/mnist_cnn-fp32/infer", {"json": _infer_json(name="image")}, 400, "inputs[0].name"),
     ("wrong shape", "/v2/models/mnist_cnn-fp32/infer", {"json": _infer_json(shape=(1, 3, 28, 28))}, 400,
      "inputs[0].shape"),
     ("wrong dtype", "/v2/models/mnist_cnn-fp32/infer", {"json": _infer_json(datatype="INT64")}, 400,

@@ -31,6 +31,7 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
                           env={**base, "TF_CPP_MIN_LOG_LEVEL": "3", **env})
 
 
+@pytest.mark.slow  # TensorFlow started in a child and run: seconds; the default itself is checked below, fast
 def test_rank4_matmul_survives_with_edgekit_imported_first() -> None:
     done = _run(REPRO)
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])

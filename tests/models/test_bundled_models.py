@@ -1,7 +1,8 @@
 """The committed reference model: present, intact, loadable in each form, consistent, accurate.
 
 Inference only (about 3 s): the files are what models/train_mnist.py wrote; examples and other
-tests convert them, so a broken or stale file must fail here first, with a clear reason.
+tests convert them, so a broken or stale file must fail here first, with a clear reason. The tests
+that load and run each torch form are marked slow; the hashes and the form detection stay fast.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def test_edgekit_detects_each_form(kind):
     assert detect(MODELS / FILES[kind]) == DETECTED_KIND[kind]
 
 
+@pytest.mark.slow  # each torch form loaded and run on 1,000 digits
 @pytest.mark.parametrize("kind", sorted(FILES))
 def test_each_form_is_accurate(kind, logits, test_digits, info):
     out = logits[kind]
@@ -107,12 +109,14 @@ def test_each_form_is_accurate(kind, logits, test_digits, info):
     assert accuracy == pytest.approx(info["test_accuracy"], abs=1e-9)
 
 
+@pytest.mark.slow  # each torch form loaded and run on 1,000 digits
 def test_forms_agree(logits):
     ref = logits["state_dict"]
     for kind in ("exported", "torchscript"):
         np.testing.assert_allclose(logits[kind], ref, atol=1e-5, rtol=0, err_msg=kind)
 
 
+@pytest.mark.slow  # each torch form loaded and run on 1,000 digits
 def test_exported_batch_is_dynamic(loaded, test_digits):
     x = torch.from_numpy(test_digits[0])
     with torch.no_grad():

@@ -55,6 +55,7 @@ def test_plain_int8_gets_the_exact_rewrite_and_finite_ranges(padv2_saved: Path, 
     assert judge(y_float, y_int8).passed
 
 
+@pytest.mark.slow  # a second TFLite int8 conversion; the rewrite's own test above keeps the module in the fast suite
 def test_without_the_rewrite_the_artifact_fails_naming_the_tensor(padv2_saved: Path, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from edgekit.errors import ConversionError

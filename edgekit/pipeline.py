@@ -16,7 +16,7 @@ from typing import Any
 from edgekit.errors import UsageError
 from edgekit.execute import ConvertResult, execute
 from edgekit.measure import run_meter
-from edgekit.options import ConvertOptions
+from edgekit.options import API_NAMES, ConvertOptions  # API_NAMES: re-exported, as before
 from edgekit.plan import check_modules, check_outputs, check_request, make_plan, stem_of
 from edgekit.sources.base import Source
 
@@ -34,41 +34,42 @@ def _factory_family(spec: str) -> str:
     raise UsageError(f"--model {spec} built a {type(obj).__name__}, neither a torch.nn.Module nor a Keras model.")
 
 
-# The Python API's names for options whose ConvertOptions field reads differently (as the CLI flags do)
-API_NAMES = {"out": "out_dir", "model": "factory", "quantize": "precisions"}
-
-
 def convert(
     source: str | Path | None,
-    targets: str | list[str] = "onnx",
-    quantize: str | list[str] = "fp32",
+    targets: str | list[str] | None = None,
+    quantize: str | list[str] | None = None,
     *,
     progress: Callable[[str], None] | None = None,
     **options: Any,
 ) -> ConvertResult:
     """Convert SOURCE to every (target, precision) asked for; validate each artifact; write the manifest.
 
-    OPTIONS are the fields of `edgekit.options.ConvertOptions` (`out` and `model` are accepted for
-    out_dir and factory, as on the command line). Raises EdgekitError subclasses for bad input
-    (before anything is written), FidelityError when `strict` and an artifact misses its thresholds
-    (after the outputs are written, so they can be inspected). The Edge TPU "written but not
-    compiled" outcome is `result.not_compiled`.
+    TARGETS and QUANTIZE default to ConvertOptions' (onnx, fp32). OPTIONS are the options declared in
+    `edgekit.options` (and each target's file), by field name or by their flag's name (`out_dir` or
+    `out`, `factory` or `model`, `output_kinds` or `output_kind`), the ones `edgekit convert --help`
+    lists; a string is parsed as on the command line, a mistyped name gets a did-you-mean. Raises
+    EdgekitError subclasses for bad input (before anything is written), FidelityError when `strict`
+    and an artifact misses its thresholds (after the outputs are written, so they can be inspected).
+    The Edge TPU "written but not compiled" outcome is `result.not_compiled`.
     """
+    if targets is not None:  # given both ways (targets and target=...), from_keywords says so
+        options["targets"] = targets
+    if quantize is not None:
+        options["quantize"] = quantize
     started = time.perf_counter()
     with run_meter.metering():  # the process tree's peak memory and the phases' seconds, for the manifest
-        return _convert(source, targets, quantize, progress, started, options)
+        return _convert(source, progress, started, options)
 
 
-def _convert(source: str | Path | None, targets: str | list[str], quantize: str | list[str],
-             progress: Callable[[str], None] | None, started: float, options: dict[str, Any]) -> ConvertResult:
+def _convert(source: str | Path | None, progress: Callable[[str], None] | None, started: float,
+             options: dict[str, Any]) -> ConvertResult:
     from edgekit.errors import FidelityError
     from edgekit.sources import LoadOptions
     from edgekit.sources.detect import FAMILY, detect
     from edgekit.sources.probe import load_source
 
     say = progress or (lambda _m: None)
-    values = {API_NAMES.get(k, k): v for k, v in options.items()}
-    options_ = ConvertOptions.build(targets=_split(targets), precisions=_split(quantize), **values)
+    options_ = ConvertOptions.from_keywords(**options)  # checked against the declarations, strings parsed
     from edgekit.sniff import is_tflite
 
     # option values are judged before the model is loaded (a .tflite, taken as it is, needs no calibration)
@@ -111,10 +112,6 @@ def _convert(source: str | Path | None, targets: str | list[str], quantize: str 
         err.result = result  # type: ignore[attr-defined]  (the CLI still prints the table)
         raise err
     return result
-
-
-def _split(value: str | list[str]) -> list[str]:
-    return list(value) if isinstance(value, list) else [v for v in value.split(",") if v.strip()]
 
 
 def run(src: Source, options: ConvertOptions, say: Callable[[str], None], started: float | None = None

@@ -136,7 +136,8 @@ def target_steps(family: str, spec: TargetSpec) -> tuple[list[str], list[str]]:
     A source that is already in the target's format, where the target's steps would convert from another
     form (a .tflite source for the tflite or edgetpu target), is adopted as it is: no route, one step.
     """
-    if family == spec.format and spec.consumes != family:
+    consumes = get_step(spec.steps[0]).consumes  # the form its first step reads
+    if family == spec.format and consumes != family:
         if family != "tflite":
             raise UsageError(f"edgekit has no way to take a {family} source as a {spec.name} artifact.")
         return [], [ADOPT_STEP]
@@ -145,7 +146,7 @@ def target_steps(family: str, spec: TargetSpec) -> tuple[list[str], list[str]]:
                          "edgetpu (an int8 .tflite is compiled for the Edge TPU).",
                          hint="Convert the original model to this target, or use `edgekit inspect` / `edgekit "
                          "profile` on the .tflite.")
-    return route(family, spec.consumes), list(spec.steps)
+    return route(family, consumes), list(spec.steps)
 
 
 def check_modules(targets: list[str], family: str) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from edgekit.errors import EXIT_NOT_COMPILED, EXIT_PARTIAL
-from edgekit.parse import parse_floats
 
 HELP = """Convert a model to the targets and precisions listed below, validate every artifact against the
 source, and write them with a manifest.json.
@@ -31,65 +32,32 @@ def _help() -> str:
 
 
 def register(app: typer.Typer) -> None:
-    from edgekit.options import ConvertOptions as O  # noqa: N814 - read as "the option's help/default"
-    from edgekit.precisions import cli_help as precision_names
-    from edgekit.targets import target_names
+    """`edgekit convert`, its options generated from their declarations (edgekit.options for the common
+    ones, each target's file for its own): a flag, its help and its API keyword are written once."""
+    from edgekit.commands.declared import option_values, parameter, with_signature
+    from edgekit.option_field import declared
+    from edgekit.options import OPTIONS, TARGET_OPTIONS
 
-    @app.command("convert", help=_help())
-    def convert_cmd(
-        source: Path | None = typer.Argument(None, help="Model: .pt2, TorchScript .pt, state_dict .pt (+ --model), "
-                                             ".onnx, .keras, .h5 or a SavedModel folder; leave out to build the "
-                                             "model with --model alone."),
-        target: str = typer.Option("onnx", "--target", "-t", help=f"Comma list of: {', '.join(target_names())}."),
-        quantize: str = typer.Option("fp32", "--quantize", "-q", help=f"Comma list of: {precision_names()}."),
-        calib: str | None = typer.Option(O.default("calib"), help=O.help("calib")),
-        calib_size: int = typer.Option(O.default("calib_size"), help=O.help("calib_size")),
-        val_size: int = typer.Option(O.default("val_size"), help=O.help("val_size")),
-        input_shape: list[str] | None = typer.Option(None, help=O.help("input_shape") + " For a model with several "
-                                                      "inputs, once per input: --input-shape name:1,3,320,320."),
-        batch: int = typer.Option(O.default("batch"), help=O.help("batch")),
-        io_dtype: str | None = typer.Option(O.default("io_dtype"), help=O.help("io_dtype")),
-        mean: str | None = typer.Option(None, help=O.help("mean")),
-        std: str | None = typer.Option(None, help=O.help("std")),
-        model: str | None = typer.Option(O.default("factory"), "--model", help=O.help("factory")),
-        trust_model: bool = typer.Option(O.default("trust_model"), help=O.help("trust_model")),
-        signature: str = typer.Option(O.default("signature"), help=O.help("signature")),
-        layout: str | None = typer.Option(O.default("layout"), help=O.help("layout")),
-        opset: int = typer.Option(O.default("opset"), help=O.help("opset")),
-        out: Path | None = typer.Option(None, "--out", "-o", help=O.help("out_dir")),
-        force: bool = typer.Option(O.default("force"), help=O.help("force")),
-        strict: bool = typer.Option(O.default("strict"), help=O.help("strict")),
-        json_out: bool = typer.Option(False, "--json", help="Print the manifest JSON on stdout instead of the table."),
-        edgetpu_compiler: str | None = typer.Option(O.default("edgetpu_compiler"), help=O.help("edgetpu_compiler")),
-        edgetpu_min_runtime: str | None = typer.Option(O.default("edgetpu_min_runtime"),
-                                                       help=O.help("edgetpu_min_runtime")),
-        edgetpu_timeout: float = typer.Option(O.default("edgetpu_timeout"), help=O.help("edgetpu_timeout")),
-        int8_recipe: str = typer.Option(O.default("int8_recipe"), help=O.help("int8_recipe")),
-        explain: bool = typer.Option(O.default("explain"), help=O.help("explain")),
-        edgetpu_fixes: bool = typer.Option(O.default("edgetpu_fixes"), "--edgetpu-fixes/--no-edgetpu-fixes",
-                                           help=O.help("edgetpu_fixes")),
-        output_kind: list[str] | None = typer.Option(None, help=O.help("output_kinds") + " Repeat per output."),
-    ) -> int:
+    own = {d.name for cls in TARGET_OPTIONS for d in declared(cls)}  # the targets' own, listed after the others
+    flagged = [d for d in OPTIONS.values() if d.form.cli]
+    source = inspect.Parameter("source", inspect.Parameter.KEYWORD_ONLY, annotation=Path | None, default=typer.Argument(
+        None, help="Model: .pt2, TorchScript .pt, state_dict .pt (+ --model), .onnx, .keras, .h5 or a SavedModel "
+        "folder; leave out to build the model with --model alone."))
+    json_out = inspect.Parameter("json_out", inspect.Parameter.KEYWORD_ONLY, annotation=bool, default=typer.Option(
+        False, "--json", help="Print the manifest JSON on stdout instead of the table."))
+    params = [source, *(parameter(d) for d in flagged if d.name not in own), json_out,
+              *(parameter(d) for d in flagged if d.name in own)]
+
+    def convert_cmd(**values: Any) -> int:
         from edgekit.console import err, progress, quiet_stdout
         from edgekit.errors import FidelityError
-        from edgekit.fidelity.kinds import parse_output_kinds
-        from edgekit.parse import parse_input_shapes
         from edgekit.pipeline import convert
 
-        shape, shapes = parse_input_shapes(input_shape)
+        json_out = bool(values.pop("json_out"))
+        fields = option_values(OPTIONS.values(), values)  # each option's one parser: UsageError for a bad value
         try:
             with quiet_stdout():
-                result = convert(
-                    source, target, quantize, out_dir=out, calib=calib, calib_size=calib_size, val_size=val_size,
-                    input_shape=shape, input_shapes=shapes, output_kinds=parse_output_kinds(output_kind),
-                    batch=batch, io_dtype=io_dtype,
-                    mean=parse_floats(mean, "--mean"), std=parse_floats(std, "--std"), factory=model,
-                    trust_model=trust_model, signature=signature, layout=layout, opset=opset, force=force,
-                    strict=strict,
-                    edgetpu_compiler=edgetpu_compiler, edgetpu_min_runtime=edgetpu_min_runtime,
-                    edgetpu_timeout=edgetpu_timeout, int8_recipe=int8_recipe, explain=explain,
-                    edgetpu_fixes=edgetpu_fixes, progress=progress,
-                )
+                result = convert(values["source"], progress=progress, **fields)
         except FidelityError as exc:
             result = getattr(exc, "result", None)
             if result is not None:
@@ -109,6 +77,8 @@ def register(app: typer.Typer) -> None:
                 err.print(result.how_to_finish, markup=False)
             return EXIT_NOT_COMPILED
         return 0
+
+    app.command("convert", help=_help())(with_signature(convert_cmd, params))
 
     def _show(result: object, json_out: bool) -> None:
         from edgekit.console import out as console_out

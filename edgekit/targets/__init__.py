@@ -1,7 +1,7 @@
 """Conversion targets by name: one file each in this package, one line in TARGETS.
 
 Plain "module:attr" strings, so listing the targets (CLI help, did-you-mean) imports nothing;
-a target's file holds its TargetSpec and, where it needs one, its own step class.
+a target's file holds its TargetSpec, its own options and, where it needs one, its own step class.
 """
 
 from __future__ import annotations
@@ -25,4 +25,14 @@ def target_names() -> list[str]:
     return list(TARGETS)
 
 
-__all__ = ["TARGETS", "TargetSpec", "get_target", "target_names"]
+def target_options() -> list[type]:
+    """Each target's own options class, in table order: edgekit.options gathers them into ConvertOptions.
+
+    Read once, when edgekit.options is imported: a target registered later (a test's monkeypatch)
+    converts with the options already gathered.
+    """
+    specs = (get_target(name) for name in TARGETS)
+    return [spec.options for spec in specs if spec.options is not None]
+
+
+__all__ = ["TARGETS", "TargetSpec", "get_target", "target_names", "target_options"]

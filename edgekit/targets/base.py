@@ -2,9 +2,13 @@
 
 A target is what a user names with `--target`. Its spec says which precisions it offers (and
 which it always makes), the I/O type each precision defaults to, the steps that turn the form it
-consumes into its artifact, and the post-steps that work on the validated artifact (the Edge TPU
-compiler). The planner, the CLI help and the docs read these records; no module outside a
-target's own file branches on a target's name.
+consumes into its artifact, the post-steps that work on the validated artifact (the Edge TPU
+compiler), and the options of its own (a dataclass of `option()` fields: they join ConvertOptions,
+`edgekit convert --help` and the Python API from here). The planner, the CLI help and the docs read
+these records; no module outside a target's own file branches on a target's name.
+
+A leaf beside edgekit.option_field: edgekit.options gathers the targets' options from this table, and
+the steps read ConvertOptions, so a spec names its steps but never imports them (the planner does).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ class TargetSpec:
     post_steps: tuple[str, ...] = ()
     # every op must stay integer (the Edge TPU): int8 recovery may not leave layers in float (issue 9)
     integer_only: bool = False
+    # its own options: a dataclass of edgekit.option_field.option() fields (None: it has none)
+    options: type | None = None
 
     def wanted(self, asked: list[str]) -> list[str]:
         """The precisions this target makes for a request of ASKED."""
@@ -39,13 +45,6 @@ class TargetSpec:
         if precision not in self.io_defaults:
             return None
         return asked or self.io_defaults[precision]
-
-    @property
-    def consumes(self) -> str:
-        """The model form its first step reads (the planner routes the source to it)."""
-        from edgekit.steps import get_step
-
-        return get_step(self.steps[0]).consumes
 
 
 __all__ = ["TargetSpec"]

@@ -3,13 +3,38 @@
 The int8 model is an artifact of its own (validated on the CPU); the compiled `<stem>_edgetpu.tflite`
 is derived from it by the post-step, where a compiler is installed, and otherwise the run says how to
 finish it on a machine that has one (exit 10).
+
+The compiler's options are declared here, with the target (EdgeTpuOptions): ConvertOptions, `edgekit
+convert --help` and the Python API gather them from the target table, and the steps read them as
+`options.edgetpu_*`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import MappingProxyType
 
+from edgekit.errors import UsageError
+from edgekit.option_field import option
 from edgekit.targets.base import TargetSpec
+
+
+@dataclass
+class EdgeTpuOptions:
+    """What the Edge TPU compiler is told (its -m and timeout) and which graph fixes run before quantizing."""
+
+    edgetpu_compiler: str | None = option(None, "Path of edgetpu_compiler (default: found on PATH).")
+    # checked by the edgetpu_compile step (check_options): an integer within the runtimes the compiler knows
+    edgetpu_min_runtime: str | None = option(None, "edgetpu_compiler --min_runtime_version (an integer, e.g. 14).")
+    edgetpu_timeout: float = option(180.0, "Seconds before the Edge TPU compiler is stopped.")
+    edgetpu_fixes: bool = option(True, "Edge TPU: rewrite ops the compiler cannot map (HARD_SWISH, a TRANSPOSE "
+                                 "before FULLY_CONNECTED, PADV2 after ReLU) into ones it can, before quantizing.")
+
+    def check(self) -> None:
+        """Range checks, run with ConvertOptions.check before the model is loaded."""
+        if self.edgetpu_timeout <= 0:
+            raise UsageError(f"--edgetpu-timeout must be above 0 seconds, got {self.edgetpu_timeout:g}.")
+
 
 TARGET = TargetSpec(
     name="edgetpu",
@@ -22,4 +47,5 @@ TARGET = TargetSpec(
     io_defaults=MappingProxyType({"int8": "uint8"}),
     post_steps=("edgetpu_compile",),
     integer_only=True,
+    options=EdgeTpuOptions,
 )

@@ -131,8 +131,9 @@ def test_two_inputs_fed_by_name_dense_per_pixel_sequence_per_step(models: dict[s
         assert 0 < f["miou"] <= 1 and 0 < f["reference_miou"] < 1
         if a["precision"] == "fp32":
             assert f["passed"] and f["miou"] == f["reference_miou"], f
-        else:  # random weights leave near-ties that int8 flips: judged per pixel and by mIoU, whichever way it goes
-            assert f["passed"] or all("mIoU" in x or "per-pixel" in x for x in f["failures"]), f
+        else:  # random weights leave near-ties that int8 flips: 97% of pixels agree, but mIoU drops 0.875 -> 0.741
+            assert not f["passed"] and [x.split()[0] for x in f["failures"]] == ["mIoU"], f  # per pixel it passes
+            assert f["miou"] == pytest.approx(0.741, abs=0.005), f
     # a sequence output, judged per step; and the same output forced to be judged as regression
     rc = main(["convert", str(models["rec"]), "--out", str(tmp_path / "r")])
     f = _manifest(tmp_path / "r")["artifacts"][0]["fidelity"]

@@ -43,7 +43,7 @@ def test_not_compiled_is_a_result_with_instructions(tf_models, tmp_path, monkeyp
     ctx = make_ctx(tmp_path)
     out = get_step("edgetpu_compile")().run(tflite_in(tf_models["int8io"]), ctx)
     assert out.kind == "edgetpu" and out.path is None and out.precision == "int8" and out.layout == "NHWC"
-    e = out.report
+    e = out.report.to_dict()  # the manifest's extra.edgetpu, as it is written
     assert e["compiled"] is False and e["compiler"] is None and e["disagreements"] == []
     assert e["predicted"] is True and e["ops_on_tpu_fraction"] == 1.0 and e["first_unsupported"] is None
     assert "docker build --target edgetpu" in e["how_to_finish"]
@@ -59,7 +59,7 @@ def test_compiled_with_a_compiler_named_by_option(tf_models, tmp_path, monkeypat
     ctx = make_ctx(tmp_path, edgetpu_compiler=str(exe), edgetpu_min_runtime="14", edgetpu_timeout=60.0)
     out = get_step("edgetpu_compile")().run(tflite_in(tf_models["int8io"]), ctx)
     assert out.path == ctx.work / "mnist_edgetpu.tflite" and out.path.is_file()
-    e = out.report
+    e = out.report.to_dict()  # the manifest's extra.edgetpu, as it is written
     assert e["compiled"] is True and e["how_to_finish"] is None
     assert e["compiler"]["ops_on_tpu"] == 8 and "Compilation succeeded!" in e["compiler"]["stdout"]
     assert e["compiler"]["log_path"] == "mnist_edgetpu.log" and (ctx.work / "mnist_edgetpu.log").is_file()

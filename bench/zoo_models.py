@@ -91,6 +91,11 @@ TASKS: tuple[ZooModel, ...] = (
     ZooModel("mtcnn_rnet", "task", "torch .pt2, 1x3x24x24", note="MTCNN R-Net, trained: box (N,4) + prob (N,2)"),
     ZooModel("mtcnn_onet", "task", "torch .pt2, 1x3x48x48",
              note="MTCNN O-Net, trained: box (N,4), landmarks (N,10), prob (N,2)"),
+    # issue 27: YOLOv8 heads judged by their boxes (bench/zoo_detectors.py)
+    ZooModel("digits_yolo", "task", "ONNX, Ultralytics-style metadata, 1x3x128x128",
+             note="YOLOv8-architecture digits detector, trained; labelled boxes"),
+    ZooModel("yolov8n_320", "task", "ONNX opset 17 (TorchScript exporter, as Ultralytics), 1x3x320x320",
+             note="YOLOv8n, random init with Ultralytics' bias prior"),
 )
 BY_NAME = {m.name: m for m in (*ZOO, *TASKS)}
 

@@ -142,17 +142,41 @@ def _clean(text: Any, limit: int) -> str:
 
 
 _MEASURE = {"classes": ("top1_agreement", "top-1"), "dense": ("pixel_agreement", "px"),
-            "sequence": ("step_agreement", "step"), "regression": ("cosine", "cos")}
+            "sequence": ("step_agreement", "step"), "regression": ("cosine", "cos"),
+            "detection": ("detection_recall", "recall")}
+
+
+def _detection_words(fid: dict[str, Any]) -> str:
+    """A detector output's figures: its boxes' recall and precision against the source's, and mAP50 against the
+    labelled boxes where the .npz has them; or, where the source found too few boxes to judge them by (the record's
+    thresholds then hold no detection_recall), the raw output's cosine, which the verdict then rests on."""
+    boxes = fid.get("detections")
+    if "detection_recall" not in (fid.get("thresholds") or {"detection_recall": None}):
+        cos = fid.get("cosine")
+        return (f"{'-' if boxes is None else boxes} source boxes, too few: raw output cos "
+                f"{'-' if cos is None else f'{cos:.4f}'}")
+    text = f"recall {_pct1(fid.get('detection_recall'))}, precision {_pct1(fid.get('detection_precision'))}"
+    if fid.get("map50") is not None:
+        ref = fid.get("reference_map50")
+        text += f", mAP50 {fid['map50']:.3f}" + (f" (source {ref:.3f})" if ref is not None else "")
+    return text + (f" of {boxes} boxes" if boxes is not None else "")
+
+
+def _pct1(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
 
 
 def _task_cell(a: dict[str, Any] | None) -> str:
-    """A task artifact: its worst output, judged as its kind (per-pixel, per-step, cosine), and mIoU if measured."""
+    """A task artifact: its worst output, judged as its kind (per-pixel, per-step, cosine, boxes), and mIoU if
+    measured."""
     if a is None or a.get("status") == "failed":
         return _cell(a)
     fid = a.get("fidelity") or {}
     key, word = _MEASURE.get(fid.get("kind") or "regression", ("cosine", "cos"))
     v = fid.get(key)
     value = "-" if v is None else f"{v:.4f}" if key == "cosine" else f"{100 * v:.1f}%"
+    if key == "detection_recall":
+        word, value = "boxes:", _detection_words(fid)
     n = len(fid.get("outputs") or []) or 1
     miou = f", mIoU {fid['miou']:.3f}" if fid.get("miou") is not None else ""
     mark = "ok" if fid.get("passed") else "ok, **fidelity miss**"
@@ -361,7 +385,12 @@ def task_section(recs: dict[str, dict[str, Any]], earlier: dict[str, KeptRow] | 
              "180-degree rotations, labelled, for cls), preprocessed as PP-OCR does.",
              "Each cell: the artifact's worst output,",
              "judged as its kind (edgekit.fidelity: `px` per-pixel argmax agreement of a dense map, `step` per-step",
-             "argmax agreement of a sequence, `cos` cosine of a regression map; mIoU where the .npz has label masks);",
+             "argmax agreement of a sequence, `cos` cosine of a regression map; mIoU where the .npz has label masks;",
+             "a detector head by its `boxes:` the source's boxes the artifact keeps (`recall`) and the artifact's that",
+             "are the source's (`precision`) after the 0.25 confidence cut and NMS, same class at IoU 0.5, and `mAP50`",
+             "against labelled boxes where the .npz has them, the source's beside it; where the source finds fewer",
+             "than 20 boxes on the held-out inputs, boxes cannot show the bar and the raw output's `cos` decides:",
+             "expected of a random-weight detector with Ultralytics' bias prior, whose scores sit far below 0.25);",
              "`--json` and the manifest hold every output. `task` is the source model's own figure on test data.",
              f"Bounds: {MAX_SECONDS} s and {MAX_RSS / 2**30:.0f} GiB per model for the whole matrix (`time`: wall",
              "seconds "
@@ -409,7 +438,8 @@ def _task_row(r: dict[str, Any]) -> tuple[list[str], list[str]]:
     cells = [_task_cell(arts.get(c)) if man else f"**{status}**" for c in COLUMNS]
     tpu = (arts.get("edgetpu int8") or {}).get("extra", {}).get("edgetpu") or {}
     if tpu.get("ops_total"):  # the pre-flight's prediction (no edgetpu_compiler here)
-        cells[-1] += f"; TPU (predicted) {tpu['ops_on_tpu']}/{tpu['ops_total']} ops"
+        cells[-1] += f"; TPU (predicted) {tpu['ops_on_tpu']}/{tpu['ops_total']} ops" + (
+            f", {_pct(tpu['macs_on_tpu_fraction'])} of MACs" if tpu.get("macs_on_tpu_fraction") is not None else "")
     conv = r.get("convert") or {}
     row = [f"`{r['name']}`", f"{r['class']} ({r.get('note', '')})", _size(src.get("params"), ""),
            str(src.get("input", "-")), _task_outputs(man), str(src.get("task", "-")), *cells,

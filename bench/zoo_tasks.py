@@ -510,4 +510,8 @@ def build(name: str, out: Path) -> dict[str, Any]:
         from zoo_mtcnn import build as build_mtcnn
 
         return build_mtcnn(name, out)
+    if name in ("digits_yolo", "yolov8n_320"):  # the YOLOv8 detectors: bench/zoo_detectors.py
+        from zoo_detectors import build as build_detector
+
+        return build_detector(name, out)
     return BUILDERS[name](out)

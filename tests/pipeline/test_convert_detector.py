@@ -1,4 +1,9 @@
-"""The trained in-repo detector (models/digits_yolo.onnx) converted to every target, judged by its boxes (issue 27)."""
+"""The trained in-repo detector converted to every target, judged by its boxes (issue 27).
+
+It is converted as Ultralytics exports a YOLOv8: the legacy TorchScript exporter, opset 17, dynamic batch, height
+and width (the anchors then come from Shape ops), the metadata keys in metadata_props, and `--input-shape` on the
+command line; the weights are models/digits_yolo's, the file is written by the test.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,29 @@ import pytest
 from edgekit.cli import main
 from edgekit.errors import EXIT_NOT_COMPILED, EXIT_OK
 
-MODEL = Path(__file__).resolve().parents[2] / "models" / "digits_yolo.onnx"
+MODELS = Path(__file__).resolve().parents[2] / "models"
+MODEL = MODELS / "digits_yolo.onnx"
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not MODEL.is_file(), reason="models/digits_yolo.onnx missing")]
+
+
+def _as_ultralytics_exports(path: Path) -> Path:
+    """models/digits_yolo's weights exported as Ultralytics' exporter writes a YOLOv8 ONNX."""
+    onnx = pytest.importorskip("onnx")
+    torch = pytest.importorskip("torch")
+    from models.yolo import yolov8_tiny
+
+    model = yolov8_tiny().eval()
+    model.load_state_dict(torch.export.load(str(MODELS / "digits_yolo.pt2")).state_dict)
+    torch.onnx.export(model, (torch.zeros(1, 3, 128, 128),), str(path), dynamo=False, opset_version=17,
+                      input_names=["images"], output_names=["output0"],
+                      dynamic_axes={"images": {0: "batch", 2: "height", 3: "width"},
+                                    "output0": {0: "batch", 2: "anchors"}})
+    exported = onnx.load(str(path))
+    for prop in onnx.load(str(MODEL)).metadata_props:  # task, names, imgsz, stride ...
+        exported.metadata_props.add(key=prop.key, value=prop.value)
+    onnx.save(exported, str(path))
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -21,12 +46,15 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from models.detection_data import write_npz
 
     d = tmp_path_factory.mktemp("det")
+    source = _as_ultralytics_exports(d / "yolo.onnx")
     data = write_npz(d / "canvases.npz", n=240)  # real MNIST test digits on canvases, with labelled boxes
-    rc = main(["convert", str(MODEL), "-t", "onnx,tflite,edgetpu", "-q", "fp32,int8", "--calib", str(data),
-               "--calib-size", "160", "--val-size", "80", "--out", str(d / "out")])
+    rc = main(["convert", str(source), "-t", "onnx,tflite,edgetpu", "-q", "fp32,int8", "--calib", str(data),
+               "--calib-size", "160", "--val-size", "80", "--input-shape", "1,3,128,128", "--out", str(d / "out")])
     # no edgetpu_compiler here: the Edge TPU model is written and pre-flighted, not compiled (exit 10)
     assert rc in (EXIT_OK, EXIT_NOT_COMPILED)
-    return json.loads((d / "out" / "manifest.json").read_text())
+    manifest = json.loads((d / "out" / "manifest.json").read_text())
+    assert manifest["source"]["input"]["shape"][1:] == [3, 128, 128] and manifest["source"]["changes"]  # H, W pinned
+    return manifest
 
 
 def test_every_artifact_is_judged_by_its_boxes(converted: dict) -> None:

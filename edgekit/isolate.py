@@ -4,6 +4,10 @@ Native runtimes (LiteRT's builtin kernels, XNNPACK, onnxruntime) abort or segfau
 or badly quantized models instead of raising. `run_isolated("module:function", request, arrays)`
 runs the function in `python -m edgekit.isolate FOLDER` (a fresh interpreter: never a fork of a
 process that has TensorFlow or torch loaded) and brings back what it returned:
+- the request is a typed record (an edgekit.records.Record dataclass declared beside the child function),
+  never a hand-made dict: it is written here, in one place, as its class ("module:Class") and its fields,
+  and the child rebuilds it with that class's from_dict, so the function receives the record it was sent
+  and a misspelt or missing key is a TypeError at the call, not a KeyError in another process;
 - the request and the answer travel as JSON, numpy arrays as .npy files in a temporary folder
   (no pickles of vendor objects either way);
 - an EdgekitError raised in the child is raised again in the parent as the same class, message,
@@ -15,6 +19,7 @@ The child imports only edgekit's light modules and the function's own imports.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -29,10 +34,12 @@ import numpy as np
 
 from edgekit import errors
 from edgekit.errors import EdgekitError, RuntimeFailure
+from edgekit.records import Record
 
 TIMEOUT_S = 600.0
 STDERR_LINES = 5
-ChildFunction = Callable[[dict[str, Any], dict[str, np.ndarray]], tuple[dict[str, Any], dict[str, np.ndarray]]]
+# a child function: (its request record, the arrays) -> (a JSON-ready answer, arrays)
+ChildFunction = Callable[[Any, dict[str, np.ndarray]], tuple[dict[str, Any], dict[str, np.ndarray]]]
 
 
 def isolation_enabled() -> bool:
@@ -40,17 +47,18 @@ def isolation_enabled() -> bool:
     return not os.environ.get("EDGEKIT_NO_ISOLATION")
 
 
-def run_isolated(target: str, request: dict[str, Any], arrays: dict[str, np.ndarray] | None = None, *,
+def run_isolated(target: str, request: Record, arrays: dict[str, np.ndarray] | None = None, *,
                  who: str, doing: str, hint: str | Callable[[str], str | None] | None = None,
                  timeout: float = TIMEOUT_S) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Call TARGET ("module:function") with (REQUEST, ARRAYS) in a child process; its (answer, arrays).
 
+    REQUEST is a Record dataclass instance the child can import by its class (a plain dict is a TypeError).
     WHO and DOING word the error when the child dies: "<WHO> crashed (SIGABRT) while <DOING>: <stderr>";
     HINT is its hint, or a function of the child's stderr that picks the hint fitting the cause.
     """
     with tempfile.TemporaryDirectory(prefix="edgekit-isolate-") as tmp:
         folder = Path(tmp)
-        (folder / "request.json").write_text(json.dumps({"target": target, "request": request}))
+        (folder / "request.json").write_text(json.dumps(request_message(target, request)))
         for name, arr in (arrays or {}).items():
             np.save(folder / f"in.{name}.npy", np.asarray(arr), allow_pickle=False)
         # the child imports what this process can (a runtime registered from a test folder, a plugin)
@@ -72,6 +80,36 @@ def run_isolated(target: str, request: dict[str, Any], arrays: dict[str, np.ndar
             raise _reraised(answer)
         out = {p.name[len("out."):-len(".npy")]: np.load(p, allow_pickle=False) for p in folder.glob("out.*.npy")}
         return answer["result"], out
+
+
+def request_message(target: str, request: Record) -> dict[str, Any]:
+    """The one serialization of a child's request: TARGET, the record's class as "module:Class", its fields.
+
+    Only a Record dataclass at a module's top level passes: a dict would travel unchecked, and a class the
+    child cannot import (one defined inside a function) could not be rebuilt there.
+    """
+    cls = type(request)
+    if not (isinstance(request, Record) and dataclasses.is_dataclass(request)):
+        raise TypeError(f"run_isolated({target!r}) takes a request record (an edgekit.records.Record dataclass), "
+                        f"not a {cls.__name__}")
+    if "<" in cls.__qualname__:
+        raise TypeError(f"{cls.__qualname__} is not importable by the child: declare it at a module's top level")
+    return {"target": target, "request_type": f"{cls.__module__}:{cls.__qualname__}", "request": request.to_dict()}
+
+
+def rebuilt_request(message: dict[str, Any]) -> Record:
+    """In the child: the record request_message wrote, rebuilt with its class's from_dict.
+
+    from_dict drops a field whose value does not fit its declared type; for a request that is a bug in the
+    caller (a numpy integer, a Path), so a record that does not come back whole is a TypeError, not a default.
+    """
+    from edgekit.registry import resolve
+
+    cls: type[Record] = resolve({"request": message["request_type"]}, "request", "request type")
+    record = cls.from_dict(message["request"])
+    if record.to_dict() != message["request"]:
+        raise TypeError(f"{cls.__name__} did not round-trip: sent {message['request']}, rebuilt {record.to_dict()}")
+    return record
 
 
 def stderr_tail(text: str, lines: int = STDERR_LINES) -> str:
@@ -114,7 +152,7 @@ def _child(folder: Path) -> int:
     arrays = {p.name[len("in."):-len(".npy")]: np.load(p, allow_pickle=False) for p in folder.glob("in.*.npy")}
     try:
         func: ChildFunction = resolve({"target": req["target"]}, "target", "function")
-        result, out = func(req["request"], arrays)
+        result, out = func(rebuilt_request(req), arrays)
         for name, arr in out.items():
             np.save(folder / f"out.{name}.npy", np.asarray(arr), allow_pickle=False)
         answer: dict[str, Any] = {"ok": True, "result": result}
@@ -143,4 +181,4 @@ if __name__ == "__main__":  # pragma: no cover - runs in the child
     raise SystemExit(_child(Path(sys.argv[1])))
 
 
-__all__ = ["TIMEOUT_S", "isolation_enabled", "run_isolated", "stderr_tail"]
+__all__ = ["TIMEOUT_S", "isolation_enabled", "rebuilt_request", "request_message", "run_isolated", "stderr_tail"]

@@ -212,8 +212,8 @@ def first_run_isolated(path: Path, cls: type[Runtime], dev: str, threads: int | 
 
     if dev != "cpu" or not getattr(cls, "kernel_paths", None) or not isolation_enabled():
         return options, None
-    request = {"path": str(path), "runtime": f"{cls.__module__}:{cls.__qualname__}", "device": dev,
-               "threads": threads, "batch": batch, "options": options}
+    request = FirstRunRequest(path=str(path), runtime=f"{cls.__module__}:{cls.__qualname__}", device=dev,
+                              threads=threads, batch=batch, options=options)
     answer, _ = run_isolated("edgekit.profile:_first_run_in_child", request, who=cls.label(),
                              doing=f"loading and running {path.name}", hint=cls.hint_for)
     if answer.get("kernels"):
@@ -221,15 +221,30 @@ def first_run_isolated(path: Path, cls: type[Runtime], dev: str, threads: int | 
     return options, answer.get("kernels_note")
 
 
-def _first_run_in_child(request: dict[str, Any], arrays: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+@dataclass(frozen=True)
+class FirstRunRequest(Record):
+    """What `_first_run_in_child` is sent: the artifact, its runtime ("module:Class") and how to load and run it.
+
+    A record rather than a dict so a renamed key fails at the call, not as a KeyError inside the child.
+    """
+
+    path: str
+    runtime: str
+    device: str
+    threads: int | None
+    batch: int
+    options: dict[str, Any] = field(default_factory=dict)  # the runtime's load options (kernels, delegates ...)
+
+
+def _first_run_in_child(request: FirstRunRequest, arrays: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """In the child (edgekit.isolate): load, run once on random inputs, say which kernels ran it."""
     from edgekit.registry import resolve
 
-    cls: type[Runtime] = resolve({"runtime": request["runtime"]}, "runtime", "runtime")
+    cls: type[Runtime] = resolve({"runtime": request.runtime}, "runtime", "runtime")
     with cls() as rt:
-        rt.load(Path(request["path"]), device=request["device"], threads=request["threads"], **request["options"])
-        rt.check_batch(request["batch"])
-        rt.run(rt.random_inputs(batch=request["batch"]))
+        rt.load(Path(request.path), device=request.device, threads=request.threads, **request.options)
+        rt.check_batch(request.batch)
+        rt.run(rt.random_inputs(batch=request.batch))
         info = rt.info()
     return {"kernels": info.get("kernels"), "kernels_note": info.get("kernels_note")}, {}
 

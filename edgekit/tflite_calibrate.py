@@ -28,11 +28,13 @@ that need intermediate tensors (LSTM), and any model LiteRT fails on in the chil
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from edgekit.errors import EdgekitError
+from edgekit.records import Record
 
 FLOAT32 = 0  # TensorType.FLOAT32
 NEEDS_INTERMEDIATES = ("LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM")
@@ -155,7 +157,7 @@ def _range(a: np.ndarray) -> tuple[float, float]:
 def _measure(probe: bytes, feeds: dict[int, np.ndarray], watched: list[int]) -> dict[int, tuple[float, float]]:
     from edgekit.isolate import isolation_enabled, run_isolated
 
-    request = {"inputs": sorted(feeds), "watched": watched}
+    request = MeasureRequest(inputs=sorted(int(k) for k in feeds), watched=[int(k) for k in watched])
     arrays = {"model": np.frombuffer(probe, np.uint8), **{f"t{k}": v for k, v in feeds.items()}}
     if isolation_enabled():
         _, out = run_isolated("edgekit.tflite_calibrate:_measure_in_child", request, arrays, who="LiteRT",
@@ -167,16 +169,27 @@ def _measure(probe: bytes, feeds: dict[int, np.ndarray], watched: list[int]) -> 
             if not (np.isnan(a) or np.isnan(b))}  # no value that is a number: the calibrator records nothing
 
 
-def _measure_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
-                                                                                      dict[str, np.ndarray]]:
+@dataclass(frozen=True)
+class MeasureRequest(Record):
+    """What `_measure_in_child` is sent besides the arrays ("model", "t<index>"): the tensor indices to feed and watch.
+
+    A record rather than a dict so a renamed key fails at the call, not as a KeyError inside the child.
+    """
+
+    inputs: list[int]  # the model's input tensors, each fed from array "t<index>"
+    watched: list[int]  # the tensors whose ranges are measured
+
+
+def _measure_in_child(request: MeasureRequest, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
+                                                                                    dict[str, np.ndarray]]:
     """In the child: each watched tensor's min and max over every batch, the model run by LiteRT's default
     kernels (XNNPACK) on every usable core."""
     from edgekit.devices import usable_cores
     from edgekit.runtimes.litert_io import interpreter_class
 
     it = interpreter_class()(model_content=arrays["model"].tobytes(), num_threads=usable_cores())
-    inputs = [int(k) for k in request["inputs"]]
-    watched = [int(k) for k in request["watched"]]
+    inputs = list(request.inputs)
+    watched = list(request.watched)
     feeds = {k: arrays[f"t{k}"] for k in inputs}
     details = {d["index"]: d for d in it.get_input_details()}
     shapes = {k: tuple(d["shape"]) for k, d in details.items()}

@@ -31,6 +31,7 @@ from edgekit.errors import RuntimeFailure
 from edgekit.fidelity.kinds import thresholds as kind_thresholds
 from edgekit.fidelity.matching import match_outputs, normalized
 from edgekit.fidelity.metrics import judge, judge_detection, worst
+from edgekit.records import Record
 from edgekit.runtimes import Runtime, runtime_for_format
 from edgekit.steps.base import to_layout
 
@@ -217,13 +218,13 @@ def check_artifact(path: Path, fmt: str, layout: str, precision: str, ref: Refer
     isolate = isolate and isolation_enabled()
     # the child finds the runtime by "module:Class" (one registered at run time is not in its own tables)
     feeds = ref.input_arrays()
-    request = {"path": str(path), "runtime": f"{cls.__module__}:{cls.__qualname__}", "layout_from": ref.layout,
-               "layout_to": layout, "inputs": list(feeds), "format": fmt}
+    request = CheckRequest(path=str(path), runtime=f"{cls.__module__}:{cls.__qualname__}", layout_from=ref.layout,
+                           layout_to=layout, inputs=list(feeds), format=fmt)
     sent = {f"x{i}": x for i, x in enumerate(feeds.values())}  # file names from indices: tensor names hold ':' '/'
 
     notes: list[str] = []
     for i, kernels in enumerate(paths):
-        req = {**request, "options": {"kernels": kernels} if kernels else {}}
+        req = dataclasses.replace(request, options={"kernels": kernels} if kernels else {})
         on = f" with {_kernel_words(kernels)}" if kernels else ""
         try:
             if isolate:
@@ -252,27 +253,43 @@ def _kernel_words(kernels: str | None) -> str:
     return {"xnnpack": "XNNPACK", "builtin": "its builtin kernels (no delegate)"}.get(kernels or "", str(kernels))
 
 
-def _check_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
-                                                                                      dict[str, np.ndarray]]:
+@dataclass(frozen=True)
+class CheckRequest(Record):
+    """What the validation child (`_check_in_child`) is sent: the artifact, its runtime, the layouts, the inputs.
+
+    A record rather than a dict so a renamed key fails at the call, not as a KeyError inside the child.
+    """
+
+    path: str
+    runtime: str  # "module:Class": the child finds the runtime by it (one registered at run time is not in its tables)
+    layout_from: str  # the reference inputs' layout ...
+    layout_to: str  # ... and the artifact's
+    inputs: list[str] = field(default_factory=list)  # the input names, in the order of arrays x0, x1 ...
+    format: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # the runtime's load options: {"kernels": "builtin"}
+
+
+def _check_in_child(request: CheckRequest, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
+                                                                                  dict[str, np.ndarray]]:
     """In the child (edgekit.isolate): load the artifact, read its I/O, run it on arrays["x"]."""
     from edgekit.devices import usable_cores
     from edgekit.registry import resolve
 
-    cls: type[Runtime] = resolve({"runtime": request["runtime"]}, "runtime", "runtime")
+    cls: type[Runtime] = resolve({"runtime": request.runtime}, "runtime", "runtime")
     runtime = cls()
     # every core: LiteRT's Interpreter runs on one thread unless told (a ConvNeXt-T at 160: 70 -> 39 ms an invoke)
-    runtime.load(Path(request["path"]), threads=usable_cores(), **request["options"])
+    runtime.load(Path(request.path), threads=usable_cores(), **request.options)
     try:
-        names = request.get("inputs") or ["input"]  # a request without names holds one array, "x"
+        names = request.inputs or ["input"]  # a request without names holds one array, "x"
         feeds = {name: arrays[f"x{i}"] if f"x{i}" in arrays else arrays["x"] for i, name in enumerate(names)}
-        ys = _outputs(runtime, feeds, request["layout_from"], request["layout_to"])
+        ys = _outputs(runtime, feeds, request.layout_from, request.layout_to)
         answer = {"inputs": [s.to_dict() for s in runtime.inputs], "outputs": [s.to_dict() for s in runtime.outputs],
                   "kernels": runtime.info().get("kernels")}
     finally:
         runtime.close()
-    if request.get("format") in ("tflite", "edgetpu") and len(ys) > 1:  # which tensor is which signature output
+    if request.format in ("tflite", "edgetpu") and len(ys) > 1:  # which tensor is which signature output
         from edgekit.fidelity.matching import signature_outputs
 
-        with vendor_errors("litert", error=RuntimeFailure, what=f"Reading the signature of {request['path']} failed"):
-            answer["signature"] = signature_outputs(request["path"])
+        with vendor_errors("litert", error=RuntimeFailure, what=f"Reading the signature of {request.path} failed"):
+            answer["signature"] = signature_outputs(request.path)
     return answer, {f"y{i}": ys[o["name"]] for i, o in enumerate(answer["outputs"])}

@@ -7,21 +7,33 @@ to one child (edgekit.isolate), so the start-up is paid once; EDGEKIT_NO_ISOLATI
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from edgekit.errors import EdgekitError
+from edgekit.records import Record
 
 
-def inspect_files(request: dict[str, Any], _arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
-                                                                                  dict[str, np.ndarray]]:
-    """{"files": [[key, path], ...]} -> {"facts": {key: {"macs", "params", "ops"} or {"error": message}}}."""
+@dataclass(frozen=True)
+class InspectRequest(Record):
+    """What `inspect_files` is sent: the (key, path) pairs of the files to read, all in one child.
+
+    A record rather than a dict so a renamed key fails at the call, not as a KeyError inside the child.
+    """
+
+    files: list[list[str]]  # [key, path] pairs (JSON has no tuples)
+
+
+def inspect_files(request: InspectRequest, _arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
+                                                                                   dict[str, np.ndarray]]:
+    """REQUEST's files -> {"facts": {key: {"macs", "params", "ops"} or {"error": message}}}."""
     from edgekit.inspect import inspect_model
 
     out: dict[str, Any] = {}
-    for key, path in request["files"]:
+    for key, path in request.files:
         try:
             report = inspect_model(Path(path))
         except EdgekitError as exc:
@@ -35,7 +47,7 @@ def read_compute(files: list[tuple[str, Path]]) -> dict[str, dict[str, Any]]:
     """KEY -> {"macs", "params", "ops"} (or {"error"}) for each (key, path) of FILES."""
     if not files:
         return {}
-    request = {"files": [[key, str(path)] for key, path in files]}
+    request = InspectRequest(files=[[key, str(path)] for key, path in files])
     from edgekit.isolate import isolation_enabled, run_isolated
 
     if not isolation_enabled():
@@ -48,4 +60,4 @@ def read_compute(files: list[tuple[str, Path]]) -> dict[str, dict[str, Any]]:
     return answer["facts"]
 
 
-__all__ = ["inspect_files", "read_compute"]
+__all__ = ["InspectRequest", "inspect_files", "read_compute"]

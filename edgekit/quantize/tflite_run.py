@@ -9,12 +9,14 @@ judged as "LiteRT could not run it", it would have been dropped by the search as
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from edgekit.errors import RuntimeFailure
+from edgekit.records import Record
 
 
 def run_tflite(paths: list[Path], x: np.ndarray, latency: bool = False) -> list[np.ndarray | None]:
@@ -22,7 +24,7 @@ def run_tflite(paths: list[Path], x: np.ndarray, latency: bool = False) -> list[
     LATENCY: instead, each model's median milliseconds per invoke (one thread), as a 1-element array."""
     from edgekit.isolate import isolation_enabled, run_isolated
 
-    request = {"paths": [str(p) for p in paths], "latency": latency}
+    request = RunRequest(paths=[str(p) for p in paths], latency=latency)
     if not isolation_enabled():
         answer, arrays = _run_in_child(request, {"x": x})
     else:
@@ -36,16 +38,27 @@ def run_tflite(paths: list[Path], x: np.ndarray, latency: bool = False) -> list[
     return [arrays.get(f"y{i}") for i in range(len(paths))]
 
 
-def _run_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
-                                                                                    dict[str, np.ndarray]]:
+@dataclass(frozen=True)
+class RunRequest(Record):
+    """What `_run_in_child` is sent besides the samples ("x"): the candidates, and whether to time them instead.
+
+    A record rather than a dict so a renamed key fails at the call, not as a KeyError inside the child.
+    """
+
+    paths: list[str]
+    latency: bool = False
+
+
+def _run_in_child(request: RunRequest, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
+                                                                              dict[str, np.ndarray]]:
     from edgekit.devices import usable_cores
     from edgekit.runtimes import runtime_for_format
 
     x = arrays["x"]
     out: dict[str, np.ndarray] = {}
     errors: dict[str, str] = {}
-    for i, path in enumerate(request["paths"]):
-        if request.get("latency"):
+    for i, path in enumerate(request.paths):
+        if request.latency:
             out[f"y{i}"] = np.array([latency_ms(path)])
             continue
         runtime = runtime_for_format("tflite")()
@@ -89,4 +102,4 @@ def latency_ms(path: str, runs: int = 20) -> float:
     return float(1000 * np.median(times))
 
 
-__all__ = ["latency_ms", "run_tflite"]
+__all__ = ["RunRequest", "latency_ms", "run_tflite"]

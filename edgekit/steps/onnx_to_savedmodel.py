@@ -33,6 +33,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -41,6 +42,7 @@ import numpy as np
 from edgekit._deps import require
 from edgekit.border import all_text, vendor_cause, vendor_errors
 from edgekit.errors import ConversionError, RuntimeFailure, UsageError
+from edgekit.records import Record
 from edgekit.scratch import absolute, scratch_cwd
 from edgekit.steps.base import Intermediate, Step, StepContext
 from edgekit.steps.onnx_tf_prep import prepare
@@ -157,8 +159,8 @@ class OnnxToSavedModel(Step):
             samples = ctx.to_layout(samples, "NHWC")
         # absolute: the child (and scratch_cwd in it) runs elsewhere; a relative --out (edgekit-out/<stem> by
         # default) would otherwise be read inside the scratch folder, where the file is not
-        request = {"src": absolute(private), "out": absolute(out), "batch": batch, "keep_nhwc": keep_nhwc,
-                   "layout": inp.layout}
+        request = Onnx2TfRequest(src=absolute(private), out=absolute(out), batch=batch, keep_nhwc=keep_nhwc,
+                                 layout=inp.layout)
         for repair in run_onnx2tf(request, np.ascontiguousarray(samples[:20]), inp.path.name):
             ctx.log(f"  onnx2tf: {repair}")
         private.unlink(missing_ok=True)
@@ -169,7 +171,21 @@ class OnnxToSavedModel(Step):
                           batch=batch)
 
 
-def run_onnx2tf(request: dict[str, Any], samples: np.ndarray, name: str) -> list[str]:
+@dataclass(frozen=True)
+class Onnx2TfRequest(Record):
+    """What the conversion child (`convert_in_child`) is sent besides the samples: files, batch and layout.
+
+    A record rather than a dict so a renamed key fails at the call, not as a KeyError inside the child.
+    """
+
+    src: str  # absolute: the child converts inside a scratch folder
+    out: str  # the SavedModel folder to write, absolute too
+    batch: int
+    keep_nhwc: list[str] = field(default_factory=list)  # channels-last inputs onnx2tf must not transpose
+    layout: str = "NCHW"  # the ONNX model's image layout, for the hint of a failure
+
+
+def run_onnx2tf(request: Onnx2TfRequest, samples: np.ndarray, name: str) -> list[str]:
     """onnx2tf on REQUEST in a child process, so a native abort in TensorFlow or onnx2tf fails this step only;
     what edgekit's workarounds changed in the conversion (edgekit.steps.onnx2tf_fixes.repairs).
 
@@ -226,9 +242,9 @@ def _savedmodel_only() -> Iterator[None]:
         converter.from_concrete_functions = original
 
 
-def convert_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
-                                                                                      dict[str, np.ndarray]]:
-    """onnx2tf.convert on request["src"] into request["out"] (edgekit.isolate's child, or in-process).
+def convert_in_child(request: Onnx2TfRequest, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
+                                                                                     dict[str, np.ndarray]]:
+    """onnx2tf.convert on request.src into request.out (edgekit.isolate's child, or in-process).
 
     Imports onnx2tf (and with it TensorFlow) and nothing else heavy. onnx2tf's log goes to a buffer: its
     node names make the error message; with EDGEKIT_DEBUG set it is printed (stderr) as well.
@@ -241,7 +257,7 @@ def convert_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> 
     onnx2tf_fixes.apply()  # before any onnx2tf op module is imported (they are, lazily, by convert)
 
     log = io.StringIO()
-    layout = request["layout"]
+    layout = request.layout
     onnx2tf_errors = vendor_errors("onnx2tf", step=OnnxToSavedModel.name, what="ONNX -> TensorFlow conversion failed",
                                    describe=lambda exc: _unsupported_op(log.getvalue(), exc),
                                    hint=lambda exc: _hint(exc, layout))
@@ -249,13 +265,13 @@ def convert_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> 
         with onnx2tf_errors, _env_for_onnx2tf(arrays["samples"]), contextlib.redirect_stdout(log), scratch_cwd(), \
                 contextlib.suppress(_SavedModelWritten), _savedmodel_only():
             onnx2tf.convert(  # in a scratch folder: onnx2tf and onnxsim write by relative names
-                input_onnx_file_path=request["src"],
-                output_folder_path=request["out"],
-                batch_size=request["batch"],
+                input_onnx_file_path=request.src,
+                output_folder_path=request.out,
+                batch_size=request.batch,
                 output_signaturedefs=True,
                 copy_onnx_input_output_names_to_tflite=True,
                 disable_strict_mode=True,  # see the module docstring: O(ops x graph) time and memory
-                keep_nwc_or_nhwc_or_ndhwc_input_names=request["keep_nhwc"] or None,
+                keep_nwc_or_nhwc_or_ndhwc_input_names=request.keep_nhwc or None,
                 # TFLite has no builtin ERF: torch's GELU (Mul(0.5) before Mul(x)) is not one onnx2tf fuses into
                 # GELU, so its Erf stopped the TFLite converter (PoolFormer, ConvNeXt). onnx2tf writes it as its
                 # polynomial (Abramowitz-Stegun 7.1.26, |error| < 1.5e-7) in builtin ops instead.
@@ -268,7 +284,7 @@ def convert_in_child(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> 
     finally:
         if os.environ.get("EDGEKIT_DEBUG"):
             sys.stderr.write(log.getvalue())
-    if not (Path(request["out"]) / "saved_model.pb").is_file():
+    if not (Path(request.out) / "saved_model.pb").is_file():
         raise ConversionError("onnx2tf finished without writing a SavedModel (step onnx_to_savedmodel).",
                               hint=_ANSI.sub("", log.getvalue())[-400:])
     return {"repairs": onnx2tf_fixes.repairs()}, {}

@@ -14,7 +14,7 @@ import pytest
 
 from edgekit.errors import InternalError, RuntimeFailure
 from edgekit.quantize import tflite_run
-from edgekit.quantize.tflite_run import run_tflite
+from edgekit.quantize.tflite_run import RunRequest, run_tflite
 
 X = np.zeros((2, 4, 4, 3), np.float32)
 
@@ -41,8 +41,8 @@ def test_a_bug_the_child_reports_is_raised_not_retried_one_by_one(tmp_path: Path
 
     calls: list[list[str]] = []
 
-    def child(target: str, request: dict, arrays: dict, **_kw: object) -> None:
-        calls.append(request["paths"])
+    def child(target: str, request: RunRequest, arrays: dict, **_kw: object) -> None:
+        calls.append(request.paths)
         raise InternalError("TypeError: unsupported operand type(s) (this is a bug in edgekit)")
 
     monkeypatch.delenv("EDGEKIT_NO_ISOLATION", raising=False)
@@ -56,8 +56,8 @@ def test_a_crashed_child_fails_only_the_candidate_that_crashed_it(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     import edgekit.isolate
 
-    def child(target: str, request: dict, arrays: dict, **_kw: object) -> tuple[dict, dict]:
-        if "bad.tflite" in " ".join(request["paths"]):
+    def child(target: str, request: RunRequest, arrays: dict, **_kw: object) -> tuple[dict, dict]:
+        if "bad.tflite" in " ".join(request.paths):
             raise RuntimeFailure("LiteRT crashed (SIGABRT) while running int8 candidates.")
         return {"errors": {}}, {"y0": np.ones((2, 10), np.float32)}
 
@@ -76,7 +76,7 @@ def test_a_file_litert_refuses_is_a_failed_candidate_with_litert_s_reason(tmp_pa
     except Exception as exc:  # noqa: BLE001 - MissingDependency: no TFLite runtime here
         pytest.skip(str(exc))
     (tmp_path / "junk.tflite").write_bytes(b"not a flatbuffer at all" * 4)
-    answer, arrays = tflite_run._run_in_child({"paths": [str(tmp_path / "junk.tflite")]}, {"x": X})
+    answer, arrays = tflite_run._run_in_child(RunRequest(paths=[str(tmp_path / "junk.tflite")]), {"x": X})
     assert arrays == {} and list(answer["errors"]) == [str(tmp_path / "junk.tflite")]
     assert answer["errors"][str(tmp_path / "junk.tflite")]  # LiteRT's reason, kept with the path
     monkeypatch.setenv("EDGEKIT_NO_ISOLATION", "1")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ if _EDGETPU_TESTS not in sys.path:
     sys.path.insert(0, _EDGETPU_TESTS)
 
 from tflite_builder import Graph  # noqa: E402
+
+from edgekit.records import Record  # noqa: E402
 
 HEAVY = ("tensorflow", "torch", "onnx", "onnxruntime", "keras", "jax")
 
@@ -49,29 +52,37 @@ def xnnpack_refuses_builtin_runs(path: Path) -> Path:
 
 
 # --- functions run in the child by edgekit.isolate ------------------------------------------------------
-def echo(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    return {"got": request, "names": sorted(arrays)}, {"doubled": arrays["x"] * 2}
+@dataclass(frozen=True)
+class EchoRequest(Record):
+    """A child request with a list, for the round trip (edgekit.isolate sends records, never dicts)."""
+
+    a: list[int] = field(default_factory=list)
 
 
-def abort(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def echo(request: EchoRequest, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    return ({"got": request.to_dict(), "type": type(request).__name__, "names": sorted(arrays)},
+            {"doubled": arrays["x"] * 2})
+
+
+def abort(request: Any, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     sys.stderr.write("about to abort: the last words\n")
     sys.stderr.flush()
     os.abort()
 
 
-def usage_error(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
+def usage_error(request: Any, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
                                                                                  dict[str, np.ndarray]]:
     from edgekit.errors import UsageError
 
     raise UsageError("bad input in the child", hint="fix it", step="validate", op="ADD")
 
 
-def bug(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def bug(request: Any, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return {}, {"x": {}["missing"]}
 
 
-def check_and_list_modules(request: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
-                                                                                            dict[str, np.ndarray]]:
+def check_and_list_modules(request: Any, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
+                                                                                 dict[str, np.ndarray]]:
     """What check_artifact's child does, then which heavy libraries it imported."""
     from edgekit.validate import _check_in_child
 

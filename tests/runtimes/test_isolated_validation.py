@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 from bad_tflite import (
+    EchoRequest,
     aborts_everywhere,
     xnnpack_refuses_builtin_aborts,
     xnnpack_refuses_builtin_runs,
@@ -13,8 +16,9 @@ from tflite_builder import conv_chain
 
 from edgekit.errors import InternalError, RuntimeFailure, UsageError
 from edgekit.isolate import run_isolated
+from edgekit.records import Record
 from edgekit.runtimes.litert import LiteRT
-from edgekit.validate import Reference, check_artifact
+from edgekit.validate import CheckRequest, Reference, check_artifact
 
 pytest.importorskip("ai_edge_litert")
 
@@ -26,14 +30,37 @@ def _ref(shape: tuple[int, ...], layout: str) -> Reference:
 
 # --- edgekit.isolate ------------------------------------------------------------------------------------
 def test_isolate_round_trips_json_and_arrays():
-    answer, arrays = run_isolated("bad_tflite:echo", {"a": [1, 2]}, {"x": np.arange(3.0)}, who="test", doing="echo")
-    assert answer == {"got": {"a": [1, 2]}, "names": ["x"]}
+    answer, arrays = run_isolated("bad_tflite:echo", EchoRequest(a=[1, 2]), {"x": np.arange(3.0)}, who="test",
+                                  doing="echo")
+    assert answer == {"got": {"a": [1, 2]}, "type": "EchoRequest", "names": ["x"]}  # the child got the record
     np.testing.assert_array_equal(arrays["doubled"], [0.0, 2.0, 4.0])
+
+
+def test_a_request_is_a_record_never_a_dict(monkeypatch):
+    """The request's one serialization (edgekit.isolate) takes records only: a dict, or a record class the child
+    could not import, is refused before any child starts."""
+    monkeypatch.setattr("subprocess.run", lambda *a, **k: pytest.fail("a child was started"))
+    with pytest.raises(TypeError, match="request record"):
+        run_isolated("bad_tflite:echo", {"a": [1, 2]}, who="t", doing="d")
+
+    @dataclass(frozen=True)
+    class Local(Record):
+        a: int = 0
+
+    with pytest.raises(TypeError, match="not importable"):
+        run_isolated("bad_tflite:echo", Local(), who="t", doing="d")
+
+
+def test_a_request_that_does_not_round_trip_is_a_bug_in_the_child():
+    """Record.from_dict gives a field of the wrong type its default; for a request that would be a silent change of
+    what the child does, so the rebuilt record must equal what was sent."""
+    with pytest.raises(InternalError, match="did not round-trip"):
+        run_isolated("bad_tflite:echo", EchoRequest(a=["one"]), {"x": np.arange(3.0)}, who="t", doing="d")
 
 
 def test_isolate_turns_a_crash_into_runtime_failure():
     with pytest.raises(RuntimeFailure) as info:
-        run_isolated("bad_tflite:abort", {}, who="TestRT", doing="validating m.tflite")
+        run_isolated("bad_tflite:abort", EchoRequest(), who="TestRT", doing="validating m.tflite")
     msg = info.value.message
     assert msg.startswith("TestRT crashed (SIGABRT) while validating m.tflite")
     assert "about to abort: the last words" in msg  # the child's last stderr lines
@@ -41,11 +68,11 @@ def test_isolate_turns_a_crash_into_runtime_failure():
 
 def test_isolate_reraises_edgekit_errors_and_bugs():
     with pytest.raises(UsageError) as info:
-        run_isolated("bad_tflite:usage_error", {}, who="t", doing="d")
+        run_isolated("bad_tflite:usage_error", EchoRequest(), who="t", doing="d")
     assert (info.value.message, info.value.hint, info.value.step, info.value.op) == (
         "bad input in the child", "fix it", "validate", "ADD")
     with pytest.raises(InternalError):
-        run_isolated("bad_tflite:bug", {}, who="t", doing="d")
+        run_isolated("bad_tflite:bug", EchoRequest(), who="t", doing="d")
 
 
 # --- check_artifact -------------------------------------------------------------------------------------
@@ -104,8 +131,8 @@ def test_no_isolation_env_runs_in_process(tmp_path, monkeypatch):
 
 def test_the_child_imports_only_the_runtime_library(tmp_path):
     model = conv_chain(tmp_path / "conv.tflite")
-    request = {"path": str(model), "runtime": "edgekit.runtimes.litert:LiteRT", "layout_from": "NHWC",
-               "layout_to": "NHWC", "options": {"kernels": "xnnpack"}}
+    request = CheckRequest(path=str(model), runtime="edgekit.runtimes.litert:LiteRT", layout_from="NHWC",
+                           layout_to="NHWC", options={"kernels": "xnnpack"})
     x = np.zeros((2, 8, 8, 8), np.float32)
     answer, arrays = run_isolated("bad_tflite:check_and_list_modules", request, {"x": x}, who="t", doing="d")
     assert answer["heavy"] == [] and arrays["y0"].shape == (2, 6, 6, 4)  # y<i>: the i-th output
@@ -125,18 +152,18 @@ def test_validation_runs_on_every_usable_core(tmp_path, monkeypatch):
     """LiteRT's Interpreter runs on one thread unless told: validation and the int8 search's candidate runs tell
     it the cores this process may use."""
     import edgekit.devices
-    from edgekit.quantize.tflite_run import _run_in_child
+    from edgekit.quantize.tflite_run import RunRequest, _run_in_child
     from edgekit.validate import _check_in_child
 
     monkeypatch.setattr(edgekit.devices, "usable_cores", lambda: 3)
     monkeypatch.setattr(ThreadsSeen, "seen", [])
     model = conv_chain(tmp_path / "conv.tflite")
     x = np.zeros((2, 8, 8, 8), np.float32)
-    request = {"path": str(model), "runtime": f"{__name__}:ThreadsSeen", "layout_from": "NHWC",
-               "layout_to": "NHWC", "options": {}}
+    request = CheckRequest(path=str(model), runtime=f"{__name__}:ThreadsSeen", layout_from="NHWC",
+                           layout_to="NHWC")
     _check_in_child(request, {"x": x})
     monkeypatch.setattr("edgekit.runtimes.runtime_for_format", lambda fmt: ThreadsSeen)
-    _, out = _run_in_child({"paths": [str(model)]}, {"x": x})
+    _, out = _run_in_child(RunRequest(paths=[str(model)]), {"x": x})
     assert ThreadsSeen.seen == [3, 3] and out["y0"].shape == (2, 6, 6, 4)
 
 

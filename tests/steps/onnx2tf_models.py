@@ -15,9 +15,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from edgekit.records import Record
 
 
 def _w(rng: np.random.Generator, *shape: int) -> np.ndarray:
@@ -99,19 +102,26 @@ def paddle_like(path: Path) -> Path:
     return path
 
 
-def abort_child(request: dict, arrays: dict) -> tuple[dict, dict]:
+@dataclass(frozen=True)
+class ModuleRequest(Record):
+    """modules_child's request: the module to import (edgekit.isolate sends records, never dicts)."""
+
+    module: str
+
+
+def abort_child(request: object, arrays: dict) -> tuple[dict, dict]:
     """Stands in for onnx2tf in edgekit's child process: dies natively, as TensorFlow's kernels do (SIGABRT)."""
     import os
 
     os.abort()
 
 
-def modules_child(request: dict, arrays: dict) -> tuple[dict, dict]:
+def modules_child(request: ModuleRequest, arrays: dict) -> tuple[dict, dict]:
     """In edgekit's child process: import the step module as the onnx2tf child does; which heavy modules came."""
     import importlib
     import sys
 
-    importlib.import_module(request["module"])
+    importlib.import_module(request.module)
     heavy = ("torch", "tensorflow", "onnx", "onnxruntime", "onnx2tf", "keras", "tf_keras")
     return {"heavy": [m for m in heavy if m in sys.modules]}, {}
 

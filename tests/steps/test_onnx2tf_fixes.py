@@ -97,12 +97,12 @@ def test_onnx2tf_stops_once_its_savedmodel_is_written(tmp_path: Path) -> None:
     pytest.importorskip("onnx2tf")
     import tensorflow as tf
 
-    from edgekit.steps.onnx_to_savedmodel import convert_in_child
+    from edgekit.steps.onnx_to_savedmodel import Onnx2TfRequest, convert_in_child
 
     src = convnext_tie(tmp_path / "tie.onnx")
     out = tmp_path / "sm"
     x = np.random.default_rng(1).random((4, 32, 32, 3), dtype=np.float32)
-    convert_in_child({"src": str(src), "out": str(out), "batch": 1, "keep_nhwc": [], "layout": "NCHW"},
+    convert_in_child(Onnx2TfRequest(src=str(src), out=str(out), batch=1, keep_nhwc=[], layout="NCHW"),
                      {"samples": x})
     assert (out / "saved_model.pb").is_file()
     assert not list(out.glob("*.tflite"))

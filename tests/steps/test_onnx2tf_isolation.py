@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # the child finds onnx2tf_models through the parent's sys.path
-from onnx2tf_models import paddle_like  # noqa: E402
+from onnx2tf_models import ModuleRequest, paddle_like  # noqa: E402
 
 from edgekit.errors import EXIT_PARTIAL, ConversionError
 
@@ -23,7 +23,8 @@ def test_a_native_abort_in_the_child_is_this_steps_failure(monkeypatch: pytest.M
     monkeypatch.delenv("EDGEKIT_NO_ISOLATION", raising=False)
     monkeypatch.setattr(step, "CHILD", ABORT)
     with pytest.raises(ConversionError) as caught:
-        step.run_onnx2tf({}, np.zeros((1, 4, 4, 3), np.float32), "m.onnx")
+        step.run_onnx2tf(step.Onnx2TfRequest(src="m.onnx", out="m_savedmodel", batch=1),
+                         np.zeros((1, 4, 4, 3), np.float32), "m.onnx")
     exc = caught.value
     assert exc.step == "onnx_to_savedmodel" and "onnx2tf crashed (SIGABRT)" in exc.message
     assert "converting m.onnx" in exc.message and "separate process" in (exc.hint or "")
@@ -32,7 +33,7 @@ def test_a_native_abort_in_the_child_is_this_steps_failure(monkeypatch: pytest.M
 def test_the_child_imports_no_framework_before_onnx2tf() -> None:
     from edgekit.isolate import run_isolated
 
-    answer, _ = run_isolated("onnx2tf_models:modules_child", {"module": "edgekit.steps.onnx_to_savedmodel"},
+    answer, _ = run_isolated("onnx2tf_models:modules_child", ModuleRequest("edgekit.steps.onnx_to_savedmodel"),
                              who="t", doing="d")
     assert answer["heavy"] == []  # onnx2tf (and TensorFlow with it) is imported by the conversion itself
 

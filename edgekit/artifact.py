@@ -10,7 +10,7 @@ import dataclasses
 import datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -200,6 +200,45 @@ class ArtifactFailure(Record):
 
 
 @dataclass
+class DiagnosisRun(Record):
+    """What the int8 diagnosis after validation (edgekit.quantize.explain) added to an artifact, typed.
+
+    Set on the artifact before the manifest is written, never edited into its serialized `extra`. The manifest
+    keeps the v1 keys: `extra.diagnosis_seconds`, `diagnosis_same_as`, `diagnosis_note`, `diagnosis_error`,
+    `noise_agreement_error`, and the input-noise figure inside `extra.int8_recipe` (the recipe's own field).
+    """
+
+    seconds: float | None = None  # the diagnosis's time, part of the artifact's `seconds`
+    same_as: str | None = None  # the artifact whose diagnosis this one shares (same calibrated model)
+    note: str | None = None  # why it shares it where the models differ (Edge TPU graph fixes)
+    error: str | None = None  # why the diagnosis could not run (an EdgekitError's message): advice, not a failure
+    noise_agreement_error: str | None = None  # why the fp32 input-noise agreement could not be measured
+    noise_agreement: float | None = None  # that agreement, measured after validation for a named recipe ...
+    noise_measured_on: str | None = None  # ... on this artifact's float twin, or the run's first one
+
+    # manifest v1 key in `extra` of each field written there (the noise figure goes into `int8_recipe`)
+    KEYS: ClassVar[dict[str, str]] = {
+        "seconds": "diagnosis_seconds", "same_as": "diagnosis_same_as", "note": "diagnosis_note",
+        "error": "diagnosis_error", "noise_agreement_error": "noise_agreement_error"}
+
+    def write(self, extra: dict[str, Any]) -> dict[str, Any]:
+        """EXTRA with these facts under their manifest keys (a copy; None fields are not written)."""
+        out = dict(extra)
+        out.update({key: getattr(self, name) for name, key in self.KEYS.items() if getattr(self, name) is not None})
+        recipe = out.get("int8_recipe")
+        if self.noise_agreement is not None and isinstance(recipe, dict):
+            out["int8_recipe"] = {**recipe, "float_input_noise_agreement": self.noise_agreement,
+                                  "float_input_noise_measured_on": self.noise_measured_on}
+        return out
+
+    @classmethod
+    def read(cls, extra: dict[str, Any]) -> tuple[DiagnosisRun, dict[str, Any]]:
+        """The facts a manifest's EXTRA holds, and EXTRA without their keys (the noise figure stays in the recipe)."""
+        run = cls.from_dict({name: extra[key] for name, key in cls.KEYS.items() if key in extra})
+        return run, {k: v for k, v in extra.items() if k not in cls.KEYS.values()}
+
+
+@dataclass
 class Artifact:
     """One converted model file and everything known about it."""
 
@@ -219,6 +258,8 @@ class Artifact:
     # "failed": the artifact was not made or did not load; `failure` says where and why, no file was published
     status: Literal["ok", "failed"] = "ok"
     failure: ArtifactFailure | None = None
+    # the int8 diagnosis's facts (edgekit.quantize.explain), written into `extra` by to_dict
+    diagnosis_run: DiagnosisRun = field(default_factory=DiagnosisRun)
 
     @property
     def ok(self) -> bool:
@@ -226,9 +267,11 @@ class Artifact:
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        del d["diagnosis_run"]
         d["inputs"] = [t.to_dict() for t in self.inputs]
         d["outputs"] = [t.to_dict() for t in self.outputs]
         d["failure"] = self.failure.to_dict() if self.failure is not None else None
+        d["extra"] = self.diagnosis_run.write(d["extra"])
         return d
 
     @classmethod
@@ -239,6 +282,7 @@ class Artifact:
         malformed tensor spec is a ValueError / TypeError / KeyError, which Manifest.read makes bad input.
         """
         fid, failure = d.get("fidelity"), d.get("failure")
+        diagnosis_run, extra = DiagnosisRun.read(dict(as_dict(d.get("extra"))))
         return cls(
             path=as_str(d.get("path")),
             format=d["format"],
@@ -250,9 +294,10 @@ class Artifact:
             parent=as_str(d.get("parent")) or None,
             fidelity=Fidelity.from_dict(fid) if isinstance(fid, dict) and fid else None,
             seconds=as_float(d.get("seconds")) or 0.0,
-            extra=dict(as_dict(d.get("extra"))),
+            extra=extra,
             status="failed" if d.get("status") == "failed" else "ok",
             failure=ArtifactFailure.from_dict(failure) if isinstance(failure, dict) else None,
+            diagnosis_run=diagnosis_run,
         )
 
     @property

@@ -192,8 +192,8 @@ def _execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: 
 
                 t_diag = time.perf_counter()
                 if explain(art, cur, ref, options, progress, diagnosed) is not None:  # the artifact's time too
-                    art.extra["diagnosis_seconds"] = round(time.perf_counter() - t_diag, 3)
-                    art.seconds = round(art.seconds + art.extra["diagnosis_seconds"], 3)
+                    art.diagnosis_run.seconds = round(time.perf_counter() - t_diag, 3)
+                    art.seconds = round(art.seconds + art.diagnosis_run.seconds, 3)
             if not art.ok:
                 continue
             for post in chain.post_steps:

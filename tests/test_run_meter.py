@@ -39,7 +39,7 @@ def test_a_manifest_accounts_for_the_run(bundled_conversion) -> None:
     assert set(run.phases) == {"load", "calibration_data", "reference"}
     assert run.peak_tree_rss_bytes >= run.peak_rss_bytes * 0.9  # sampled: it may miss edgekit's own last spike
     steps = sum(t["seconds"] for a in bundled_conversion.artifacts for t in a.extra["steps"] if not t["shared"])
-    checks = sum(a.extra["validation_seconds"] + a.extra.get("diagnosis_seconds", 0)
+    checks = sum(a.extra["validation_seconds"] + (a.diagnosis_run.seconds or 0)
                  for a in bundled_conversion.artifacts)
     assert sum(run.phases.values()) + steps + checks <= run.seconds
     assert sum(a.seconds for a in bundled_conversion.artifacts) == pytest.approx(steps + checks, abs=0.05)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from edgekit.errors import EdgekitError, InternalError, RuntimeFailure
 from edgekit.quantize.records import Diagnosis
 
 # A miss is diagnosed unasked, on fewer samples than --explain's (up to 32): each sample is a run of both models
@@ -24,7 +25,9 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
     """Fill ART.fidelity.diagnosis for an int8 artifact that missed (or with --explain); None when not asked.
 
     The diagnosis is advice: where it cannot be made (an op the debugger cannot run, a model without
-    quantized layers) the artifact keeps its verdict and the reason is noted, never raised. SEEN (one per run)
+    quantized layers: an EdgekitError, the library's failure mapped at the border) the artifact keeps its verdict
+    and the reason is noted in ART.diagnosis_run; a bug in edgekit (InternalError) is raised, never turned into a
+    manifest key nobody reads. SEEN (one per run)
     keeps each diagnosis by what determines it: the TFLite int8 and Edge TPU models of a run are quantized from
     the same calibrated model (their I/O types differ, which the debugger does not see), so the second one gets
     the first one's diagnosis instead of a second identical run of the debugger. Unasked, an Edge TPU artifact whose
@@ -57,15 +60,15 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
     if reuse is not None:
         first, same, why_same = reuse
         fid.diagnosis = same.to_dict()
-        art.extra["diagnosis_same_as"] = first
+        art.diagnosis_run.same_as = first
         if fixes and key not in seen:
-            art.extra["diagnosis_note"] = why_same
+            art.diagnosis_run.note = why_same
         if choice.met is None and choice.float_input_noise_agreement is None:
             _noise_measured(art, choice, x_all, ref, seen)  # the run's figure, into this artifact's record
         progress(f"{art.path}: int8 diagnosis as {first}'s ({why_same})")
         return same
     try:
-        with captured_output():  # the TFLite debugger and LiteRT print on stdout
+        with captured_output(), _border(art.format, "The int8 diagnosis"):  # the debugger and LiteRT print on stdout
             if art.format == "onnx":
                 from edgekit.quantize.diagnose_onnx import diagnose
 
@@ -74,9 +77,11 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
                 from edgekit.quantize.tflite_recipes import diagnose_tflite
 
                 diag = diagnose_tflite(choice, x, ref.inputs_name)
-    except Exception as exc:  # noqa: BLE001 - advice must not fail an artifact that was made and validated
-        art.extra["diagnosis_error"] = f"{type(exc).__name__}: {exc}"[:400]
-        progress(f"{art.path}: int8 diagnosis could not run ({type(exc).__name__}: {str(exc)[:200]})")
+    except InternalError:  # a bug in edgekit (a TypeError here or in the diagnosis): visible, never a manifest key
+        raise
+    except EdgekitError as exc:  # advice must not fail an artifact that was made and validated
+        art.diagnosis_run.error = f"{type(exc).__name__}: {exc.message}"[:400]
+        progress(f"{art.path}: int8 diagnosis could not run ({type(exc).__name__}: {exc.message[:200]})")
         return None
     if choice.met is None and choice.float_input_noise_agreement is None:  # a named recipe: the search did not
         choice = _noise_measured(art, choice, x_all, ref, seen)  # measured where the words below read it
@@ -119,19 +124,30 @@ def _noise_measured(art: Any, choice: Any, x: Any, ref: Any, seen: dict[str, tup
         measured_on = first
     else:
         try:
-            noise = twin_noise_agreement(art.format, choice.float_model, x)
-        except Exception as exc:  # noqa: BLE001 - advice, as the diagnosis
-            art.extra["noise_agreement_error"] = f"{type(exc).__name__}: {exc}"[:400]
+            with _border(art.format, "Measuring the float model's input-noise agreement"):
+                noise = twin_noise_agreement(art.format, choice.float_model, x)
+        except InternalError:  # a bug: visible, as in the diagnosis
+            raise
+        except EdgekitError as exc:  # advice, as the diagnosis
+            art.diagnosis_run.noise_agreement_error = f"{type(exc).__name__}: {exc.message}"[:400]
             return choice
         if noise is None:
             return choice
         noise, measured_on = round(noise, 4), art.path
         if seen is not None:
             seen[NOISE_KEY] = (art.path, noise)
-    if isinstance(art.extra.get("int8_recipe"), dict):
-        art.extra["int8_recipe"]["float_input_noise_agreement"] = noise
-        art.extra["int8_recipe"]["float_input_noise_measured_on"] = measured_on
+    art.diagnosis_run.noise_agreement = noise  # written into the manifest's `int8_recipe` (DiagnosisRun.write)
+    art.diagnosis_run.noise_measured_on = measured_on
     return dataclasses.replace(choice, float_input_noise_agreement=noise)
+
+
+def _border(fmt: str, what: str) -> Any:
+    """The vendor border around the diagnosis (onnxruntime for ONNX, TensorFlow's debugger and LiteRT otherwise):
+    what the library raises becomes a RuntimeFailure, recorded as advice that could not be given; an exception
+    raised in edgekit's own code becomes InternalError (edgekit.border), which explain lets through."""
+    from edgekit.border import vendor_errors
+
+    return vendor_errors("onnxruntime" if fmt == "onnx" else "tensorflow", error=RuntimeFailure, what=f"{what} failed")
 
 
 NOISE_KEY = "float input noise"  # SEEN's entry for the run's one input-noise agreement: (artifact, figure)

@@ -73,8 +73,8 @@ def test_the_second_artifact_of_one_calibration_reuses_the_diagnosis(tmp_path: P
     for art, inter in ((int8, _inter(cal, "int8")), (tpu, _inter(cal, "uint8")), (fixed, _inter(other, "uint8"))):
         explain_mod.explain(art, inter, ref, options, lambda _m: None, seen)
     assert calls == [explain_mod.UNASKED_TFLITE_SAMPLES] * 2  # int8 and the other calibration; not the twin
-    assert tpu.fidelity.diagnosis == int8.fidelity.diagnosis and tpu.extra["diagnosis_same_as"] == "m.int8.tflite"
-    assert "diagnosis_same_as" not in fixed.extra
+    assert tpu.fidelity.diagnosis == int8.fidelity.diagnosis and tpu.diagnosis_run.same_as == "m.int8.tflite"
+    assert fixed.diagnosis_run.same_as is None
 
 
 @pytest.mark.parametrize("explain", [False, True])
@@ -88,11 +88,11 @@ def test_an_edge_tpu_model_its_fixes_changed_gets_the_run_s_diagnosis_unasked(tm
     for art, inter in ((int8, _inter(cal, "int8")), (tpu, _inter(fixed, "uint8", fixes=3))):
         explain_mod.explain(art, inter, _ref(), ConvertOptions(explain=explain), lambda _m: None, seen)
     if explain:  # asked: each model on its own
-        assert len(debugger) == 2 and "diagnosis_same_as" not in tpu.extra
+        assert len(debugger) == 2 and tpu.diagnosis_run.same_as is None
     else:
         assert debugger == [explain_mod.UNASKED_TFLITE_SAMPLES]
-        assert tpu.fidelity.diagnosis == int8.fidelity.diagnosis and tpu.extra["diagnosis_same_as"] == "m.int8.tflite"
-        assert "3 Edge TPU graph fix(es) apart" in tpu.extra["diagnosis_note"]
+        assert tpu.fidelity.diagnosis == int8.fidelity.diagnosis and tpu.diagnosis_run.same_as == "m.int8.tflite"
+        assert "3 Edge TPU graph fix(es) apart" in tpu.diagnosis_run.note
 
 
 def test_another_recipe_is_not_the_run_s_diagnosis(tmp_path: Path, debugger: list[int]) -> None:
@@ -129,8 +129,9 @@ def test_the_input_noise_agreement_is_measured_once_a_run(tmp_path: Path, debugg
         explain_mod.explain(art, inter, _ref(), ConvertOptions(explain=False), lambda _m: None, seen)
     assert twins == ["onnx"]  # the first miss's float twin; the others read the run's figure
     for art in arts:
-        assert art.extra["int8_recipe"] == {"float_input_noise_agreement": 0.8125,
-                                            "float_input_noise_measured_on": "m.int8.onnx"}
+        assert art.extra["int8_recipe"] == {}  # the record, not the serialized extra, holds it until written
+        assert art.to_dict()["extra"]["int8_recipe"] == {"float_input_noise_agreement": 0.8125,
+                                                         "float_input_noise_measured_on": "m.int8.onnx"}
 
 
 @pytest.mark.parametrize(("outputs", "classes"), [(1, 1), (3, 10)])
@@ -145,4 +146,43 @@ def test_no_noise_agreement_without_one_output_of_classes(tmp_path: Path, debugg
     art = _art("m.int8.tflite")
     explain_mod.explain(art, _inter(cal, "int8", noise=None), _ref(outputs, classes), ConvertOptions(explain=False),
                         lambda _m: None, {})
-    assert art.fidelity.diagnosis is not None and art.extra["int8_recipe"] == {}
+    assert art.fidelity.diagnosis is not None and art.to_dict()["extra"]["int8_recipe"] == {}
+
+
+def test_a_diagnosis_the_library_cannot_make_is_noted_in_the_manifest(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """An expected failure (the library's, mapped at the border to an EdgekitError) keeps the artifact and its
+    verdict; its message is the manifest's `extra.diagnosis_error`, as before."""
+    import edgekit.quantize.tflite_recipes as tr
+    from edgekit.errors import RuntimeFailure
+
+    def refuses(choice, x, inputs):  # noqa: ANN001, ANN202 - the debugger's signature
+        raise RuntimeFailure("the debugger cannot run op CUSTOM")
+
+    monkeypatch.setattr(tr, "diagnose_tflite", refuses)
+    cal = tmp_path / "cal.tflite"
+    cal.write_bytes(b"calibrated model")
+    art = _art("m.int8.tflite")
+    assert explain_mod.explain(art, _inter(cal, "int8"), _ref(), ConvertOptions(explain=False), lambda _m: None,
+                               {}) is None
+    assert art.to_dict()["extra"]["diagnosis_error"] == "RuntimeFailure: the debugger cannot run op CUSTOM"
+    assert Artifact.from_dict(art.to_dict()).diagnosis_run.error == art.diagnosis_run.error  # read back typed
+
+
+def test_a_bug_in_the_diagnosis_is_raised_not_a_manifest_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TypeError inside the diagnosis is a bug in edgekit: InternalError, never `extra.diagnosis_error`."""
+    import edgekit.quantize.tflite_recipes as tr
+    from edgekit.errors import InternalError
+
+    def buggy(choice, x, inputs):  # noqa: ANN001, ANN202 - the debugger's signature
+        from edgekit.quantize.records import LayerDiagnosis
+
+        return LayerDiagnosis.from_dict(None)  # a TypeError raised in edgekit's own code (cls(**None))
+
+    monkeypatch.setattr(tr, "diagnose_tflite", buggy)
+    cal = tmp_path / "cal.tflite"
+    cal.write_bytes(b"calibrated model")
+    art = _art("m.int8.tflite")
+    with pytest.raises(InternalError, match="TypeError"):
+        explain_mod.explain(art, _inter(cal, "int8"), _ref(), ConvertOptions(explain=False), lambda _m: None, {})
+    assert art.diagnosis_run.error is None and "diagnosis_error" not in art.to_dict()["extra"]

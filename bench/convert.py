@@ -27,7 +27,7 @@ def main() -> int:
     ap.add_argument("--json", dest="json_path", help="write the figures here as JSON")
     args = ap.parse_args()
 
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
 
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()

@@ -2,7 +2,7 @@
 
 Why: a YOLOv8 head's one output holds pixel coordinates and [0, 1] scores; plain int8 shares one scale
 between them and loses most boxes. This measures, with the code the convert step runs
-(edgekit.quantize.onnx_recipes, edgekit.quantize.detect_decode) and validation's own judge
+(edgekit.quantize.onnx.recipes, edgekit.quantize.detect_decode) and validation's own judge
 (edgekit.fidelity.metrics.judge_detection, IoU 0.5, confidence 0.25):
 - plain: onnxruntime's QDQ int8 of the whole graph (before issue 27);
 - decode: the same with the detection decode left in float;
@@ -36,9 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     from edgekit.fidelity.decide import decide_kinds
     from edgekit.fidelity.metrics import judge_detection
     from edgekit.quantize.detect_decode import onnx_decode
-    from edgekit.quantize.onnx_graph import name_nodes, node_macs, run_batches, session
-    from edgekit.quantize.onnx_recipes import ONNX_RECIPES, QuantData
-    from edgekit.quantize.ort_prep import unshare_biases
+    from edgekit.quantize.onnx.graph import name_nodes, node_macs, run_batches, session
+    from edgekit.quantize.onnx.prep import unshare_biases
+    from edgekit.quantize.onnx.recipes import ONNX_RECIPES, QuantData
     from edgekit.steps.onnx_quantize import _pre_process
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

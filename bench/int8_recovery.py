@@ -65,7 +65,7 @@ def digits(split: str, size: int, start: int, n: int) -> tuple[np.ndarray, np.nd
     """float32 (n, size, size, 3) in [0, 1] and labels, from the bundled MNIST split."""
     from PIL import Image
 
-    from edgekit.calibration import mnist_split
+    from edgekit.conversion.calibration import mnist_split
 
     x_train, y_train, x_test, y_test = mnist_split()
     x, y = (x_train, y_train) if split == "train" else (x_test, y_test)
@@ -219,13 +219,13 @@ def judge(y_ref: np.ndarray, y: np.ndarray, labels: np.ndarray) -> dict[str, flo
 
 
 def onnx_latency(path: Path, x: np.ndarray) -> float:
-    from edgekit.quantize.onnx_graph import latency_ms
+    from edgekit.quantize.onnx.graph import latency_ms
 
     return round(latency_ms(path, x, RUNS), 3)
 
 
 def tflite_latency(path: Path) -> float:
-    from edgekit.quantize.tflite_run import latency_ms
+    from edgekit.quantize.tflite.run import latency_ms
 
     return round(latency_ms(str(path), RUNS), 3)
 
@@ -267,10 +267,10 @@ def row(choice: Any, fig: dict[str, float], size: int, latency: float, seconds: 
 def run_onnx(model: Any, work: Path, xc: np.ndarray, xv: np.ndarray, yv: np.ndarray, log: Any) -> dict[str, Any]:
     import onnx
 
-    from edgekit.quantize.diagnose_onnx import diagnose
-    from edgekit.quantize.onnx_graph import name_nodes, run_batches, session
-    from edgekit.quantize.onnx_recipes import QuantData
-    from edgekit.quantize.onnx_search import quantize_onnx
+    from edgekit.quantize.onnx.diagnose import diagnose
+    from edgekit.quantize.onnx.graph import name_nodes, run_batches, session
+    from edgekit.quantize.onnx.recipes import QuantData
+    from edgekit.quantize.onnx.search import quantize_onnx
     from edgekit.steps.onnx_quantize import _pre_process
 
     src = work / "model.onnx"
@@ -310,9 +310,9 @@ def run_tflite(model: Any, work: Path, xc: np.ndarray, xv: np.ndarray, yv: np.nd
     import tensorflow as tf
 
     from edgekit.edgetpu.preflight import preflight
-    from edgekit.quantize.tflite_recipes import TfliteJob, float_model
-    from edgekit.quantize.tflite_run import run_tflite as run
-    from edgekit.quantize.tflite_search import quantize_tflite
+    from edgekit.quantize.tflite.recipes import TfliteJob, float_model
+    from edgekit.quantize.tflite.run import run_tflite as run
+    from edgekit.quantize.tflite.search import quantize_tflite
     from edgekit.steps.keras_to_savedmodel import ensure_static_batch
 
     exported = work / "saved_model"

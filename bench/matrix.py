@@ -48,7 +48,7 @@ def calibration_photos(folder: Path, n: int = 48, size: int = 224) -> Path:
 def convert_bundled(out: Path, reuse: bool) -> Path:
     if reuse and (out / "manifest.json").is_file():
         return out
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
 
     log("converting models/mnist_cnn.pt2 (onnx, tflite x fp32, fp16, dynamic, int8)")
     convert(REPO / "models" / "mnist_cnn.pt2", "onnx,tflite", "fp32,fp16,dynamic,int8", calib="mnist", out=out,
@@ -69,7 +69,7 @@ def convert_mobilenet(out: Path, reuse: bool) -> Path:
         src.parent.mkdir(parents=True, exist_ok=True)
         model.save(src)
     calib = calibration_photos(out.parent / "mobilenet_calib")
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
 
     log("converting MobileNetV2 (onnx, tflite x fp32, int8), calibrated on photo crops")
     convert(src, "onnx,tflite", "fp32,int8", calib=str(calib), calib_size=32, val_size=16, out=out, force=True,
@@ -86,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-seconds", type=float, default=1.0)
     args = ap.parse_args(argv)
 
-    from edgekit.bench import BenchSettings, bench
-    from edgekit.console import quiet_stdout
+    from edgekit.core.console import quiet_stdout
+    from edgekit.measure.bench import BenchSettings, bench
     from edgekit.report.bench import markdown
 
     settings = BenchSettings(runs=args.runs, min_seconds=args.min_seconds, warmup=5, batch=1)
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         body = markdown(report).split("\n", 2)[2]  # drop the "# edgekit bench" heading
         sections.append(f"## {title}\n\n{body}")
         print(f"\n## {title}\n\n{body}")
-    from edgekit.fsutil import atomic_write_text
+    from edgekit.core.fsutil import atomic_write_text
 
     atomic_write_text(args.out / "matrix.md", "# edgekit bench matrix (batch 1, this CPU)\n\n" + "\n".join(sections))
     log(f"written: {args.out / 'matrix.md'}")

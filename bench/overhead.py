@@ -2,7 +2,7 @@
 
 Both run in this one process on the same artifact, in interleaved blocks (edgekit first in even
 blocks, the bare loop first in odd ones) so that drift (thermal, other processes) hits both alike.
-The edgekit side is `edgekit.profile.profile_artifact` itself, the function behind `edgekit profile`;
+The edgekit side is `edgekit.measure.profile.profile_artifact` itself, the function behind `edgekit profile`;
 the bare side is the vendor API in the tightest loop a user would write (its own session/interpreter,
 inputs prepared once, each call timed with perf_counter_ns). Each block's p50 is compared with the
 adjacent block of the other side: `ratio` is the median of these paired ratios (target <= 1.03), which
@@ -80,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, dest="json_out", help="write {ratio, edgekit_p50_ms, bare_p50_ms, ...}")
     args = ap.parse_args(argv)
 
+    from edgekit.measure.profile import profile_artifact
     from edgekit.measure.settings import MeasureSettings
-    from edgekit.profile import profile_artifact
     from edgekit.runtimes import detect_format, open_runtime
     from edgekit.runtimes.inputs import random_batches
 
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
           f"blocks) {paired:.4f}, {'within' if paired <= 1.03 else 'ABOVE'} the 1.03 target; ratio of medians "
           f"{e / b:.4f}")
     if args.json_out:
-        from edgekit.fsutil import atomic_write_json
+        from edgekit.core.fsutil import atomic_write_json
 
         atomic_write_json(args.json_out, result)
     return 0

@@ -50,7 +50,7 @@ def _held_out(n: int) -> np.ndarray:
     """The indices of N samples the zoo's convert holds out for validation (edgekit's own split)."""
     from zoo_models import CALIB_SIZE, VAL_SIZE
 
-    from edgekit.calibration import split_indices
+    from edgekit.conversion.calibration import split_indices
 
     return split_indices(n, CALIB_SIZE, VAL_SIZE)[1]
 
@@ -67,7 +67,7 @@ def build_digits_yolo(out: Path) -> dict[str, Any]:
     """The bundled trained detector on N_CALIB held-out canvases with boxes; its mAP50 on the validated ones."""
     import onnx
 
-    from edgekit.feeds import held_out_boxes
+    from edgekit.conversion.feeds import held_out_boxes
     from edgekit.fidelity.coco import mean_ap
     from edgekit.fidelity.detection import Head, decode, labelled_boxes
     from models.detection_data import write_npz

@@ -19,12 +19,12 @@ from edgekit._version import __version__
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 if TYPE_CHECKING:  # pragma: no cover
-    from edgekit.artifact import Artifact
+    from edgekit.core.artifact import Artifact
 
 
 def convert(source: str, **options: Any) -> list[Artifact]:
-    """Convert SOURCE and return the validated artifacts (see `edgekit.pipeline.convert`)."""
-    from edgekit.pipeline import convert as _convert
+    """Convert SOURCE and return the validated artifacts (see `edgekit.conversion.pipeline.convert`)."""
+    from edgekit.conversion.pipeline import convert as _convert
 
     return _convert(source, **options).artifacts
 

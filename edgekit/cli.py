@@ -8,7 +8,7 @@ import typer
 
 from edgekit._version import __version__
 from edgekit.commands import register_all
-from edgekit.errors import EXIT_USAGE, EdgekitError, InternalError
+from edgekit.core.errors import EXIT_USAGE, EdgekitError, InternalError
 
 app = typer.Typer(
     name="edgekit",
@@ -36,7 +36,7 @@ def _root(
     if verbose:
         import os
 
-        from edgekit.vendorlog import release_vendor_logs
+        from edgekit.core.vendorlog import release_vendor_logs
 
         os.environ["EDGEKIT_VERBOSE"] = "1"  # child processes and steps see it too
         release_vendor_logs()
@@ -48,7 +48,7 @@ register_all(app)
 def report_error(exc: EdgekitError) -> None:
     from rich.markup import escape
 
-    from edgekit.console import err
+    from edgekit.core.console import err
 
     label = "internal error" if isinstance(exc, InternalError) else "error"
     # escape: messages hold things like 'edgekit[convert]' that rich would take for markup
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     # TensorFlow's C++ INFO/WARNING lines (CUDA probing, absl) drown the progress lines; errors still show.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if argv is None:  # the real command line (not a test calling main): vendor log lines off the terminal
-        from edgekit.vendorlog import quiet_vendor_logs
+        from edgekit.core.vendorlog import quiet_vendor_logs
 
         quiet_vendor_logs()
     if not os.environ.get("EDGEKIT_DEBUG"):
@@ -109,11 +109,11 @@ def main(argv: list[str] | None = None) -> int:
             exc.show()
             code = exc.exit_code or EXIT_USAGE
         else:  # anything else is a bug in edgekit: say so cleanly, exit 1, traceback only with EDGEKIT_DEBUG
-            from edgekit.border import internal_error
+            from edgekit.core.border import internal_error
 
             code = _report(internal_error(exc), exc)
     if argv is None:
-        from edgekit.vendorlog import release_vendor_logs
+        from edgekit.core.vendorlog import release_vendor_logs
 
         release_vendor_logs()
         sys.exit(code)

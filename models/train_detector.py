@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:  # `python models/train_detector.py` puts models/,
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from edgekit.fsutil import atomic_write_bytes, atomic_write_json, sha256_file  # noqa: E402
+from edgekit.core.fsutil import atomic_write_bytes, atomic_write_json, sha256_file  # noqa: E402
 from models import detection_data as dd  # noqa: E402
 from models.train_mnist import without_stack_traces  # noqa: E402
 from models.yolo import YOLOv8, yolov8_tiny  # noqa: E402

@@ -39,7 +39,7 @@ def bundled_pt2() -> Path:
 @pytest.fixture(scope="session")
 def bundled_conversion(tmp_path_factory: pytest.TempPathFactory, bundled_pt2: Path):
     """The `make demo` conversion, run once: ONNX + TFLite at every precision, calibrated on MNIST."""
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
 
     out = tmp_path_factory.mktemp("bundled") / "mnist_cnn"
     return convert(bundled_pt2, "onnx,tflite", "fp32,fp16,dynamic,int8", calib="mnist", out=out)

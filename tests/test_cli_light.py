@@ -30,13 +30,13 @@ def test_version() -> None:
 
 def test_ctrl_c_says_interrupted_and_exits_130(tmp_path, monkeypatch, capsys) -> None:
     """typer turns a Ctrl-C inside a command into a silent return of 130: the CLI must still say what it left."""
-    import edgekit.pipeline
+    import edgekit.conversion.pipeline
     from edgekit.cli import main
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(edgekit.pipeline, "convert", interrupted)
+    monkeypatch.setattr(edgekit.conversion.pipeline, "convert", interrupted)
     model = Path(__file__).resolve().parents[1] / "models" / "mnist_cnn.pt2"
     rc = main(["convert", str(model), "--target", "onnx", "--out", str(tmp_path / "out")])
     assert rc == 130

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from edgekit.cli import main
-from edgekit.errors import EXIT_USAGE
+from edgekit.core.errors import EXIT_USAGE
 
 REPO = Path(__file__).resolve().parents[1]
 

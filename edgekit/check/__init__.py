@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edgekit.check.records import CheckReport
-from edgekit.errors import UsageError
+from edgekit.core.errors import UsageError
 
 FORMATS: tuple[str, ...] = ("text", "json", "github", "junit", "markdown")
 
@@ -36,7 +36,7 @@ def run_check(current: str | Path, baseline: str | None = None, budget: str | Pa
 def update_baseline(current: str | Path, baseline: str) -> tuple[Path, int]:
     """Write CURRENT's facts as the baseline JSON file BASELINE; (its path, how many artifacts it holds)."""
     from edgekit.check.snapshot import from_folder
-    from edgekit.fsutil import atomic_write_text
+    from edgekit.core.fsutil import atomic_write_text
 
     if baseline.startswith("git:") or Path(baseline).is_dir():
         raise UsageError(f"--update-baseline writes a baseline file, and '{baseline}' is "

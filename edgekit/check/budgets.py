@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from edgekit.errors import UsageError
-from edgekit.registry import suggest
+from edgekit.core.errors import UsageError
+from edgekit.core.registry import suggest
 
 Kind = Literal["bytes", "percent", "fraction", "count", "level", "bool"]
 Level = Literal["error", "warn", "off"]
@@ -155,8 +155,8 @@ def _check_key(key: str, where: str) -> None:
 
 def _check_pattern(pattern: str, where: str) -> None:
     """A pattern's format part must be a wildcard or a known format; its precision part one too, or a variant."""
-    from edgekit.formats import FORMATS
-    from edgekit.precisions import PRECISIONS
+    from edgekit.core.formats import FORMATS
+    from edgekit.core.precisions import PRECISIONS
 
     parts = pattern.split()
     if not parts or len(parts) > 2:
@@ -298,7 +298,7 @@ def _tool_table(data: dict[str, Any]) -> Any:
 
 
 def _toml(text: str, where: str) -> dict[str, Any]:
-    from edgekit.devices import _toml_loads  # the one TOML reader (tomllib, or tomli on Python 3.10)
+    from edgekit.measure.devices import _toml_loads  # the one TOML reader (tomllib, or tomli on Python 3.10)
 
     try:
         return _toml_loads(text)

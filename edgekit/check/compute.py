@@ -2,7 +2,7 @@
 
 The files `check` reads may come from anyone, and the ONNX parser is native code: a crafted file that
 crashes it must end as a note ("operators and MACs not read"), not take the CI job down. All files go
-to one child (edgekit.isolate), so the start-up is paid once; EDGEKIT_NO_ISOLATION=1 reads them here.
+to one child (edgekit.core.isolate), so the start-up is paid once; EDGEKIT_NO_ISOLATION=1 reads them here.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.errors import EdgekitError
-from edgekit.records import Record
+from edgekit.core.errors import EdgekitError
+from edgekit.core.records import Record
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def read_compute(files: list[tuple[str, Path]]) -> dict[str, dict[str, Any]]:
     if not files:
         return {}
     request = InspectRequest(files=[[key, str(path)] for key, path in files])
-    from edgekit.isolate import isolation_enabled, run_isolated
+    from edgekit.core.isolate import isolation_enabled, run_isolated
 
     if not isolation_enabled():
         return inspect_files(request, {})[0]["facts"]

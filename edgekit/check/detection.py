@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from edgekit.artifact import Fidelity
-from edgekit.filedoc import as_float, as_int, as_str
-from edgekit.records import Record
+from edgekit.core.artifact import Fidelity
+from edgekit.core.filedoc import as_float, as_int, as_str
+from edgekit.core.records import Record
 
 
 @dataclass

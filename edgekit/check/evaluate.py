@@ -20,7 +20,7 @@ from typing import Any
 from edgekit.check.budgets import Budgets, Value
 from edgekit.check.records import RANK, CheckReport, CheckResult, Unit, Verdict
 from edgekit.check.snapshot import Facts, Latency, Side
-from edgekit.errors import EXIT_CHECK
+from edgekit.core.errors import EXIT_CHECK
 from edgekit.fidelity.detection import MIN_DETECTIONS  # plain numpy: the decoders are not imported
 
 # The source model's p50 may differ this much between two bench runs (another CI machine) and still be the
@@ -79,7 +79,7 @@ def _pct(x: float) -> str:
 
 
 def _kb(n: float | None) -> str:
-    from edgekit.console import human_bytes
+    from edgekit.core.console import human_bytes
 
     return human_bytes(n)
 

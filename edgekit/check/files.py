@@ -1,6 +1,6 @@
 """Reading the files `edgekit check` is given, as hostile input: size-capped, decoded, parsed, typed.
 
-The reading itself is edgekit.filedoc's, shared with every other reader of edgekit's files and
+The reading itself is edgekit.core.filedoc's, shared with every other reader of edgekit's files and
 re-exported here; what is check's own is the baseline from a git revision (`git:REV:path`, read with
 `git show`), so a pull request is compared with its base branch.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from edgekit.errors import UsageError
-from edgekit.filedoc import (
+from edgekit.core.errors import UsageError
+from edgekit.core.filedoc import (
     MAX_BYTES,
     as_bool,
     as_dict,

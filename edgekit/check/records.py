@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from edgekit.records import Record
+from edgekit.core.records import Record
 
 SCHEMA_VERSION = 1
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from edgekit.check.records import CheckReport, CheckResult
-from edgekit.console import human_bytes
+from edgekit.core.console import human_bytes
 
 COLUMNS = ("artifact", "metric", "baseline", "now", "change", "budget", "verdict")
 ICON = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail"}

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgekit.artifact import Artifact, Manifest
 from edgekit.check.detection import DetectionFacts
-from edgekit.errors import UsageError
-from edgekit.filedoc import (
+from edgekit.core.artifact import Artifact, Manifest
+from edgekit.core.errors import UsageError
+from edgekit.core.filedoc import (
     as_bool,
     as_dict,
     as_float,
@@ -33,10 +33,10 @@ from edgekit.filedoc import (
     parse_json,
     read_json,
 )
-from edgekit.records import Record
+from edgekit.core.records import Record
 
 if TYPE_CHECKING:  # bench's records import the measuring code: loaded only where a bench.json is read
-    from edgekit.bench_report import BenchReport, BenchRow, Reference
+    from edgekit.measure.bench_report import BenchReport, BenchRow, Reference
 
 BASELINE_KIND = "edgekit-baseline"
 BASELINE_VERSION = 1
@@ -208,7 +208,7 @@ def from_manifest(manifest: Manifest) -> Snapshot:
 def _inspect(facts: list[Facts], folder: Path, notes: list[str]) -> None:
     """MACs, parameters and operator types of each inspectable artifact file (edgekit inspect), into FACTS."""
     from edgekit.check.compute import read_compute
-    from edgekit.formats import inspectable
+    from edgekit.core.formats import inspectable
 
     files = [(f.key, folder / f.path) for f in facts if inspectable(f.format)]
     found = read_compute(files)
@@ -293,7 +293,7 @@ def from_folder(target: Path, inspect: bool = True) -> Side:
         _inspect(present, folder, side.notes)
     bench = folder / "bench" / "bench.json"
     if bench.is_file():
-        from edgekit.bench_report import BenchReport
+        from edgekit.measure.bench_report import BenchReport
 
         add_bench(snap, BenchReport.read(bench), str(bench), side.notes)
     else:

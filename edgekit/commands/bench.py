@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from edgekit.parse import parse_names
+from edgekit.core.parse import parse_names
 
 HELP = """Profile every artifact of a conversion run (its manifest.json or output folder) on every runtime
 and device available here, plus the source model where it can run, and print one table: format,
@@ -33,9 +33,9 @@ def register(app: typer.Typer) -> None:
                                         "start; peak memory figures then accumulate across rows)."),
         as_json: bool = typer.Option(False, "--json", help="Print the bench report JSON alone on stdout."),
     ) -> None:
-        from edgekit.bench import BenchSettings, bench
-        from edgekit.console import out as stdout
-        from edgekit.console import print_json, progress, quiet_stdout
+        from edgekit.core.console import out as stdout
+        from edgekit.core.console import print_json, progress, quiet_stdout
+        from edgekit.measure.bench import BenchSettings, bench
 
         settings = BenchSettings(runs=runs, min_seconds=min_seconds, warmup=warmup, threads=threads, batch=batch,
                                  runtimes=parse_names(runtime), devices=parse_names(device), isolate=not in_process,

@@ -36,9 +36,9 @@ def register(app: typer.Typer) -> None:
                                     "file (to commit) instead of checking."),
     ) -> int:
         from edgekit.check import FORMATS, format_report, run_check, update_baseline
-        from edgekit.console import err, out
-        from edgekit.errors import UsageError
-        from edgekit.registry import check_choice
+        from edgekit.core.console import err, out
+        from edgekit.core.errors import UsageError
+        from edgekit.core.registry import check_choice
 
         fmt = check_choice(fmt, FORMATS, "--format")
         if update:
@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
         text = format_report(report, fmt)
         if output is not None:
             from edgekit.check.render import summary_line
-            from edgekit.fsutil import atomic_write_text
+            from edgekit.core.fsutil import atomic_write_text
 
             atomic_write_text(output, text)
             err.print(f"{summary_line(report)}; report: {output}", highlight=False)

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from edgekit.errors import EXIT_NOT_COMPILED, EXIT_PARTIAL
+from edgekit.core.errors import EXIT_NOT_COMPILED, EXIT_PARTIAL
 
 HELP = """Convert a model to the targets and precisions listed below, validate every artifact against the
 source, and write them with a manifest.json.
@@ -22,7 +22,7 @@ others were published; 10 Edge TPU model written but not compiled (no edgetpu_co
 
 
 def _help() -> str:
-    from edgekit.precisions import PRECISIONS
+    from edgekit.core.precisions import PRECISIONS
     from edgekit.targets import get_target, target_names
 
     targets = "\n".join(f"  {n}: {get_target(n).help}" for n in target_names())
@@ -32,11 +32,11 @@ def _help() -> str:
 
 
 def register(app: typer.Typer) -> None:
-    """`edgekit convert`, its options generated from their declarations (edgekit.options for the common
+    """`edgekit convert`, its options generated from their declarations (edgekit.conversion.options for the common
     ones, each target's file for its own): a flag, its help and its API keyword are written once."""
     from edgekit.commands.declared import option_values, parameter, with_signature
-    from edgekit.option_field import declared
-    from edgekit.options import OPTIONS, TARGET_OPTIONS
+    from edgekit.conversion.options import OPTIONS, TARGET_OPTIONS
+    from edgekit.core.option_field import declared
 
     own = {d.name for cls in TARGET_OPTIONS for d in declared(cls)}  # the targets' own, listed after the others
     flagged = [d for d in OPTIONS.values() if d.form.cli]
@@ -49,9 +49,9 @@ def register(app: typer.Typer) -> None:
               *(parameter(d) for d in flagged if d.name in own)]
 
     def convert_cmd(**values: Any) -> int:
-        from edgekit.console import err, progress, quiet_stdout
-        from edgekit.errors import FidelityError
-        from edgekit.pipeline import convert
+        from edgekit.conversion.pipeline import convert
+        from edgekit.core.console import err, progress, quiet_stdout
+        from edgekit.core.errors import FidelityError
 
         json_out = bool(values.pop("json_out"))
         fields = option_values(OPTIONS.values(), values)  # each option's one parser: UsageError for a bad value
@@ -81,8 +81,8 @@ def register(app: typer.Typer) -> None:
     app.command("convert", help=_help())(with_signature(convert_cmd, params))
 
     def _show(result: object, json_out: bool) -> None:
-        from edgekit.console import out as console_out
-        from edgekit.console import print_json, warn
+        from edgekit.core.console import out as console_out
+        from edgekit.core.console import print_json, warn
         from edgekit.report import convert_table
         from edgekit.report.convert import run_line
 

@@ -1,4 +1,4 @@
-"""A typer command's options built from declared options (edgekit.option_field), not written again.
+"""A typer command's options built from declared options (edgekit.core.option_field), not written again.
 
 `edgekit convert`'s parameters are generated from ConvertOptions' declarations: each becomes a
 `typer.Option` with the declared flags, help and type, in an `inspect.Signature` that typer reads as
@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from edgekit.option_field import Declared
+from edgekit.core.option_field import Declared
 
 
 def cli_default(decl: Declared) -> Any:

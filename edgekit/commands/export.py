@@ -23,8 +23,8 @@ def register(app: typer.Typer) -> None:
                                                "pvc://...); default pvc://models/<DIR name>."),
         force: bool = typer.Option(False, help="Replace models already in DIR."),
     ) -> None:
-        from edgekit.console import out
-        from edgekit.errors import UsageError
+        from edgekit.core.console import out
+        from edgekit.core.errors import UsageError
         from edgekit.export.triton import plan_repository, write_repository
 
         if max_batch < 1:

@@ -27,11 +27,11 @@ def register(app: typer.Typer) -> None:
 
         report = inspect_model(artifact, min_runtime=min_runtime)
         if as_json:
-            from edgekit.console import print_json
+            from edgekit.core.console import print_json
 
             print_json(report.to_dict())
             return
-        from edgekit.console import out
+        from edgekit.core.console import out
         from edgekit.report.inspect import render
 
         render(report, out)

@@ -7,15 +7,15 @@ from typing import Any
 
 import typer
 
-from edgekit.errors import UsageError
-from edgekit.parse import parse_ints, parse_names
+from edgekit.core.errors import UsageError
+from edgekit.core.parse import parse_ints, parse_names
 
 HELP = """Measure one artifact on one device: load time and first inference apart, untimed warmup, then
 timed single-stream runs until both --runs and --min-seconds are reached; latency percentiles,
 throughput at --batch, memory, achieved GMAC/s and, where a power sensor can be read, energy per
 inference. --json prints the ProfileResult (schema: docs/profile.md) alone on stdout.
 
---device: auto, cpu, gpu, edgetpu, tpu, a device name (edgekit/devices/*.toml) or a .toml file."""
+--device: auto, cpu, gpu, edgetpu, tpu, a device name (edgekit/measure/device_profiles/*.toml) or a .toml file."""
 
 
 def parse_options(items: list[str] | None) -> dict[str, Any]:
@@ -69,9 +69,9 @@ def register(app: typer.Typer) -> None:
                                                 "edgetpu_device=usb:0, signature=NAME, tpu=NAME, fp16=true."),
         output: Path | None = typer.Option(None, "--output", "-o", help="Also write the JSON to this file."),
     ) -> None:
-        from edgekit.console import out, print_json, progress, quiet_stdout
+        from edgekit.core.console import out, print_json, progress, quiet_stdout
+        from edgekit.measure.profile import profile_artifact
         from edgekit.measure.settings import MeasureSettings
-        from edgekit.profile import profile_artifact
 
         opts = parse_options(option)
         if input_shape:
@@ -89,7 +89,7 @@ def register(app: typer.Typer) -> None:
                                       options=opts, macs=macs, estimate_power=estimate_power, log=progress)
         data = result.to_dict()
         if output is not None:
-            from edgekit.fsutil import atomic_write_json
+            from edgekit.core.fsutil import atomic_write_json
 
             atomic_write_json(output, data)
         if as_json:

@@ -2,7 +2,7 @@
 
 Light at import time (no TensorFlow; ai_edge_litert only when a model is read), so that
 `edgekit inspect` and the CLI stay fast on a device install. Models are read through
-`edgekit.tflite_model`, never through `edgekit.inspect` (which builds on this package).
+`edgekit.tflite.model`, never through `edgekit.inspect` (which builds on this package).
 """
 
 from __future__ import annotations

@@ -19,13 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from edgekit.border import vendor_message
+from edgekit.core.border import vendor_message
+from edgekit.core.errors import ConversionError, NotAvailable, UsageError
+from edgekit.core.fsutil import publish
 from edgekit.edgetpu.coral import COMPILER_PACKAGE, apt_install
 from edgekit.edgetpu.logparse import parse_log
 from edgekit.edgetpu.records import CompileResult, CompilerLog, PreflightReport
 from edgekit.edgetpu.rules import STATUS
-from edgekit.errors import ConversionError, NotAvailable, UsageError
-from edgekit.fsutil import publish
 
 COMPILER_NAME = "edgetpu_compiler"
 _GRACE_S = 15.0  # beyond the compiler's own --timeout_sec, before we kill it
@@ -161,7 +161,7 @@ def compile_model(
         if log_text is not None:
             publish(log_src, log_path)
         else:  # compilers that write no .log: keep what they printed
-            from edgekit.fsutil import atomic_write_text
+            from edgekit.core.fsutil import atomic_write_text
 
             atomic_write_text(log_path, text)
         report.stdout = text[-20000:]  # the summary lines; the .log holds the per-op table

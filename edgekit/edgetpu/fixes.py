@@ -26,7 +26,7 @@ first unsupported op: everything after runs on the CPU).
   int8 step of a GELU output whose range exceeds 5.2; validation measures what it costs.
 
 Every other fix is exact in float. `apply_fixes` returns the edited model and what it changed; the pre-flight of
-the quantized model before and after proves the effect (edgekit.quantize.tflite_recipes records both).
+the quantized model before and after proves the effect (edgekit.quantize.tflite.recipes records both).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from edgekit.quantize.flatbuffer import FlatModel
+from edgekit.tflite.flatbuffer import FlatModel
 
 _RELU, _RELU6 = 1, 3
 _NEGATIVE = -1e30  # a PADV2 constant at or below this pads "minus infinity"

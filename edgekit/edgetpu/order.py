@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 
-from edgekit.quantize.flatbuffer import FLOAT32, FlatModel
+from edgekit.tflite.flatbuffer import FLOAT32, FlatModel
 
 
 def float_ops_last(blob: bytes) -> tuple[bytes, int]:

@@ -14,7 +14,7 @@ Float I/O, decided from Coral's documentation and real compiler logs (tests/fixt
 - both count in ops_total and as CPU ops, as the compiler counts them. A QUANTIZE between two
   integer types (uint8 I/O around an int8 model) is an ordinary op and maps (runtime 13+).
 
-The model is read with `edgekit.tflite_model` (the reader under both this module and `inspect`);
+The model is read with `edgekit.tflite.model` (the reader under both this module and `inspect`);
 the result is a `PreflightReport` (edgekit.edgetpu.records).
 """
 
@@ -35,7 +35,7 @@ from edgekit.edgetpu.rules import (
     RULES,
     OpCtx,
 )
-from edgekit.tflite_model import EDGETPU_CUSTOM_OP, TfliteModel, TOp, is_edgetpu_op, read_tflite
+from edgekit.tflite.model import EDGETPU_CUSTOM_OP, TfliteModel, TOp, is_edgetpu_op, read_tflite
 
 
 def preflight(path: str | Path, min_runtime: int | None = None) -> PreflightReport:

@@ -4,7 +4,7 @@ They travel from `edgetpu/` to `inspect`, to the `edgetpu_compile` step and into
 (`extra.edgetpu`), so each is a dataclass whose `to_dict()` gives exactly the JSON the manifest and
 `edgekit inspect --json` have always carried (keys that were written only in some cases are still
 written only then), and `from_dict()` reads that JSON back, keeping a value only where it has its
-field's type (edgekit.records.fits: a manifest is hostile input). No imports from the rest of edgekit
+field's type (edgekit.core.records.fits: a manifest is hostile input). No imports from the rest of edgekit
 but that leaf: the pre-flight, the log parser and the compiler wrapper all build these, and inspect reads them.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal, TypeVar, get_type_hints
 
-from edgekit.records import fits
+from edgekit.core.records import fits
 
 # Why the pre-flight puts an op where it does (rules.STATUS quotes the compiler's words for most of them).
 OpCode = Literal[

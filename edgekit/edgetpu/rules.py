@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
-    from edgekit.tflite_model import TfliteModel, TOp, TTensor
+    from edgekit.tflite.model import TfliteModel, TOp, TTensor
 
 MODELS_INTRO = "https://coral.ai/docs/edgetpu/models-intro/"
 REQUIREMENTS_URL = MODELS_INTRO + "#model-requirements"

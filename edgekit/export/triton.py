@@ -14,9 +14,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgekit.artifact import Artifact, Manifest, TensorSpec
-from edgekit.errors import UsageError
-from edgekit.fsutil import atomic_write_bytes, atomic_write_text
+from edgekit.core.artifact import Artifact, Manifest, TensorSpec
+from edgekit.core.errors import UsageError
+from edgekit.core.fsutil import atomic_write_bytes, atomic_write_text
 
 TRITON_TYPES = {"bool": "TYPE_BOOL", "uint8": "TYPE_UINT8", "uint16": "TYPE_UINT16", "uint32": "TYPE_UINT32",
                 "uint64": "TYPE_UINT64", "int8": "TYPE_INT8", "int16": "TYPE_INT16", "int32": "TYPE_INT32",

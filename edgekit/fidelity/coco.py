@@ -12,7 +12,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from edgekit._deps import require
+from edgekit.core._deps import require
 from edgekit.fidelity.detection import Detections
 
 

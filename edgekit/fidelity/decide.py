@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgekit.errors import UsageError
+from edgekit.core.errors import UsageError
 from edgekit.fidelity.detection import HEADS, ROLES, Head
 from edgekit.fidelity.kinds import kind_of, parse_asked
 

@@ -16,7 +16,7 @@ is: docs/fidelity.md.
 - regression everything else (single-channel maps, boxes, landmarks, embeddings, scalars): cosine
              and relative error ||y - y_ref|| / ||y_ref||, which also catches a wrong scale.
 
-The "classes" row is the precisions table (edgekit.precisions): a classifier is judged as it always was.
+The "classes" row is the precisions table (edgekit.core.precisions): a classifier is judged as it always was.
 Plain data: importing this module imports nothing heavy.
 """
 
@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from edgekit.errors import UsageError
+from edgekit.core.errors import UsageError
+from edgekit.core.precisions import thresholds as precision_thresholds
+from edgekit.core.registry import suggest
 from edgekit.fidelity.detection import HEADS
-from edgekit.precisions import thresholds as precision_thresholds
-from edgekit.registry import suggest
 
 KINDS: tuple[str, ...] = ("classes", "dense", "sequence", "detection", "regression")
 

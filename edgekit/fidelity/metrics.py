@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgekit.artifact import Fidelity
+from edgekit.core.artifact import Fidelity
 from edgekit.fidelity.detection import MIN_DETECTIONS, Head, compare_detections, decode, labelled_boxes
 from edgekit.fidelity.kinds import thresholds as kind_thresholds
 

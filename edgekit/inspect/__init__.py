@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from edgekit.errors import UnsupportedModel, UsageError
-from edgekit.sniff import is_tflite_head, looks_like_onnx, read_head
+from edgekit.core.errors import UnsupportedModel, UsageError
+from edgekit.core.sniff import is_tflite_head, looks_like_onnx, read_head
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgekit.inspect.records import InspectReport

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from edgekit._deps import require
-from edgekit.border import vendor_errors
-from edgekit.errors import UnsupportedModel
+from edgekit.core._deps import require
+from edgekit.core.border import vendor_errors
+from edgekit.core.errors import UnsupportedModel
+from edgekit.core.macs import MAC_OPS_ONNX, onnx_node_macs
 from edgekit.inspect.records import InspectOp, InspectReport, ParamCounts, TensorInfo
-from edgekit.macs import MAC_OPS_ONNX, onnx_node_macs
 
 
 def _dims(type_proto: Any) -> list[int] | None:
@@ -37,7 +37,7 @@ def _dtype(onnx: Any, elem_type: int) -> str:
 def describe(path: str | Path) -> InspectReport:
     """The inspection report of an ONNX model (no Edge TPU section: that needs a .tflite)."""
     onnx = require("onnx", purpose="inspect .onnx files")
-    from edgekit.fsutil import sha256_file
+    from edgekit.core.fsutil import sha256_file
 
     p = Path(path)
     with vendor_errors("onnx", error=UnsupportedModel, what=f"{p} could not be parsed as an ONNX model",

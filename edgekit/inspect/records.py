@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from edgekit.artifact import QuantParams
+from edgekit.core.artifact import QuantParams
 from edgekit.edgetpu.records import PreflightReport
 
 InspectFormat = Literal["tflite", "onnx"]
@@ -100,7 +100,7 @@ class InspectReport:
     outputs: list[TensorInfo]
     ops: list[InspectOp]
     params: ParamCounts
-    macs_counted_ops: str  # the op types MACs are counted for (see edgekit.macs)
+    macs_counted_ops: str  # the op types MACs are counted for (see edgekit.core.macs)
     all_static: bool
     dynamic_tensors: list[str]  # the first 20 tensors with a dynamic dimension
     # .tflite only

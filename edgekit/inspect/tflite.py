@@ -1,6 +1,6 @@
 """Inspect a .tflite file: the report composed from the flatbuffer reader and the Edge TPU pre-flight.
 
-Reading the flatbuffer (without TensorFlow) is `edgekit.tflite_model`'s job and predicting the
+Reading the flatbuffer (without TensorFlow) is `edgekit.tflite.model`'s job and predicting the
 Edge TPU mapping is `edgekit.edgetpu.preflight`'s; this module only turns the two into an
 `InspectReport`. Only the main subgraph (0) is described op by op.
 """
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from edgekit.core.fsutil import sha256_file
 from edgekit.edgetpu.preflight import preflight_model
-from edgekit.fsutil import sha256_file
 from edgekit.inspect.records import InspectOp, InspectReport, ParamCounts, TensorInfo
-from edgekit.tflite_model import MAC_OPS_TFLITE, TTensor, params_by_dtype, read_tflite
+from edgekit.tflite.model import MAC_OPS_TFLITE, TTensor, params_by_dtype, read_tflite
 
 
 def tensor_info(t: TTensor) -> TensorInfo:

@@ -9,5 +9,5 @@
 - child.py: one measurement in a child process (`edgekit profile --json`), as bench runs its rows
 - run_meter.py: a conversion run's process-tree peak memory and phase seconds (manifest `run`)
 
-`edgekit.profile` composes them into a ProfileResult; `edgekit.bench` runs many.
+`edgekit.measure.profile` composes them into a ProfileResult; `edgekit.measure.bench` runs many.
 """

@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from edgekit.errors import EdgekitError
+from edgekit.core.errors import EdgekitError
 from edgekit.measure.records import ArtifactInfo
 
 
 def describe_artifact(path: Path, fmt: str) -> tuple[ArtifactInfo, list[str]]:
     """The `artifact` object of a ProfileResult for PATH, and notes for the reader (a changed file)."""
-    from edgekit.fsutil import sha256_path, size_path
+    from edgekit.core.fsutil import sha256_path, size_path
 
     entry = manifest_entry(path)
     precision, precision_source = guess_precision(path, entry)
@@ -37,7 +37,7 @@ def manifest_entry(path: Path) -> Any:
 
 def manifest_for(path: Path) -> tuple[Any, Any] | None:
     """(Manifest, the Artifact record for PATH) from a manifest.json beside PATH (or one folder up), if any."""
-    from edgekit.artifact import Manifest
+    from edgekit.core.artifact import Manifest
 
     for folder in (path.parent, path.parent.parent):
         mf = folder / "manifest.json"
@@ -53,8 +53,8 @@ def manifest_for(path: Path) -> tuple[Any, Any] | None:
 
 
 def guess_precision(path: Path, entry: Any) -> tuple[str | None, str | None]:
-    """(precision, where it came from): the manifest, else a token of the file name (edgekit.precisions)."""
-    from edgekit.precisions import PRECISIONS, precision_from_token
+    """(precision, where it came from): the manifest, else a token of the file name (edgekit.core.precisions)."""
+    from edgekit.core.precisions import PRECISIONS, precision_from_token
 
     if entry is not None:
         return entry.precision, "manifest"

@@ -1,7 +1,7 @@
 """One measurement in a child process: `edgekit profile --json`, its ProfileResult read back from stdout.
 
 Bench runs each row this way by default so that peak memory is the row's own and a runtime that
-crashes on a file takes only its row down. The child speaks through its exit code (edgekit.errors'
+crashes on a file takes only its row down. The child speaks through its exit code (edgekit.core.errors'
 EXIT_*) and its last "error:" line on stderr; this module is the one place that reads them.
 """
 
@@ -12,17 +12,17 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING, Literal
 
-from edgekit.errors import EXIT_MISSING, UsageError
+from edgekit.core.errors import EXIT_MISSING, UsageError
 
 if TYPE_CHECKING:
-    from edgekit.profile import ProfileResult
+    from edgekit.measure.profile import ProfileResult
 
 Status = Literal["ok", "not available", "failed"]
 
 
 def profile_in_child(args: list[str], timeout: float) -> tuple[Status, ProfileResult | None, str | None]:
     """Run `edgekit ARGS` (a profile command with --json); (status, result, message)."""
-    from edgekit.profile import ProfileResult
+    from edgekit.measure.profile import ProfileResult
 
     cmd = [sys.executable, "-m", "edgekit.cli", *args]
     try:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.fsutil import cache_dir
+from edgekit.core.fsutil import cache_dir
 
 
 def current_rss() -> int | None:
@@ -82,7 +82,7 @@ def measured_peak(refresh: bool = False, seconds: float = 0.5) -> dict[str, Any]
     The probe multiplies 1024x1024 matrices for about SECONDS and keeps the best run; the result is
     cached per CPU model, core count and numpy version in <cache>/cpu_peak.json.
     """
-    from edgekit.devices import cpu_model
+    from edgekit.measure.devices import cpu_model
 
     key = f"{cpu_model()}|{os.cpu_count()}|numpy {np.__version__}"
     path = cache_dir() / "cpu_peak.json"
@@ -105,7 +105,7 @@ def measured_peak(refresh: bool = False, seconds: float = 0.5) -> dict[str, Any]
     entry = {"gmacs_per_s": n**3 / best / 1e9, "method": f"numpy float32 matmul {n}x{n}, best of {seconds:g} s",
              "measured_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     try:
-        from edgekit.fsutil import atomic_write_json
+        from edgekit.core.fsutil import atomic_write_json
 
         atomic_write_json(path, {**cached, key: entry})
     except OSError:

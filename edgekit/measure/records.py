@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgekit.records import Record
+from edgekit.core.records import Record
 
 
 @dataclass
@@ -18,15 +18,16 @@ class ArtifactInfo(Record):
 
     path: str = ""
     sha256: str = ""
-    format: str = ""  # a key of edgekit.formats.FORMATS
-    precision: str | None = None  # a key of edgekit.precisions.PRECISIONS, None when unknown
+    format: str = ""  # a key of edgekit.core.formats.FORMATS
+    precision: str | None = None  # a key of edgekit.core.precisions.PRECISIONS, None when unknown
     precision_source: str | None = None  # "manifest" or "file name"
     size_bytes: int = 0
 
 
 @dataclass
 class DeviceInfo(Record):
-    """The device measured on (cpu, gpu, edgetpu, tpu ...), its profile, and the host (edgekit.devices.host_info).
+    """The device measured on (cpu, gpu, edgetpu, tpu ...), its profile, and the host
+    (edgekit.measure.devices.host_info).
 
     The host's facts sit beside name/profile/accelerator in the JSON, not under a key of their own.
     """

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from edgekit.errors import UsageError
-from edgekit.records import Record
+from edgekit.core.errors import UsageError
+from edgekit.core.records import Record
 
 
 @dataclass

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgekit.records import Record
+from edgekit.core.records import Record
 
 
 @dataclass

@@ -2,8 +2,8 @@
 the MSE range (the clipping range whose int8 quantization, clipping plus rounding, has the least expected squared
 error over the calibration data: TensorRT's, AIMET's and NNCF's MSE calibration).
 
-Shared by the ONNX `mse` recipe (the histogram fed by onnxruntime's calibrator, edgekit.quantize.ort_mse) and the
-TFLite `percentile` and `mse` recipes (fed by LiteRT's float intermediates, edgekit.quantize.tflite_ranges). Pure
+Shared by the ONNX `mse` recipe (the histogram fed by onnxruntime's calibrator, edgekit.quantize.onnx.mse) and the
+TFLite `percentile` and `mse` recipes (fed by LiteRT's float intermediates, edgekit.quantize.tflite.ranges). Pure
 numpy: memory is BINS counts per tensor, whatever the number of samples.
 
 The error model (Banner et al., "Post-training 4-bit quantization", NeurIPS 2019, ACIQ): a range [lo, hi] holding 0

@@ -127,7 +127,7 @@ def onnx_decode(model: Any, outputs: Iterable[str]) -> DecodeRegion:
 
 
 def tflite_decode(model: Any, outputs: Iterable[int]) -> DecodeRegion:
-    """The decode ops of a TFLite model (edgekit.tflite_model.read_tflite) feeding the output tensors OUTPUTS
+    """The decode ops of a TFLite model (edgekit.tflite.model.read_tflite) feeding the output tensors OUTPUTS
     (tensor indices), named as the TFLite quantizer's denylist names them (their first output tensor)."""
     outputs = tuple(outputs)
     producer = {t: op for op in model.ops for t in op.outputs}

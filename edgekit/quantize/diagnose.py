@@ -1,7 +1,7 @@
 """Layer-by-layer float vs int8: which layers lose the most, and what usually fixes each pattern.
 
 Shared by both formats: `rank` turns per-layer measurements into ranked `LayerDiagnosis` records
-with a pattern and a fix; `edgekit.quantize.diagnose_onnx` and `edgekit.quantize.tflite_recipes`
+with a pattern and a fix; `edgekit.quantize.onnx.diagnose` and `edgekit.quantize.tflite.recipes`
 measure (onnxruntime intermediate tensors; the TFLite quantization debugger).
 """
 

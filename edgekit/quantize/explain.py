@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from edgekit.errors import EdgekitError, InternalError, RuntimeFailure
+from edgekit.core.errors import EdgekitError, InternalError, RuntimeFailure
 from edgekit.quantize.records import Diagnosis
 
 # A miss is diagnosed unasked, on fewer samples than --explain's (up to 32): each sample is a run of both models
@@ -41,7 +41,7 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
         return None
     if fid.passed and not options.explain:
         return None
-    from edgekit.console import captured_output
+    from edgekit.core.console import captured_output
     from edgekit.steps.base import to_layout
 
     x = x_all = to_layout(ref.x, ref.layout, inter.layout).astype("float32")
@@ -70,11 +70,11 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
     try:
         with captured_output(), _border(art.format, "The int8 diagnosis"):  # the debugger and LiteRT print on stdout
             if art.format == "onnx":
-                from edgekit.quantize.diagnose_onnx import diagnose
+                from edgekit.quantize.onnx.diagnose import diagnose
 
                 diag = diagnose(Path(choice.float_model), Path(inter.path), x, ref.inputs_name)
             else:
-                from edgekit.quantize.tflite_recipes import diagnose_tflite
+                from edgekit.quantize.tflite.recipes import diagnose_tflite
 
                 diag = diagnose_tflite(choice, x, ref.inputs_name)
     except InternalError:  # a bug in edgekit (a TypeError here or in the diagnosis): visible, never a manifest key
@@ -144,8 +144,8 @@ def _noise_measured(art: Any, choice: Any, x: Any, ref: Any, seen: dict[str, tup
 def _border(fmt: str, what: str) -> Any:
     """The vendor border around the diagnosis (onnxruntime for ONNX, TensorFlow's debugger and LiteRT otherwise):
     what the library raises becomes a RuntimeFailure, recorded as advice that could not be given; an exception
-    raised in edgekit's own code becomes InternalError (edgekit.border), which explain lets through."""
-    from edgekit.border import vendor_errors
+    raised in edgekit's own code becomes InternalError (edgekit.core.border), which explain lets through."""
+    from edgekit.core.border import vendor_errors
 
     return vendor_errors("onnxruntime" if fmt == "onnx" else "tensorflow", error=RuntimeFailure, what=f"{what} failed")
 

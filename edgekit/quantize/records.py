@@ -23,7 +23,7 @@ def _value(v: Any) -> Any:
     return v
 
 
-INT8_TOP1 = 0.97  # the int8 top-1 agreement threshold (edgekit.precisions), for the words only
+INT8_TOP1 = 0.97  # the int8 top-1 agreement threshold (edgekit.core.precisions), for the words only
 SPREAD_SHARE = 0.25  # under this share of the whole error in its worst layer group, the error is called spread
 MACS_BUDGET = 0.10  # the share of MACs in float that issue 9 calls cheap (edgekit.quantize.search.AUTO_MACS_TARGET)
 MACS_CAP = 0.50  # the most mixed precision may leave in float (edgekit.quantize.search.AUTO_FLOAT_CAP: why there)

@@ -1,7 +1,7 @@
 """What the recipe search shares across formats: the split of the calibration samples, judging a candidate
 against the float model, the mixed-precision search over ranked layers, and the choice.
 
-A candidate is judged by `edgekit.validate.compare` with the int8 thresholds, against the float model, on
+A candidate is judged by `edgekit.conversion.validate.compare` with the int8 thresholds, against the float model, on
 a held-out part of the calibration samples (`split`): the recipes calibrate on the rest. Judged on the
 samples it was calibrated on, a candidate looked a few points better than on held-out data (MobileNetV2,
 issue 9). The search must not see the validation inputs: those judge the chosen artifact afterwards, as
@@ -84,8 +84,8 @@ def judge(y_ref: np.ndarray, y: np.ndarray, precision: str = "int8", z: float = 
 
     CHOICE: the output's KindChoice (edgekit.fidelity.decide) where the step decided it from the source (a
     detector's head from its metadata); None: decided from Y_REF's shape and values, as validation would."""
-    from edgekit.precisions import PRECISIONS
-    from edgekit.validate import Reference, compare
+    from edgekit.conversion.validate import Reference, compare
+    from edgekit.core.precisions import PRECISIONS
 
     if choice is not None and choice.head is not None:  # the head reads the one output judged here, by its name
         several = len(choice.head.outputs) > 1  # boxes and scores apart (SSD): the search runs the first output only
@@ -181,7 +181,7 @@ def out_of_reach(y_ref: np.ndarray | None, tried: int, precision: str = "int8") 
 
     Why: on the default 100 judged samples, the fifth candidate's bound (1.86 sigma) is under 97% at 100 of 100, so
     auto's later recipes and all of mixed precision were built and run for nothing, and could only miss."""
-    from edgekit.precisions import PRECISIONS
+    from edgekit.core.precisions import PRECISIONS
 
     need = PRECISIONS[precision].thresholds.get("top1_agreement")
     if y_ref is None or need is None or not has_classes(y_ref):
@@ -352,11 +352,11 @@ def twin_noise_agreement(fmt: str, float_model: str, x: np.ndarray) -> float | N
     x = x[:NOISE_SAMPLES]
     both = np.concatenate([x, noisy(x)])  # one run of the twin (one LiteRT child) for the clean and noisy inputs
     if fmt == "onnx":
-        from edgekit.quantize.onnx_graph import run_batches, session
+        from edgekit.quantize.onnx.graph import run_batches, session
 
         y = run_batches(session(float_model), both)[0]
     else:
-        from edgekit.quantize.tflite_run import run_tflite
+        from edgekit.quantize.tflite.run import run_tflite
 
         y = run_tflite([Path(float_model)], both)[0]
         if y is None:

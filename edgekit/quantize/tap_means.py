@@ -1,6 +1,6 @@
 """What each kernel tap of a 2-D convolution reads on average, and the mean output shift that follows from it: the
-math bias correction shares between the TFLite route (edgekit.quantize.tflite_bias, NHWC) and the ONNX one
-(edgekit.quantize.bias_correct, NCHW).
+math bias correction shares between the TFLite route (edgekit.quantize.tflite.bias, NHWC) and the ONNX one
+(edgekit.quantize.onnx.bias_correct, NCHW).
 
 A convolution's output mean over samples and positions is sum over taps (a, b) and input channels c of
 W[o, a, b, c] * E[x at tap (a, b), channel c], the expectation taken over the output positions: zero padding makes

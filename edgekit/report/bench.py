@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgekit.bench_report import BenchReport
+from edgekit.measure.bench_report import BenchReport
 from edgekit.report.fidelity import agreement
 from edgekit.report.text import human_bytes, millijoules, num, pct
 
@@ -78,7 +78,7 @@ def print_report(report: BenchReport, console: Any) -> None:
 
 
 def chart_png(report: BenchReport) -> bytes | None:
-    """Latency against size, coloured by format (edgekit.formats' colours; matplotlib's Agg canvas, no pyplot
+    """Latency against size, coloured by format (edgekit.core.formats' colours; matplotlib's Agg canvas, no pyplot
     state); None without matplotlib or without a measured row."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -90,7 +90,7 @@ def chart_png(report: BenchReport) -> bytes | None:
         return None
     import io
 
-    from edgekit.formats import FORMATS, FormatSpec
+    from edgekit.core.formats import FORMATS, FormatSpec
 
     grey = FormatSpec.__dataclass_fields__["colour"].default
     fig = Figure(figsize=(7, 4.5), dpi=110)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from edgekit.artifact import Manifest
-from edgekit.formats import FORMATS
+from edgekit.core.artifact import Manifest
+from edgekit.core.formats import FORMATS
 from edgekit.report.fidelity import agreement
 from edgekit.report.text import human_bytes
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from edgekit.artifact import QuantParams
+from edgekit.core.artifact import QuantParams
+from edgekit.core.sniff import EDGETPU_CUSTOM_OP
 from edgekit.edgetpu.records import PreflightReport
 from edgekit.inspect.records import InspectReport, TensorInfo
 from edgekit.report.text import human_bytes
-from edgekit.sniff import EDGETPU_CUSTOM_OP
 
 
 def _shape(spec: TensorInfo) -> str:

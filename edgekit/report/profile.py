@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
-from edgekit.profile import ProfileResult
+from edgekit.measure.profile import ProfileResult
 from edgekit.report.text import human_bytes, millijoules, si
 
 

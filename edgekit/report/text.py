@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edgekit.console import human_bytes
+from edgekit.core.console import human_bytes
 
 
 def pct(v: float | None) -> str:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from edgekit.errors import UsageError
-from edgekit.formats import FORMATS
-from edgekit.registry import check_choice, resolve
+from edgekit.core.errors import UsageError
+from edgekit.core.formats import FORMATS
+from edgekit.core.registry import check_choice, resolve
+from edgekit.core.sniff import is_edgetpu_model, is_tflite
 from edgekit.runtimes.base import Runtime
-from edgekit.sniff import is_edgetpu_model, is_tflite
 
 RUNTIMES: dict[str, str] = {
     "onnxruntime": "edgekit.runtimes.onnxruntime:OnnxRuntime",
@@ -23,7 +23,7 @@ RUNTIMES: dict[str, str] = {
     "tf": "edgekit.runtimes.tf:TFRuntime",
 }
 
-# The runtime used when none is named, per format: read from edgekit.formats.FORMATS (one table).
+# The runtime used when none is named, per format: read from edgekit.core.formats.FORMATS (one table).
 DEFAULT_FOR_FORMAT: dict[str, str] = {name: spec.runtime for name, spec in FORMATS.items() if spec.runtime}
 
 # The device names users type; runtimes may accept more specific ones (onnxruntime: "tensorrt").

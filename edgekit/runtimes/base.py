@@ -19,16 +19,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from edgekit.artifact import TensorSpec
-from edgekit.border import VENDORS, all_text, vendor_errors
-from edgekit.errors import EdgekitError, NotAvailable, RuntimeFailure, UsageError
+from edgekit.core.artifact import TensorSpec
+from edgekit.core.border import VENDORS, all_text, vendor_errors
+from edgekit.core.errors import EdgekitError, NotAvailable, RuntimeFailure, UsageError
 
 
 class Runtime(ABC):
     """A backend that executes one loaded model."""
 
     name: ClassVar[str]
-    vendor: ClassVar[str]  # the edgekit.border.VENDORS key its library's exceptions are mapped under
+    vendor: ClassVar[str]  # the edgekit.core.border.VENDORS key its library's exceptions are mapped under
     formats: ClassVar[tuple[str, ...]]  # artifact formats it can load
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
     # Accelerators that `--device auto` picks, in order, when available (else the CPU). Only

@@ -2,7 +2,7 @@
 
 Random data has each input's own dtype, shape and range (for an int8 input: the whole int8
 range, which is what the model's quantization maps onto its float range). Real samples
-(`mnist`, a folder of images, a .npy/.npz; read by edgekit.calibration) are float; they are
+(`mnist`, a folder of images, a .npy/.npz; read by edgekit.conversion.calibration) are float; they are
 quantized with the model's scale/zero point unless `raw_io` says they are already in the model's
 dtype. Everything is prepared before timing starts, so the timed loop only calls the runtime.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgekit.errors import UsageError
-from edgekit.layout import guess_layout
+from edgekit.core.errors import UsageError
+from edgekit.core.layout import guess_layout
 from edgekit.runtimes.base import Runtime, concrete_shape, quantize, random_array
 
 MAX_BATCHES = 8  # distinct sample batches cycled through by the timed loop
@@ -33,9 +33,9 @@ def sample_batches(rt: Runtime, spec: str, batch: int = 1, raw_io: bool = False,
     shape = concrete_shape(tspec, batch)
     layout = tspec.layout or (guess_layout(tspec.shape) if len(tspec.shape) == 4 else "NC")
     try:
-        from edgekit.calibration import load_samples
+        from edgekit.conversion.calibration import load_samples
     except ImportError as exc:
-        raise UsageError("Real inputs (--input) need edgekit.calibration, which this install lacks.",
+        raise UsageError("Real inputs (--input) need edgekit.conversion.calibration, which this install lacks.",
                          hint="Reinstall edgekit, or profile with random inputs.") from exc
     data = load_samples(spec, shape, layout, mean=mean, std=std)
     x = np.asarray(data.x)

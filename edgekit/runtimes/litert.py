@@ -28,15 +28,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from edgekit._deps import available, version_of
-from edgekit.border import all_text, is_edgekit_bug, vendor_errors, vendor_message
+from edgekit.core._deps import available, version_of
+from edgekit.core.border import all_text, is_edgekit_bug, vendor_errors, vendor_message
+from edgekit.core.errors import EdgekitError, MissingDependency, NotAvailable, RuntimeFailure, UsageError
+from edgekit.core.sniff import EDGETPU_CUSTOM_OP, is_edgetpu_model
 from edgekit.edgetpu.coral import runtime_install_hint
-from edgekit.errors import EdgekitError, MissingDependency, NotAvailable, RuntimeFailure, UsageError
 from edgekit.runtimes import litert_errors
 from edgekit.runtimes.base import Runtime, input_array
 from edgekit.runtimes.litert_compiled import GPU_HINT, CompiledModelBackend, gpu_status
 from edgekit.runtimes.litert_io import LiteRTBackend, interpreter_class, tensor_spec
-from edgekit.sniff import EDGETPU_CUSTOM_OP, is_edgetpu_model
 
 # The names pycoral loads (pycoral/utils/edgetpu.py), per platform.
 EDGETPU_LIB = {"Linux": "libedgetpu.so.1", "Darwin": "libedgetpu.1.dylib", "Windows": "edgetpu.dll"}
@@ -282,7 +282,7 @@ class LiteRT(Runtime):
         XNNPACK refuses some models that LiteRT's builtin kernels run (it fails to prepare on scales
         or shapes it does not support); with "auto" that refusal is noted and the model is loaded again
         without the delegate. The builtin kernels may still abort on such a model: callers that must
-        survive that load it in a child process first (edgekit.validate.check_artifact, profile).
+        survive that load it in a child process first (edgekit.conversion.validate.check_artifact, profile).
         """
         kernels = kernel_choice(options)
         if kernels != "auto" or device != "cpu":

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from edgekit._deps import available
-from edgekit.border import vendor_errors
-from edgekit.errors import NotAvailable, RuntimeFailure, UsageError
+from edgekit.core._deps import available
+from edgekit.core.border import vendor_errors
+from edgekit.core.errors import NotAvailable, RuntimeFailure, UsageError
 from edgekit.runtimes.base import input_array
 from edgekit.runtimes.litert_io import interpreter_class, tensor_spec
 

@@ -36,7 +36,7 @@ def custom_ops(text: str) -> list[str]:
 
 def custom_op_hint(ops: list[str]) -> str:
     """What runs a model with these custom ops (never "re-convert": the file is fine)."""
-    from edgekit.sniff import EDGETPU_CUSTOM_OP
+    from edgekit.core.sniff import EDGETPU_CUSTOM_OP
 
     if EDGETPU_CUSTOM_OP in ops:
         return ("It is compiled for the Edge TPU: run it with `--device edgetpu` on a Coral host with libedgetpu, or "
@@ -61,7 +61,7 @@ def hint_for(text: str) -> str:
 def _where(path: Path, index: int) -> str:
     """" 'name', input of op 3 CONV_2D" for tensor INDEX of PATH's main subgraph ("" where unreadable)."""
     try:
-        from edgekit.tflite_model import read_tflite
+        from edgekit.tflite.model import read_tflite
 
         model = read_tflite(path)
     except Exception:  # the explanation must not fail where the load already did

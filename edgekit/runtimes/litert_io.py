@@ -14,9 +14,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from edgekit._deps import available
-from edgekit.artifact import QuantParams, TensorSpec
-from edgekit.errors import MissingDependency
+from edgekit.core._deps import available
+from edgekit.core.artifact import QuantParams, TensorSpec
+from edgekit.core.errors import MissingDependency
 
 
 def interpreter_class() -> Any:

@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from edgekit._deps import require, version_of
-from edgekit.artifact import TensorSpec
-from edgekit.errors import EdgekitError, MissingDependency, NotAvailable, UsageError
+from edgekit.core._deps import require, version_of
+from edgekit.core.artifact import TensorSpec
+from edgekit.core.errors import EdgekitError, MissingDependency, NotAvailable, UsageError
 from edgekit.runtimes.base import Runtime
 
 # onnx tensor type strings -> numpy dtype names
@@ -58,7 +58,7 @@ def _provider_options(device: str, options: dict[str, Any]) -> list[dict[str, An
         if prov == "CUDAExecutionProvider":
             out.append({"device_id": device_id})
         elif prov == "TensorrtExecutionProvider":
-            from edgekit.fsutil import cache_dir
+            from edgekit.core.fsutil import cache_dir
 
             cache = cache_dir() / "tensorrt"
             out.append({

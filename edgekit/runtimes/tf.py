@@ -15,10 +15,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from edgekit._deps import available, require, version_of
-from edgekit.artifact import TensorSpec
-from edgekit.border import vendor_message
-from edgekit.errors import NotAvailable, UsageError
+from edgekit.core._deps import available, require, version_of
+from edgekit.core.artifact import TensorSpec
+from edgekit.core.border import vendor_message
+from edgekit.core.errors import NotAvailable, UsageError
 from edgekit.runtimes.base import Runtime, input_array
 
 TPU_HINT = ("Run on a Cloud TPU VM (or set TPU_NAME to your TPU node) with a TensorFlow build that has TPU "

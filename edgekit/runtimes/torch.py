@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from edgekit._deps import available, require, version_of
-from edgekit.artifact import TensorSpec
-from edgekit.errors import UsageError
+from edgekit.core._deps import available, require, version_of
+from edgekit.core.artifact import TensorSpec
+from edgekit.core.errors import UsageError
 from edgekit.runtimes.base import Runtime, input_array
 
 CUDA_HINT = ("Install a CUDA build of PyTorch on a machine with an NVIDIA GPU (see pytorch.org for the pip "

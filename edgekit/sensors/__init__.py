@@ -1,7 +1,7 @@
 """Power sensors, by name. Plain strings: listing them imports nothing.
 
 Adding a sensor: a module here with a PowerSensor subclass, one line in SENSORS; a device file
-(edgekit/devices/*.toml) names the sensors to try on that hardware.
+(edgekit/measure/device_profiles/*.toml) names the sensors to try on that hardware.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from edgekit.registry import resolve
+from edgekit.core.registry import resolve
 from edgekit.sensors.base import EnergyReading, PowerSensor, SensorUnavailable
 
 SENSORS: dict[str, str] = {

@@ -7,7 +7,7 @@ Two kinds of hardware exist, and each gets a base class here:
 - instantaneous power/current gauges (INA219/INA226/INA260/INA3221 via hwmon, the Pi 5 PMIC):
   sampled by a background thread and integrated over time (trapezoids).
 A sensor that cannot be read says why in `probe()`; profile then reports "not measured", never 0.
-Readings are measurements, never estimates: an estimate is made (and labelled) in edgekit.profile.
+Readings are measurements, never estimates: an estimate is made (and labelled) in edgekit.measure.profile.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import importlib
 from pathlib import Path
 from typing import Any, ClassVar
 
-from edgekit.border import is_edgekit_bug, vendor_message
+from edgekit.core.border import is_edgekit_bug, vendor_message
 from edgekit.sensors.base import CounterSensor, SensorUnavailable
 
 INSTALL = "pip install nvidia-ml-py (NVIDIA's NVML bindings; needs the NVIDIA driver)"

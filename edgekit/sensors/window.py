@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgekit.records import Record
+from edgekit.core.records import Record
 from edgekit.sensors import DEFAULT_ORDER, EnergyReading, SensorUnavailable, open_sensor
 
 # What a sensor may raise mid-measurement (a file that vanished, a command that failed): the power

@@ -6,7 +6,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edgekit.errors import UsageError
+from edgekit.core.errors import UsageError
 
 LOOPBACK_NAMES = ("localhost",)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.artifact import Artifact
+from edgekit.core.artifact import Artifact
 from edgekit.fidelity.detection import HEADS, MAX_DETECTIONS, Detections, Head, decode
 from edgekit.serve.errors import RequestError, bad_request
 

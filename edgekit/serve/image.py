@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.artifact import Preprocessing, TensorSpec
-from edgekit.layout import guess_layout
+from edgekit.core.artifact import Preprocessing, TensorSpec
+from edgekit.core.layout import guess_layout
 from edgekit.serve.errors import RequestError, bad_request
 
 FORMATS = ("JPEG", "PNG")

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 def check_level(name: str) -> str:
     """NAME as one of LEVELS (any case), or a UsageError with a "did you mean"."""
-    from edgekit.registry import check_choice
+    from edgekit.core.registry import check_choice
 
     return check_choice(name, LEVELS, "log level (--log-level)")
 

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgekit.artifact import Artifact, Manifest, Preprocessing, SourceInfo
-from edgekit.errors import UsageError
+from edgekit.core.artifact import Artifact, Manifest, Preprocessing, SourceInfo
+from edgekit.core.errors import UsageError
 
 # (format, precision) in order of preference for a device kind
 PREFERENCE: dict[str, list[tuple[str, str]]] = {
@@ -58,7 +58,7 @@ def _device_kind(device: str) -> tuple[str, int | None]:
     key = normalize_device(device)
     if key in DEVICES or key in DEVICE_ALIASES.values():
         return key, None
-    from edgekit.devices import load_profile
+    from edgekit.measure.devices import load_profile
 
     profile = load_profile(device)
     return profile.kind, profile.threads
@@ -78,7 +78,7 @@ def _auto_kind(arts: list[Artifact]) -> str:
 
 def choose_artifact(manifest: Manifest, device: str, precision: str | None, runtime: str | None) -> Artifact:
     """The artifact of MANIFEST to serve on DEVICE (auto, cpu, gpu, edgetpu, a profile): see the module doc."""
-    from edgekit.precisions import get_precision
+    from edgekit.core.precisions import get_precision
 
     ok = [a for a in manifest.artifacts if a.ok and (a.fidelity is None or a.fidelity.passed)]
     if not ok:

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from edgekit.artifact import Artifact, SourceInfo
+from edgekit.core.artifact import Artifact, SourceInfo
 from edgekit.fidelity.names import normalized
 
 _SIGNATURE = re.compile(r"^serving_default_(.+?)(?::\d+)?$")

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from edgekit import jsonsafe
+from edgekit.core import jsonsafe
 from edgekit.serve.errors import bad_request
 from edgekit.serve.tensors import DATATYPES, KNOWN_DATATYPES, WireTensor, by_any_name, datatype_of
 
@@ -49,7 +49,7 @@ def json_depth(data: bytes) -> int:
 
 
 def load_json(data: bytes, what: str = "body") -> Any:
-    """JSON from DATA, or a 400: malformed, not UTF-8, or nested deeper than MAX_JSON_DEPTH (edgekit.jsonsafe)."""
+    """JSON from DATA, or a 400: malformed, not UTF-8, or nested deeper than MAX_JSON_DEPTH (edgekit.core.jsonsafe)."""
     try:
         return jsonsafe.loads(data, MAX_JSON_DEPTH)
     except jsonsafe.TooDeep:

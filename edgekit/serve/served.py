@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.errors import EdgekitError, UsageError
+from edgekit.core.errors import EdgekitError, UsageError
 from edgekit.runtimes.base import Runtime
 from edgekit.serve.config import ServeConfig
 from edgekit.serve.detect import Detector, detector_of
@@ -70,7 +70,7 @@ class ServedModel:
         on a badly quantized model, which would kill the server with a signal; the child's crash becomes a
         RuntimeFailure naming it, and the kernels the child settled on are the ones the workers load.
         (LiteRT on the CPU only; EDGEKIT_NO_ISOLATION=1 skips it.)"""
-        from edgekit.profile import first_run_isolated
+        from edgekit.measure.profile import first_run_isolated
         from edgekit.runtimes import get_runtime
 
         self.options, note = first_run_isolated(self.choice.path, get_runtime(self.choice.runtime),

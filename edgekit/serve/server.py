@@ -18,8 +18,8 @@ from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from edgekit._deps import require
-from edgekit.errors import MissingDependency, UsageError
+from edgekit.core._deps import require
+from edgekit.core.errors import MissingDependency, UsageError
 from edgekit.serve.config import ServeConfig
 from edgekit.serve.logs import configure as configure_logs
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from edgekit.artifact import TensorSpec
+from edgekit.core.artifact import TensorSpec
 from edgekit.runtimes.base import dequantize, quantize
 from edgekit.serve.errors import bad_request
 

@@ -13,7 +13,7 @@ sniff must claim files none of them does (it may not end in .onnx or start like 
 
 from __future__ import annotations
 
-from edgekit.registry import resolve_record
+from edgekit.core.registry import resolve_record
 from edgekit.sources.base import LoadOptions, Source, SourceSpec
 
 SOURCES: dict[str, str] = {

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from edgekit.artifact import SourceInfo
+    from edgekit.core.artifact import SourceInfo
 
 
 @dataclass
@@ -73,7 +73,7 @@ class Source:
 
     def describe(self) -> SourceInfo:
         """The manifest's record of this source."""
-        from edgekit.artifact import SourceInfo, SourceInput
+        from edgekit.core.artifact import SourceInfo, SourceInput
 
         return SourceInfo(path=str(self.origin or self.path), sha256=self.sha256, kind=self.kind, layout=self.layout,
                           input=SourceInput(name=self.input_name, shape=list(self.input_shape), dtype=self.input_dtype),

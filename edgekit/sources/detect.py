@@ -16,7 +16,7 @@ import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from edgekit.errors import UnsupportedModel, UsageError
+from edgekit.core.errors import UnsupportedModel, UsageError
 from edgekit.sources import family_of, source_specs
 from edgekit.sources.base import SourceSpec
 

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from edgekit.errors import UsageError
+from edgekit.core.errors import UsageError
 
 
 def load_factory(spec: str) -> Callable[[], Any]:

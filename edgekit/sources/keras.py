@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from edgekit import jsonsafe
-from edgekit._deps import require
-from edgekit.batching import TF_CHUNK_INPUT_BYTES, rows_per_chunk
-from edgekit.border import all_text, vendor_errors, vendor_message
-from edgekit.errors import UnsupportedModel, UsageError
-from edgekit.fsutil import sha256_file
+from edgekit.core import jsonsafe
+from edgekit.core._deps import require
+from edgekit.core.batching import TF_CHUNK_INPUT_BYTES, rows_per_chunk
+from edgekit.core.border import all_text, vendor_errors, vendor_message
+from edgekit.core.errors import UnsupportedModel, UsageError
+from edgekit.core.fsutil import sha256_file
 from edgekit.sources import keras2
 from edgekit.sources.base import LoadOptions, Source, SourceSpec
 from edgekit.sources.detect import HDF5_MAGIC, ZIP_MAGIC, zip_names

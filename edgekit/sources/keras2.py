@@ -21,10 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from edgekit import jsonsafe
-from edgekit._deps import require
-from edgekit.border import all_text, vendor_errors, vendor_message
-from edgekit.errors import UnsupportedModel
+from edgekit.core import jsonsafe
+from edgekit.core._deps import require
+from edgekit.core.border import all_text, vendor_errors, vendor_message
+from edgekit.core.errors import UnsupportedModel
 
 _KERAS2_MODULES = ("tf_keras.", "keras.engine.", "keras.src.engine.")
 

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import numpy as np
 
-from edgekit._deps import require
-from edgekit.batching import rows_per_chunk
-from edgekit.border import all_text, vendor_errors
-from edgekit.errors import UnsupportedModel, UsageError
-from edgekit.fsutil import sha256_file
-from edgekit.sniff import looks_like_onnx
+from edgekit.core._deps import require
+from edgekit.core.batching import rows_per_chunk
+from edgekit.core.border import all_text, vendor_errors
+from edgekit.core.errors import UnsupportedModel, UsageError
+from edgekit.core.fsutil import sha256_file
+from edgekit.core.sniff import looks_like_onnx
 from edgekit.sources.base import LoadOptions, Source, SourceSpec
 from edgekit.sources.onnx_layout import input_layout
 

@@ -8,7 +8,7 @@ of input depth of filter (3)"). The graph says which it is:
   channel axis;
 - an input that feeds a Transpose with perm (0, 3, 1, 2) first is NHWC (tf2onnx's own pattern).
 Where neither tells (no Conv with a constant weight, or both axes have C), the shape rule of
-edgekit.layout decides; `--layout NCHW|NHWC` overrides all of it.
+edgekit.core.layout decides; `--layout NCHW|NHWC` overrides all of it.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from edgekit.errors import UsageError
-from edgekit.layout import guess_layout
+from edgekit.core.errors import UsageError
+from edgekit.core.layout import guess_layout
 
 LAYOUTS = ("NCHW", "NHWC")
 

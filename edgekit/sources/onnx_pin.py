@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from edgekit._deps import require
-from edgekit.border import vendor_errors
-from edgekit.errors import UnsupportedModel, UsageError
+from edgekit.core._deps import require
+from edgekit.core.border import vendor_errors
+from edgekit.core.errors import UnsupportedModel, UsageError
 
 QDQ_MIN_OPSET = 13  # DequantizeLinear's `axis` (per-channel int8) exists from opset 13
 

@@ -20,8 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from edgekit import errors
-from edgekit.errors import UnsupportedModel
+from edgekit.core import errors
+from edgekit.core.errors import UnsupportedModel
 from edgekit.sources import SOURCES, source_for_kind
 from edgekit.sources.base import LoadOptions, Source, SourceSpec
 
@@ -40,8 +40,8 @@ def _fingerprint(path: Path, kind: str, spec: SourceSpec, opts: LoadOptions) -> 
     """Content hash of the file or folder, the load options and the reader's library versions."""
     import hashlib
 
-    from edgekit._deps import version_of
-    from edgekit.fsutil import sha256_path
+    from edgekit.core._deps import version_of
+    from edgekit.core.fsutil import sha256_path
 
     h = hashlib.sha256(f"{kind}|{spec.name}|{json.dumps(dataclasses.asdict(opts), sort_keys=True)}".encode())
     for dist in spec.dists:
@@ -58,7 +58,7 @@ def probe(path: Path, kind: str, opts: LoadOptions) -> None:
     """
     if os.environ.get("EDGEKIT_NO_ISOLATION"):
         return
-    from edgekit.fsutil import atomic_write_text, cache_dir
+    from edgekit.core.fsutil import atomic_write_text, cache_dir
 
     mark = cache_dir() / "probed" / _fingerprint(path, kind, source_for_kind(kind), opts)
     if mark.is_file():
@@ -107,7 +107,7 @@ def _probe_in_child(path: Path, kind: str, opts: LoadOptions) -> None:
 
 
 def _child(request: str) -> int:
-    from edgekit.registry import resolve
+    from edgekit.core.registry import resolve
 
     req = json.loads(request)
     try:
@@ -117,7 +117,7 @@ def _child(request: str) -> int:
     except errors.EdgekitError as exc:
         answer = {"ok": False, "error": type(exc).__name__, "message": exc.message, "hint": exc.hint}
     except Exception as exc:  # loaders map vendor errors at their borders: what escapes is a bug in edgekit
-        from edgekit.border import internal_error
+        from edgekit.core.border import internal_error
 
         if os.environ.get("EDGEKIT_DEBUG"):
             import traceback

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from edgekit._deps import require
-from edgekit.batching import TF_CHUNK_INPUT_BYTES, rows_per_chunk
-from edgekit.border import vendor_errors, vendor_message
-from edgekit.errors import UnsupportedModel, UsageError
-from edgekit.fsutil import sha256_tree
+from edgekit.core._deps import require
+from edgekit.core.batching import TF_CHUNK_INPUT_BYTES, rows_per_chunk
+from edgekit.core.border import vendor_errors, vendor_message
+from edgekit.core.errors import UnsupportedModel, UsageError
+from edgekit.core.fsutil import sha256_tree
 from edgekit.sources.base import LoadOptions, Source, SourceSpec
 
 PREDICT_BATCH = 256

@@ -3,7 +3,7 @@
 A .tflite cannot be turned back into another format, but it can be finished: an int8 .tflite goes
 to the Edge TPU (pre-flight and compile, through the `tflite_adopt` step and the edgetpu target's
 post-step), and any .tflite can be inspected and profiled. The file is read without TensorFlow
-(edgekit.tflite_model); the reference `predict` is the file itself run by LiteRT (float in,
+(edgekit.tflite.model); the reference `predict` is the file itself run by LiteRT (float in,
 quantized per the model's input, dequantized out), so the adopted artifact is validated against
 the very model the user gave.
 
@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.errors import UnsupportedModel, UsageError
-from edgekit.fsutil import sha256_file
-from edgekit.layout import guess_layout
+from edgekit.core.errors import UnsupportedModel, UsageError
+from edgekit.core.fsutil import sha256_file
+from edgekit.core.layout import guess_layout
+from edgekit.core.sniff import is_tflite_head
 from edgekit.runtimes.litert_errors import custom_op_hint
-from edgekit.sniff import is_tflite_head
 from edgekit.sources.base import LoadOptions, Source, SourceSpec
 
 _QUANT = ("int8", "uint8")
@@ -70,7 +70,7 @@ def make_predict(path: Path) -> tuple[Callable[[np.ndarray], np.ndarray], Any]:
 
 def load(path: Path | None, opts: LoadOptions, kind: str = "tflite") -> Source:
     """Read the .tflite at PATH (its I/O, precision and ops) and make LiteRT running it the reference."""
-    from edgekit.tflite_model import read_tflite
+    from edgekit.tflite.model import read_tflite
 
     if path is None:
         raise UsageError("A .tflite source needs the path of the file.")

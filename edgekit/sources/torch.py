@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from edgekit._deps import require
-from edgekit.batching import rows_per_chunk
-from edgekit.border import vendor_errors, vendor_message
-from edgekit.errors import UnsupportedModel, UsageError
-from edgekit.fsutil import sha256_file
+from edgekit.core._deps import require
+from edgekit.core.batching import rows_per_chunk
+from edgekit.core.border import vendor_errors, vendor_message
+from edgekit.core.errors import UnsupportedModel, UsageError
+from edgekit.core.fsutil import sha256_file
 from edgekit.sources.base import LoadOptions, Source, SourceSpec
 from edgekit.sources.detect import ZIP_MAGIC, zip_names
 from edgekit.sources.factory import load_factory

@@ -7,7 +7,7 @@ of the last form is its TargetSpec (edgekit.targets).
 
 from __future__ import annotations
 
-from edgekit.registry import resolve
+from edgekit.core.registry import resolve
 from edgekit.steps.base import ConvertOptions, Intermediate, Step, StepContext, StepParams
 
 STEPS: dict[str, str] = {

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import numpy as np
 
-from edgekit.options import ConvertOptions, IoDtype
+from edgekit.conversion.options import ConvertOptions, IoDtype
 
 if TYPE_CHECKING:
     from edgekit.sources.base import Source
@@ -48,7 +48,7 @@ class Intermediate:
     path: Path | None = None
     obj: Any = None
     layout: str = "NCHW"  # layout of the 4-D image input in this form
-    precision: str = "fp32"  # a key of edgekit.precisions.PRECISIONS
+    precision: str = "fp32"  # a key of edgekit.core.precisions.PRECISIONS
     io_dtype: IoDtype | None = None  # the TFLite model's I/O type
     signature: str | None = None  # SavedModel signature the next step reads
     batch: BatchSize | None = None  # the batch the form was traced at, "dynamic" where left free

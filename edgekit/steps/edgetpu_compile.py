@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from edgekit.border import vendor_errors
-from edgekit.errors import ConversionError, NotAvailable, UsageError
-from edgekit.fsutil import publish
-from edgekit.options import ConvertOptions
+from edgekit.conversion.options import ConvertOptions
+from edgekit.core.border import vendor_errors
+from edgekit.core.errors import ConversionError, NotAvailable, UsageError
+from edgekit.core.fsutil import publish
 from edgekit.steps.base import Intermediate, Step, StepContext
 
 # Edge TPU runtime versions edgetpu_compiler's -m accepts (Coral: compiler 16 targets runtime 14 by default)

@@ -31,9 +31,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from edgekit._deps import require
-from edgekit.border import vendor_errors
-from edgekit.errors import ConversionError
+from edgekit.core._deps import require
+from edgekit.core.border import vendor_errors
+from edgekit.core.errors import ConversionError
 from edgekit.steps.base import Intermediate, Step, StepContext
 from edgekit.steps.keras_to_savedmodel import keyed_outputs, tf_name
 

@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from edgekit._deps import require
-from edgekit.border import vendor_errors
-from edgekit.errors import UsageError
+from edgekit.core._deps import require
+from edgekit.core.border import vendor_errors
+from edgekit.core.errors import UsageError
 from edgekit.sources.keras2 import is_tf_keras_model
 from edgekit.steps.base import Intermediate, Step, StepContext
 

@@ -19,9 +19,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from edgekit._deps import require
-from edgekit.border import vendor_errors
-from edgekit.errors import ConversionError
+from edgekit.core._deps import require
+from edgekit.core.border import vendor_errors
+from edgekit.core.errors import ConversionError
 from edgekit.steps.base import ConvertOptions, Intermediate, Step, StepContext
 
 
@@ -47,7 +47,7 @@ def _pre_process(src: Path, dst: Path, log: Callable[[str], None]) -> None:
     """
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    from edgekit.scratch import absolute, scratch_cwd
+    from edgekit.core.scratch import absolute, scratch_cwd
 
     src, dst = Path(absolute(src)), Path(absolute(dst))
     # symbolic inference saves sym_shape_infer_temp.onnx in the current folder when incomplete (issue 16)
@@ -71,7 +71,7 @@ class OnnxQuantize(Step):
 
     @classmethod
     def check_options(cls, options: ConvertOptions) -> None:
-        from edgekit.quantize.onnx_search import check_name
+        from edgekit.quantize.onnx.search import check_name
 
         check_name(options.int8_recipe)
 
@@ -123,12 +123,12 @@ class OnnxQuantize(Step):
         pre.unlink(missing_ok=True)
 
     def _int8(self, inp: Intermediate, dst: Path, ctx: StepContext) -> Intermediate:
-        """Static int8 by the recipe asked for (--int8-recipe; `auto` searches, edgekit.quantize.onnx_search)."""
+        """Static int8 by the recipe asked for (--int8-recipe; `auto` searches, edgekit.quantize.onnx.search)."""
         onnx = require("onnx")
-        from edgekit.quantize.onnx_graph import name_nodes
-        from edgekit.quantize.onnx_recipes import QuantData
-        from edgekit.quantize.onnx_search import KindSource, quantize_onnx
-        from edgekit.quantize.ort_prep import unshare_biases
+        from edgekit.quantize.onnx.graph import name_nodes
+        from edgekit.quantize.onnx.prep import unshare_biases
+        from edgekit.quantize.onnx.recipes import QuantData
+        from edgekit.quantize.onnx.search import KindSource, quantize_onnx
 
         assert inp.path is not None
         pre = ctx.work / f"{ctx.stem}.int8-pre.onnx"
@@ -149,9 +149,9 @@ class OnnxQuantize(Step):
         batch = dims[0].dim_value if dims and dims[0].dim_value > 0 else 1
         work = ctx.work / f"{ctx.stem}.int8-recipes"  # candidates and their float twins; never published
         work.mkdir(exist_ok=True)
-        if len(names) > 1:  # several inputs: each calibrated by its name, plain recipe (edgekit.feeds)
-            from edgekit.feeds import by_keys, plain_int8_choice
-            from edgekit.quantize.onnx_recipes import OnnxRecipeConfig, quantize
+        if len(names) > 1:  # several inputs: each calibrated by its name, plain recipe (edgekit.conversion.feeds)
+            from edgekit.conversion.feeds import by_keys, plain_int8_choice
+            from edgekit.quantize.onnx.recipes import OnnxRecipeConfig, quantize
 
             feeds = {k: ctx.to_layout(v, inp.layout).astype(np.float32) for k, v in ctx.calibration_by_name().items()}
             named = by_keys(feeds, names, f"{inp.path.name}")

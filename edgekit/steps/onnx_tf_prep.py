@@ -87,7 +87,7 @@ def tf_safe_node_names(model: Any) -> list[str]:
 
 def static_batch(model: Any, batch: int) -> list[str]:
     """Fix the batch dim of MODEL's inputs to BATCH throughout the graph and infer shapes again (in place)."""
-    from edgekit._deps import require
+    from edgekit.core._deps import require
 
     onnx = require("onnx")
     graph = model.graph

@@ -13,7 +13,7 @@ Pitfalls handled here (each one seen on real conversions):
   and the same SavedModel outputs. It is turned off (disable_strict_mode): edgekit validates every
   artifact against the source, so a transposition error it would have corrected is reported as a
   fidelity failure, never published as good.
-- onnx2tf runs in a child process (edgekit.isolate): TensorFlow's kernels abort the process on some
+- onnx2tf runs in a child process (edgekit.core.isolate): TensorFlow's kernels abort the process on some
   graphs (an .onnx ConvNeXt-V2 ended edgekit with exit 134), which there fails this step's artifacts
   only. It costs one more TensorFlow import (the parent still needs TensorFlow for the TFLite
   converter); EDGEKIT_NO_ISOLATION=1 runs it in-process.
@@ -39,11 +39,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from edgekit._deps import require
-from edgekit.border import all_text, vendor_cause, vendor_errors
-from edgekit.errors import ConversionError, RuntimeFailure, UsageError
-from edgekit.records import Record
-from edgekit.scratch import absolute, scratch_cwd
+from edgekit.core._deps import require
+from edgekit.core.border import all_text, vendor_cause, vendor_errors
+from edgekit.core.errors import ConversionError, RuntimeFailure, UsageError
+from edgekit.core.records import Record
+from edgekit.core.scratch import absolute, scratch_cwd
 from edgekit.steps.base import Intermediate, Step, StepContext
 from edgekit.steps.onnx_tf_prep import prepare
 
@@ -194,7 +194,7 @@ def run_onnx2tf(request: Onnx2TfRequest, samples: np.ndarray, name: str) -> list
     naming the step and the signal, and the artifacts that do not need this step still publish.
     EDGEKIT_NO_ISOLATION=1 runs it in this process.
     """
-    from edgekit.isolate import isolation_enabled, run_isolated
+    from edgekit.core.isolate import isolation_enabled, run_isolated
 
     if not isolation_enabled():
         answer, _ = convert_in_child(request, {"samples": samples})
@@ -244,7 +244,7 @@ def _savedmodel_only() -> Iterator[None]:
 
 def convert_in_child(request: Onnx2TfRequest, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
                                                                                      dict[str, np.ndarray]]:
-    """onnx2tf.convert on request.src into request.out (edgekit.isolate's child, or in-process).
+    """onnx2tf.convert on request.src into request.out (edgekit.core.isolate's child, or in-process).
 
     Imports onnx2tf (and with it TensorFlow) and nothing else heavy. onnx2tf's log goes to a buffer: its
     node names make the error message; with EDGEKIT_DEBUG set it is printed (stderr) as well.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from edgekit._deps import require
+from edgekit.core._deps import require
 from edgekit.steps.base import Intermediate, Step, StepContext
 from edgekit.steps.keras_to_onnx import tf_function_to_onnx
 from edgekit.steps.keras_to_savedmodel import tf_name

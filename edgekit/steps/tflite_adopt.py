@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from typing import ClassVar
 
-from edgekit.errors import UsageError
+from edgekit.core.errors import UsageError
 from edgekit.steps.base import Intermediate, Step, StepContext
 
 
@@ -27,7 +27,7 @@ class TfliteAdopt(Step):
 
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
         from edgekit.sources.tflite import precision_of
-        from edgekit.tflite_model import read_tflite
+        from edgekit.tflite.model import read_tflite
 
         assert inp.path is not None
         model = read_tflite(inp.path)

@@ -2,11 +2,11 @@
 
 Full-integer int8 uses the representative dataset (the user's calibration samples in the
 SavedModel's layout) and the requested I/O type (int8, uint8 or float32). The float model and its
-calibration are made once a run and shared by every TFLite artifact (edgekit.tflite_cache): the fp32
+calibration are made once a run and shared by every TFLite artifact (edgekit.tflite.cache): the fp32
 artifact is that float model, and int8 and the Edge TPU's uint8-I/O int8 are two quantizations of one
 calibration. (TF 2.21's quantizer, like the converter's one-shot path, leaves an op without an int8 kernel
 in float between QUANTIZE/DEQUANTIZE; the Edge TPU pre-flight names such ops.)
-`--int8-recipe` (default plain; auto searches) chooses how: edgekit.quantize.tflite_recipes (plain, equalize,
+`--int8-recipe` (default plain; auto searches) chooses how: edgekit.quantize.tflite.recipes (plain, equalize,
 equalize+bias, bias, percentile, mse, mixed precision by selective quantization; an integer-only target such as the
 Edge TPU never gets float layers). For the Edge TPU the float model is first rewritten by edgekit.edgetpu.fixes
 (ops the compiler cannot map as ops it can), unless --no-edgetpu-fixes.
@@ -21,10 +21,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from edgekit._deps import require
-from edgekit.border import vendor_errors, vendor_message
+from edgekit.core._deps import require
+from edgekit.core.border import vendor_errors, vendor_message
 from edgekit.steps.base import ConvertOptions, Intermediate, Step, StepContext, to_layout
-from edgekit.tflite_cache import float_model
+from edgekit.tflite.cache import float_model
 
 # Ops that only appear when a dimension stayed dynamic; an edge artifact must not contain them.
 DYNAMIC_SHAPE_OPS = ("SHAPE", "STRIDED_SLICE", "PACK")
@@ -55,7 +55,7 @@ class TfliteConvert(Step):
 
     @classmethod
     def check_options(cls, options: ConvertOptions) -> None:
-        from edgekit.quantize.onnx_search import check_name
+        from edgekit.quantize.onnx.search import check_name
 
         check_name(options.int8_recipe)  # the ONNX-only ones are noted and replaced by auto's for TFLite
 
@@ -104,32 +104,33 @@ class TfliteConvert(Step):
 
     def _int8(self, tf: Any, saved: Any, signature: str, batch: int, io_dtype: str, layout: str,
               ctx: StepContext) -> tuple[bytes, Any]:
-        from edgekit.quantize.tflite_recipes import TfliteJob
-        from edgekit.quantize.tflite_search import quantize_tflite
+        from edgekit.quantize.tflite.recipes import TfliteJob
+        from edgekit.quantize.tflite.search import quantize_tflite
 
         samples = ctx.to_layout(ctx.calibration(), layout)
         work = ctx.work / f"{ctx.stem}.{io_dtype}.int8-recipes"  # candidates and the calibrated twin; not published
         work.mkdir(exist_ok=True)
-        from edgekit.quantize.onnx_search import KindSource
+        from edgekit.quantize.onnx.search import KindSource
 
         job = TfliteJob(tf, saved, signature, samples.astype(np.float32), batch, io_dtype, work, ctx.log,
                         edgetpu_fixes=bool(self.params.integer_only) and ctx.options.edgetpu_fixes, cache=_cache(ctx),
                         # a detector's decode stays float and its candidates are judged by boxes (issue 27)
                         kinds=KindSource(ctx.source.metadata, ctx.options.output_kinds, layout))
-        if ctx.source.inputs:  # several inputs: each calibrated by its signature key, plain recipe (edgekit.feeds)
+        # several inputs: each calibrated by its signature key, plain recipe (edgekit.conversion.feeds)
+        if ctx.source.inputs:
             return _int8_named(job, ctx, layout)
         return quantize_tflite(job, ctx.options.int8_recipe, float_free=bool(self.params.integer_only))
 
 
 def _cache(ctx: StepContext) -> Path:
-    """The run's folder of TFLite float models and calibrations (edgekit.tflite_cache), in its staging area."""
+    """The run's folder of TFLite float models and calibrations (edgekit.tflite.cache), in its staging area."""
     return ctx.work / f"{ctx.stem}.tflite-cache"
 
 
 def _int8_named(job: Any, ctx: StepContext, layout: str) -> tuple[bytes, Any]:
     """Plain full-integer int8 of a model with several inputs, every input calibrated by its signature key."""
-    from edgekit.feeds import by_keys, plain_int8_choice
-    from edgekit.quantize.tflite_recipes import plain
+    from edgekit.conversion.feeds import by_keys, plain_int8_choice
+    from edgekit.quantize.tflite.recipes import plain
     from edgekit.sources.savedmodel import open_signature, signature_inputs
 
     _loaded, fn = open_signature(job.saved, job.signature)

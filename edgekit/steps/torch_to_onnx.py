@@ -7,8 +7,8 @@ import io
 import re
 from typing import Any, ClassVar
 
-from edgekit._deps import require
-from edgekit.border import all_text, vendor_errors, vendor_message
+from edgekit.core._deps import require
+from edgekit.core.border import all_text, vendor_errors, vendor_message
 from edgekit.steps.base import Intermediate, Step, StepContext
 
 _OP_PATTERNS = (

@@ -6,7 +6,7 @@ a target's file holds its TargetSpec, its own options and, where it needs one, i
 
 from __future__ import annotations
 
-from edgekit.registry import resolve_record
+from edgekit.core.registry import resolve_record
 from edgekit.targets.base import TargetSpec
 
 TARGETS: dict[str, str] = {
@@ -26,9 +26,9 @@ def target_names() -> list[str]:
 
 
 def target_options() -> list[type]:
-    """Each target's own options class, in table order: edgekit.options gathers them into ConvertOptions.
+    """Each target's own options class, in table order: edgekit.conversion.options gathers them into ConvertOptions.
 
-    Read once, when edgekit.options is imported: a target registered later (a test's monkeypatch)
+    Read once, when edgekit.conversion.options is imported: a target registered later (a test's monkeypatch)
     converts with the options already gathered.
     """
     specs = (get_target(name) for name in TARGETS)

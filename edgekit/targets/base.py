@@ -7,7 +7,7 @@ compiler), and the options of its own (a dataclass of `option()` fields: they jo
 `edgekit convert --help` and the Python API from here). The planner, the CLI help and the docs read
 these records; no module outside a target's own file branches on a target's name.
 
-A leaf beside edgekit.option_field: edgekit.options gathers the targets' options from this table, and
+A leaf beside edgekit.core.option_field: edgekit.conversion.options gathers the targets' options from this table, and
 the steps read ConvertOptions, so a spec names its steps but never imports them (the planner does).
 """
 
@@ -22,9 +22,9 @@ from types import MappingProxyType
 class TargetSpec:
     name: str
     help: str  # one line for `edgekit convert --help` and the README
-    format: str  # the format of the artifact its steps write (an edgekit.formats.FORMATS key)
+    format: str  # the format of the artifact its steps write (an edgekit.core.formats.FORMATS key)
     steps: tuple[str, ...]  # its own steps (STEPS keys or "module:Class"), after the route to the first one's input
-    precisions: tuple[str, ...]  # the precisions it offers (edgekit.precisions.PRECISIONS keys)
+    precisions: tuple[str, ...]  # the precisions it offers (edgekit.core.precisions.PRECISIONS keys)
     # Made whatever --quantize asks (the Edge TPU runs int8 only); None: the precisions asked for
     fixed_precisions: tuple[str, ...] | None = None
     # precision -> default I/O type, for the precisions whose I/O type the user may choose (--io-dtype)
@@ -33,7 +33,7 @@ class TargetSpec:
     post_steps: tuple[str, ...] = ()
     # every op must stay integer (the Edge TPU): int8 recovery may not leave layers in float (issue 9)
     integer_only: bool = False
-    # its own options: a dataclass of edgekit.option_field.option() fields (None: it has none)
+    # its own options: a dataclass of edgekit.core.option_field.option() fields (None: it has none)
     options: type | None = None
 
     def wanted(self, asked: list[str]) -> list[str]:

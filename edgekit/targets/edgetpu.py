@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from edgekit.errors import UsageError
-from edgekit.option_field import option
+from edgekit.core.errors import UsageError
+from edgekit.core.option_field import option
 from edgekit.targets.base import TargetSpec
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edgekit.precisions import PRECISION_NAMES
+from edgekit.core.precisions import PRECISION_NAMES
 from edgekit.targets.base import TargetSpec
 
 TARGET = TargetSpec(

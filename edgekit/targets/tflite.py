@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from edgekit.precisions import PRECISION_NAMES
+from edgekit.core.precisions import PRECISION_NAMES
 from edgekit.targets.base import TargetSpec
 
 TARGET = TargetSpec(

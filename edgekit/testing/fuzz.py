@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgekit.errors import EdgekitError, InternalError
+from edgekit.core.errors import EdgekitError, InternalError
 
 HANG_S = 10.0
 INTERESTING = (0, 1, -1, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 0x7FFFFFFF, -0x80000000, 0xFFFFFFFF, 0x10000, 64)
@@ -48,7 +48,7 @@ class Context:
         return self.cache["manifest"]
 
     def spec(self, artifact_suffix: str) -> Any:
-        from edgekit.artifact import TensorSpec
+        from edgekit.core.artifact import TensorSpec
 
         art = next(a for a in self.manifest()["artifacts"] if a["path"].endswith(artifact_suffix))
         return TensorSpec.from_dict(art["inputs"][0]), [TensorSpec.from_dict(o) for o in art["outputs"]]
@@ -78,21 +78,22 @@ def _inspect(path: Path, ctx: Context) -> Any:
 
 
 def _calib(path: Path, ctx: Context) -> Any:
-    from edgekit.calibration import load_samples
+    from edgekit.conversion.calibration import load_samples
 
     return load_samples(str(path), [1, 1, 28, 28], "NCHW")
 
 
 def _calib_named(path: Path, ctx: Context) -> Any:
-    """--calib x.npz for a model whose input is named: one array per input name (and "masks"), edgekit.feeds."""
-    from edgekit.feeds import split_named
+    """--calib x.npz for a model whose input is named: one array per input name (and "masks"),
+    edgekit.conversion.feeds."""
+    from edgekit.conversion.feeds import split_named
 
     return split_named(str(path), [("x", [1, 1, 28, 28], "float32")], "NCHW", calib_size=8, val_size=8, batch=1)
 
 
 def _calib_images(path: Path, ctx: Context) -> Any:
     """The case is one image in a folder of class subfolders beside a good one; grey and RGB inputs."""
-    from edgekit.calibration import load_samples
+    from edgekit.conversion.calibration import load_samples
 
     folder = path.parent / "images"
     for sub in ("a", "b"):
@@ -107,7 +108,7 @@ def _calib_images(path: Path, ctx: Context) -> Any:
 
 
 def _manifest(path: Path, ctx: Context) -> Any:
-    from edgekit.artifact import Manifest
+    from edgekit.core.artifact import Manifest
 
     return Manifest.read(path)
 
@@ -126,8 +127,8 @@ def _bench_report(path: Path, ctx: Context) -> Any:
 
 def _bench_record(path: Path, ctx: Context) -> Any:
     """bench.json read back into its record, as bench_report documents (`BenchReport.from_dict`)."""
-    from edgekit.bench_report import BenchReport
     from edgekit.check.files import read_json
+    from edgekit.measure.bench_report import BenchReport
 
     data = read_json(path, "bench report")
     if not isinstance(data, dict):
@@ -154,7 +155,7 @@ def _serve_infer(path: Path, ctx: Context) -> Any:
 
 
 def _serve_image(path: Path, ctx: Context) -> Any:
-    from edgekit.artifact import Preprocessing
+    from edgekit.core.artifact import Preprocessing
     from edgekit.serve.image import image_input
 
     pre = ctx.manifest().get("preprocessing")
@@ -179,7 +180,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
            what="edgekit inspect of an .onnx (protobuf, shape inference, MACs)"),
     Target("calib-npy", ("digits.u8.npy", "digits.f32.npy"), _calib, what="--calib x.npy"),
     Target("calib-npz", ("digits.npz", "digits-plain.npz"), _calib, what="--calib x.npz"),
-    Target("calib-npz-named", ("digits.npz", "digits-plain.npz"), _calib_named, needs="edgekit.feeds",
+    Target("calib-npz-named", ("digits.npz", "digits-plain.npz"), _calib_named, needs="edgekit.conversion.feeds",
            what="--calib x.npz read by input name (multi-input models)"),
     Target("calib-images", IMAGES, _calib_images, what="--calib FOLDER of images (corrupt and bomb images)"),
     Target("manifest", ("manifest.json",), _manifest, json=True, what="manifest.json (Manifest.read)"),

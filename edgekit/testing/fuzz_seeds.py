@@ -86,8 +86,8 @@ def requests_for(manifest: dict[str, Any], digit: np.ndarray) -> dict[str, bytes
 
 def make_seeds(folder: Path, log: Any = print) -> list[Path]:
     """Write every seed file into FOLDER (converting the bundled model: about half a minute); the files."""
-    from edgekit.calibration import mnist_split
-    from edgekit.pipeline import convert
+    from edgekit.conversion.calibration import mnist_split
+    from edgekit.conversion.pipeline import convert
 
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="edgekit-fuzz-seeds-") as tmp:
@@ -98,8 +98,8 @@ def make_seeds(folder: Path, log: Any = print) -> list[Path]:
         for name in (*MODEL_FILES, "manifest.json"):
             shutil.copyfile(out / name, folder / name)
         log("benching it briefly ...")
-        from edgekit.bench import bench
-        from edgekit.bench_report import BenchSettings
+        from edgekit.measure.bench import bench
+        from edgekit.measure.bench_report import BenchSettings
 
         bench(out, BenchSettings(runs=5, min_seconds=0, warmup=1, isolate=False), out_dir=out / "bench")
         shutil.copyfile(out / "bench" / "bench.json", folder / "bench.json")

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from edgekit._deps import available
-from edgekit.fsutil import atomic_write_json
+from edgekit.core._deps import available
+from edgekit.core.fsutil import atomic_write_json
 
 INPUT_SHAPE_NCHW = (1, 1, 28, 28)
 INDEX = "testmodels.json"

@@ -24,7 +24,7 @@ def ci_run(tmp_path_factory: pytest.TempPathFactory) -> CiRun:
 
 
 def _convert(source: Path, out: Path, targets: str, quantize: str, **options: Any) -> Path:
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
 
     convert(source, targets, quantize, out=out, **{**CONVERT_OPTIONS, **options})
     return out

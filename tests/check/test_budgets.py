@@ -8,7 +8,7 @@ import pytest
 
 from edgekit.check.budgets import KEYS, load_budgets
 from edgekit.cli import main
-from edgekit.errors import EXIT_USAGE, UsageError
+from edgekit.core.errors import EXIT_USAGE, UsageError
 
 BUDGET = """\
 # budgets

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from edgekit.cli import main
-from edgekit.errors import EXIT_CHECK
+from edgekit.core.errors import EXIT_CHECK
 
 pytestmark = pytest.mark.slow
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from edgekit.artifact import Artifact, Fidelity, Manifest, OutputFidelity, SourceInfo
 from edgekit.check import format_report, run_check, update_baseline
 from edgekit.check.budgets import load_budgets
 from edgekit.check.detection import DetectionFacts
 from edgekit.check.records import CheckReport, CheckResult
 from edgekit.cli import main
-from edgekit.errors import EXIT_CHECK, EXIT_USAGE
+from edgekit.core.artifact import Artifact, Fidelity, Manifest, OutputFidelity, SourceInfo
+from edgekit.core.errors import EXIT_CHECK, EXIT_USAGE
 
 BUDGET = "min_detection_recall = 0.95\nmin_detection_precision = \"95%\"\nmax_map_drop = 0.03\n"
 

@@ -11,7 +11,7 @@ import pytest
 
 from edgekit.check.files import MAX_BYTES
 from edgekit.cli import main
-from edgekit.errors import EXIT_CHECK, EXIT_USAGE
+from edgekit.core.errors import EXIT_CHECK, EXIT_USAGE
 
 ARTIFACT = {"path": "m.fp32.onnx", "format": "onnx", "precision": "fp32", "size_bytes": 4, "sha256": "x",
             "fidelity": {"top1_agreement": 1.0, "accuracy": 0.9, "reference_accuracy": 0.9, "passed": True}}
@@ -136,15 +136,15 @@ def test_an_artifact_that_failed_in_the_baseline_too_is_not_gone(tmp_path: Path,
 
 
 def test_a_model_file_that_crashes_inspect_is_a_note(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
-    """inspect runs in a child (edgekit.isolate): its crash on a crafted file is a note, check goes on."""
-    import edgekit.isolate
-    from edgekit.errors import RuntimeFailure
+    """inspect runs in a child (edgekit.core.isolate): its crash on a crafted file is a note, check goes on."""
+    import edgekit.core.isolate
+    from edgekit.core.errors import RuntimeFailure
 
     def crashed(*_a: object, **_k: object) -> None:
         raise RuntimeFailure("edgekit inspect crashed (SIGSEGV) while reading the artifacts' operators and MACs")
 
     monkeypatch.delenv("EDGEKIT_NO_ISOLATION", raising=False)
-    monkeypatch.setattr(edgekit.isolate, "run_isolated", crashed)
+    monkeypatch.setattr(edgekit.core.isolate, "run_isolated", crashed)
     out = _out(tmp_path, {"artifacts": [ARTIFACT]})
     assert main(["check", str(out), "--format", "json"]) == 0
     notes = json.loads(capsys.readouterr().out)["notes"]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from edgekit.cli import main
-from edgekit.errors import EXIT_CHECK
+from edgekit.core.errors import EXIT_CHECK
 
 SEED = json.loads((Path(__file__).resolve().parents[1] / "fuzz" / "seeds" / "bench.json").read_text())
 ART = {"path": "m.int8.onnx", "format": "onnx", "precision": "int8", "size_bytes": 100, "sha256": "s"}

@@ -14,8 +14,8 @@ import pytest
 from edgetpu_standin import FIX, write_standin
 from tflite_builder import conv_chain
 
+from edgekit.core.errors import ConversionError, NotAvailable, UsageError
 from edgekit.edgetpu import compile_model, find_compiler, how_to_finish
-from edgekit.errors import ConversionError, NotAvailable, UsageError
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from edgetpu_standin import FIX, write_standin
 
-from edgekit.errors import ConversionError
+from edgekit.core.errors import ConversionError
 from edgekit.steps import get_step
 from edgekit.steps.base import ConvertOptions, Intermediate, StepContext
 

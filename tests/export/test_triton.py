@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from edgekit.artifact import Artifact, Manifest, SourceInfo, TensorSpec
 from edgekit.cli import main
+from edgekit.core.artifact import Artifact, Manifest, SourceInfo, TensorSpec
 
 
 def model_config_pb2():

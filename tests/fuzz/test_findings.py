@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from edgekit.errors import UsageError
+from edgekit.core.errors import UsageError
 from edgekit.testing.fuzz_seeds import deflate_bomb_png, header_bomb_png
 
 SEEDS = Path(__file__).resolve().parent / "seeds"
@@ -27,7 +27,7 @@ def _manifest() -> dict:
     (lambda d: d.update(artifacts=[1, "x"]) or d, "not a valid edgekit manifest"),  # AttributeError
 ])
 def test_a_damaged_manifest_is_bad_input(tmp_path: Path, edit, words: str) -> None:
-    from edgekit.artifact import Manifest
+    from edgekit.core.artifact import Manifest
 
     doc = edit(_manifest())
     path = tmp_path / "manifest.json"
@@ -38,8 +38,8 @@ def test_a_damaged_manifest_is_bad_input(tmp_path: Path, edit, words: str) -> No
 
 def test_a_fidelity_record_without_samples_is_read_by_every_reader(tmp_path: Path) -> None:
     """Once a TypeError in Manifest.read while check accepted it: now one reader, one answer (samples 0, unknown)."""
-    from edgekit.artifact import Manifest
     from edgekit.check.snapshot import from_folder
+    from edgekit.core.artifact import Manifest
 
     doc = _manifest()
     doc["artifacts"][0]["fidelity"].pop("samples")
@@ -52,7 +52,7 @@ def test_a_fidelity_record_without_samples_is_read_by_every_reader(tmp_path: Pat
 
 
 def test_a_bench_report_with_a_strange_schema_version_is_bad_input() -> None:
-    from edgekit.bench_report import BenchReport
+    from edgekit.measure.bench_report import BenchReport
 
     doc = json.loads((SEEDS / "bench.json").read_text())
     doc["schema_version"] = {"v": 1}  # int(dict): a TypeError traceback
@@ -63,7 +63,7 @@ def test_a_bench_report_with_a_strange_schema_version_is_bad_input() -> None:
 def test_the_server_answers_an_image_bomb_with_413() -> None:
     pytest.importorskip("PIL")
     pytest.importorskip("edgekit.serve.image")
-    from edgekit.artifact import TensorSpec
+    from edgekit.core.artifact import TensorSpec
     from edgekit.serve.errors import RequestError
     from edgekit.serve.image import image_input
 
@@ -76,7 +76,7 @@ def test_the_server_answers_an_image_bomb_with_413() -> None:
 def test_calibration_refuses_a_bomb_from_its_header(tmp_path: Path) -> None:
     """100 MP of zeros in 100 KB: Pillow only warns below 179 MP, and edgekit decoded it for one sample."""
     pytest.importorskip("PIL")
-    from edgekit.calibration import load_samples
+    from edgekit.conversion.calibration import load_samples
 
     folder = tmp_path / "imgs"
     folder.mkdir()
@@ -89,7 +89,7 @@ def test_calibration_refuses_a_bomb_from_its_header(tmp_path: Path) -> None:
 def test_a_tflite_whose_inputs_name_a_missing_tensor_is_refused(tmp_path: Path) -> None:
     """One flipped bit (0x80 at byte 227,074 of the bundled int8 model) makes the subgraph's input index
     point past the tensor list: inspect ended in an IndexError."""
-    from edgekit.errors import UnsupportedModel
+    from edgekit.core.errors import UnsupportedModel
     from edgekit.inspect import inspect_model
 
     data = bytearray((SEEDS / "mnist_cnn.int8.tflite").read_bytes())
@@ -105,7 +105,7 @@ def test_an_image_that_does_not_fit_in_memory_is_bad_input(tmp_path: Path, monke
     pytest.importorskip("PIL")
     from PIL import Image
 
-    from edgekit.calibration import load_samples
+    from edgekit.conversion.calibration import load_samples
 
     def out_of_memory(*_a: object, **_k: object) -> None:
         raise MemoryError
@@ -120,7 +120,7 @@ def test_an_image_that_does_not_fit_in_memory_is_bad_input(tmp_path: Path, monke
 def test_a_request_naming_a_tensor_by_an_object_is_a_400(where: str) -> None:
     """{"outputs": [{"name": {...}}]} made `name in names` raise TypeError (unhashable) in the server."""
     pytest.importorskip("edgekit.serve.protocol")
-    from edgekit.artifact import TensorSpec
+    from edgekit.core.artifact import TensorSpec
     from edgekit.serve.errors import RequestError
     from edgekit.serve.protocol import parse_infer
     from edgekit.serve.tensors import wire_tensors
@@ -137,14 +137,14 @@ def test_a_request_naming_a_tensor_by_an_object_is_a_400(where: str) -> None:
 
 def test_an_npz_member_that_is_not_an_array_is_bad_input(tmp_path: Path) -> None:
     """A flipped bit in a member's name ('y.npy' -> 'y.np?') makes numpy hand back raw bytes for it: the
-    named-input reader (edgekit.feeds) died on `bytes.ndim`."""
+    named-input reader (edgekit.conversion.feeds) died on `bytes.ndim`."""
     import io
     import zipfile
 
     import numpy as np
 
-    from edgekit.calibration import load_samples
-    from edgekit.feeds import split_named
+    from edgekit.conversion.calibration import load_samples
+    from edgekit.conversion.feeds import split_named
 
     buf = io.BytesIO()
     np.save(buf, np.zeros((4, 28, 28), np.uint8))
@@ -162,8 +162,8 @@ def test_an_npy_under_an_npz_name_is_bad_input(tmp_path: Path) -> None:
     """np.load returns an array, not an archive, for a .npy renamed .npz: `with ... as z` was an InternalError."""
     import numpy as np
 
-    from edgekit.calibration import load_samples
-    from edgekit.feeds import split_named
+    from edgekit.conversion.calibration import load_samples
+    from edgekit.conversion.feeds import split_named
 
     path = tmp_path / "data.npz"
     with open(path, "wb") as f:
@@ -175,7 +175,7 @@ def test_an_npy_under_an_npz_name_is_bad_input(tmp_path: Path) -> None:
 
 
 def test_an_infinite_figure_in_a_bench_report_is_bad_input() -> None:
-    from edgekit.bench_report import BenchReport
+    from edgekit.measure.bench_report import BenchReport
 
     doc = json.loads((SEEDS / "bench.json").read_text())
     doc["results"][0]["schema_version"] = float("inf")  # int(inf) in ProfileResult.from_dict: OverflowError

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from edgekit.errors import MissingDependency
+from edgekit.core.errors import MissingDependency
 from edgekit.inspect import inspect_model
 
 onnx = pytest.importorskip("onnx")

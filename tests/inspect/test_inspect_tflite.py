@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from tflite_builder import Graph, conv_chain
 
-from edgekit.errors import NotAvailable, UnsupportedModel, UsageError
-from edgekit.fsutil import sha256_file
+from edgekit.core.errors import NotAvailable, UnsupportedModel, UsageError
+from edgekit.core.fsutil import sha256_file
 from edgekit.inspect import inspect_model
 
 

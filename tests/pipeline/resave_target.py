@@ -11,7 +11,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import ClassVar
 
-from edgekit.precisions import PrecisionSpec
+from edgekit.core.precisions import PrecisionSpec
 from edgekit.steps import Intermediate, Step, StepContext
 from edgekit.targets import TargetSpec
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from edgekit.cli import main
-from edgekit.errors import EXIT_NOT_COMPILED, EXIT_OK
+from edgekit.core.errors import EXIT_NOT_COMPILED, EXIT_OK
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 MODEL = MODELS / "digits_yolo.onnx"

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from edgekit.cli import main
-from edgekit.errors import EXIT_FIDELITY, EXIT_USAGE
-from edgekit.pipeline import convert
+from edgekit.conversion.pipeline import convert
+from edgekit.core.errors import EXIT_FIDELITY, EXIT_USAGE
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
@@ -112,7 +112,7 @@ def test_onnx_external_data_outside_folder_is_refused(bundled_conversion, tmp_pa
     import onnx
     from onnx.external_data_helper import set_external_data
 
-    from edgekit.errors import UnsupportedModel
+    from edgekit.core.errors import UnsupportedModel
 
     model = onnx.load(str(bundled_conversion.manifest_path.parent / "mnist_cnn.fp32.onnx"))
     init = model.graph.initializer[0]
@@ -152,7 +152,7 @@ def test_strict_fidelity_miss_exits_5(tmp_path: Path, capsys: pytest.CaptureFixt
     # An absurd threshold forces a miss on a real artifact: --strict must turn it into exit 5.
     import dataclasses
 
-    import edgekit.precisions as precisions
+    import edgekit.core.precisions as precisions
 
     absurd = dataclasses.replace(precisions.PRECISIONS["fp32"], thresholds={"top1_agreement": 1.01, "cosine": 0.0})
     monkeypatch.setitem(precisions.PRECISIONS, "fp32", absurd)
@@ -166,7 +166,7 @@ def test_strict_fidelity_miss_exits_5(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_validation_catches_nan_outputs() -> None:
-    from edgekit.validate import Reference, compare
+    from edgekit.conversion.validate import Reference, compare
 
     x = np.zeros((4, 1, 2, 2), np.float32)
     ref = Reference(x=x, y_ref=np.eye(4, 10, dtype=np.float32), labels=None, layout="NCHW", inputs_name="t")

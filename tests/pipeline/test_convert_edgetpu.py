@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from edgekit.cli import main
-from edgekit.errors import EXIT_NOT_COMPILED
+from edgekit.core.errors import EXIT_NOT_COMPILED
 
 REPO = Path(__file__).resolve().parents[2]
 FIX = REPO / "tests" / "fixtures" / "edgetpu"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from edgekit.cli import main
-from edgekit.errors import EXIT_CONVERSION, EXIT_MISSING, EXIT_USAGE
+from edgekit.core.errors import EXIT_CONVERSION, EXIT_MISSING, EXIT_USAGE
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
@@ -80,7 +80,7 @@ def test_bad_input(work: Path, capsys: pytest.CaptureFixture[str], args: list[st
 @pytest.mark.slow  # loads the source model (child process and torch) before the plan refuses: seconds
 def test_missing_extra_names_pip_line(work: Path, capsys: pytest.CaptureFixture[str],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    import edgekit.plan as plan
+    import edgekit.conversion.plan as plan
 
     monkeypatch.setattr(plan, "available", lambda m: m not in ("onnx2tf", "tensorflow"))
     rc = main(["convert", "good.pt2", "--target", "tflite", "--out", str(work / "out")])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from edgekit.cli import main
-from edgekit.precisions import PRECISIONS
+from edgekit.core.precisions import PRECISIONS
 from edgekit.targets import TARGETS
 
 pytestmark = pytest.mark.slow

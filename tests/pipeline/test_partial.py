@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from edgekit.cli import main
-from edgekit.errors import EXIT_CONVERSION, EXIT_PARTIAL, ConversionError, RuntimeFailure
+from edgekit.core.errors import EXIT_CONVERSION, EXIT_PARTIAL, ConversionError, RuntimeFailure
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +89,7 @@ def test_when_every_artifact_fails_the_run_fails_as_before(onnx2tf_fails: list[i
 
 def test_an_artifact_that_fails_validation_is_that_artifacts_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    import edgekit.execute as execute
+    import edgekit.conversion.execute as execute
 
     real = execute._artifact
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.errors import MissingDependency, UsageError
-from edgekit.plan import check_outputs, make_plan, route
+from edgekit.conversion.plan import check_outputs, make_plan, route
+from edgekit.core.errors import MissingDependency, UsageError
 from edgekit.sources.base import Source
 from edgekit.steps import ConvertOptions
 
@@ -65,7 +65,7 @@ def test_plan_rejects(tmp_path: Path, kw: dict[str, object], match: str) -> None
 
 
 def test_missing_dependency_is_reported_before_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import edgekit.plan as plan
+    import edgekit.conversion.plan as plan
 
     monkeypatch.setattr(plan, "available", lambda m: m != "onnx2tf")
     with pytest.raises(MissingDependency) as exc:
@@ -111,8 +111,8 @@ def test_precision_aliases_and_table_order(tmp_path: Path) -> None:
 
 
 def test_every_registered_target_is_a_consistent_spec() -> None:
-    from edgekit.formats import FORMATS
-    from edgekit.precisions import PRECISIONS
+    from edgekit.core.formats import FORMATS
+    from edgekit.core.precisions import PRECISIONS
     from edgekit.steps import get_step
     from edgekit.targets import get_target, target_names
 

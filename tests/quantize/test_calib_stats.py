@@ -1,4 +1,4 @@
-"""Calibration statistics (edgekit.quantize.calib_stats) and the ONNX `mse` recipe (edgekit.quantize.ort_mse): the
+"""Calibration statistics (edgekit.quantize.calib_stats) and the ONNX `mse` recipe (edgekit.quantize.onnx.mse): the
 MSE range is the one of least int8 error, computed here independently by quantizing the values; the recipe
 beats plain where rare large values stretch MinMax's step, in bounded memory, and is recorded in the manifest."""
 
@@ -82,9 +82,9 @@ def _sqnr(y0: np.ndarray, y: np.ndarray) -> float:
 
 
 def test_onnx_mse_recipe_beats_plain_where_rare_values_stretch_the_step(tmp_path: Path) -> None:
-    from edgekit.quantize.onnx_graph import run_batches, session
-    from edgekit.quantize.onnx_recipes import ONNX_RECIPES, QuantData
-    from edgekit.quantize.onnx_search import AUTO_ORDER
+    from edgekit.quantize.onnx.graph import run_batches, session
+    from edgekit.quantize.onnx.recipes import ONNX_RECIPES, QuantData
+    from edgekit.quantize.onnx.search import AUTO_ORDER
 
     model = squash(tmp_path / "squash.onnx")
     calib, held = heavy_tailed(64, seed=0), heavy_tailed(32, seed=1)
@@ -108,10 +108,10 @@ def test_onnx_mse_recipe_beats_plain_where_rare_values_stretch_the_step(tmp_path
 def test_onnx_mse_calibrates_a_chunk_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from onnxruntime.quantization import calibrate
 
-    from edgekit.quantize import ort_calibrate
-    from edgekit.quantize.onnx_recipes import OnnxRecipeConfig, QuantData
-    from edgekit.quantize.ort import quantize
-    from edgekit.quantize.ort_mse import MseCollector
+    from edgekit.quantize.onnx import calibrate as ort_calibrate
+    from edgekit.quantize.onnx.mse import MseCollector
+    from edgekit.quantize.onnx.ort import quantize
+    from edgekit.quantize.onnx.recipes import OnnxRecipeConfig, QuantData
 
     model = squash(tmp_path / "squash.onnx")
     held: list[int] = []
@@ -131,8 +131,8 @@ def test_onnx_mse_calibrates_a_chunk_at_a_time(tmp_path: Path, monkeypatch: pyte
 
 @pytest.mark.slow
 def test_the_manifest_records_the_mse_recipe(tmp_path: Path) -> None:
-    from edgekit.artifact import Manifest
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
+    from edgekit.core.artifact import Manifest
 
     model = squash(tmp_path / "squash.onnx")
     np.save(tmp_path / "calib.npy", heavy_tailed(96))

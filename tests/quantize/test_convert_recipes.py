@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.artifact import Manifest
+from edgekit.core.artifact import Manifest
 
 pytestmark = pytest.mark.slow  # real conversions (ONNX only: a few seconds each)
 
@@ -21,7 +21,7 @@ def calib(tmp_path_factory: pytest.TempPathFactory, samples: np.ndarray) -> Path
 
 
 def _convert(model: Path, calib: Path, out: Path, **options: object) -> Manifest:
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
 
     result = convert(model, "onnx", "int8", calib=str(calib), out=out, **options)
     return Manifest.from_dict(json.loads(result.manifest_path.read_text()))
@@ -79,8 +79,8 @@ def test_explain_diagnoses_a_pass_too_and_auto_recovers(spread_model: Path, cali
 
 
 def test_an_unknown_recipe_is_refused_before_anything_runs(spread_model: Path, calib: Path, tmp_path: Path) -> None:
-    from edgekit.errors import UsageError
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
+    from edgekit.core.errors import UsageError
 
     with pytest.raises(UsageError) as exc:
         convert(spread_model, "onnx,tflite", "int8", calib=str(calib), out=tmp_path / "x", int8_recipe="equalise")

@@ -12,9 +12,9 @@ from detector_models import DECODE, HEAD_LAYERS, canvases, dfl_detector
 from edgekit.fidelity.decide import decide_kinds
 from edgekit.fidelity.metrics import judge_detection
 from edgekit.quantize.detect_decode import onnx_decode
-from edgekit.quantize.onnx_graph import run_batches, session
-from edgekit.quantize.onnx_recipes import ONNX_RECIPES, QuantData
-from edgekit.quantize.onnx_search import KindSource, quantize_onnx
+from edgekit.quantize.onnx.graph import run_batches, session
+from edgekit.quantize.onnx.recipes import ONNX_RECIPES, QuantData
+from edgekit.quantize.onnx.search import KindSource, quantize_onnx
 from edgekit.quantize.records import RecipeChoice
 
 
@@ -124,7 +124,7 @@ def test_tflite_decode_found_structurally() -> None:
     """The same walk over a TFLite graph (ops named by their first output tensor, as the quantizer's denylist
     names them): CONV_2D heads, then the DFL softmax and its CONV_2D, the arithmetic and the concat."""
     from edgekit.quantize.detect_decode import tflite_decode
-    from edgekit.tflite_model import TfliteModel, TOp, TTensor
+    from edgekit.tflite.model import TfliteModel, TOp, TTensor
 
     names = ["x", "feat", "box", "cls", "box_r", "dfl_t", "dfl_p", "w_dfl", "dfl_e", "dist", "pix", "scores", "y",
              "w_feat", "w_box", "w_cls"]

@@ -16,7 +16,7 @@ DETECTOR = MODELS / "digits_yolo.onnx"
 @pytest.mark.skipif(not DETECTOR.is_file(), reason="models/digits_yolo.onnx not trained yet (models/train_detector.py)")
 def test_trained_detector_int8_onnx_keeps_the_boxes(tmp_path: Path) -> None:
     pytest.importorskip("torch")  # models.detection_data draws the canvases with torch
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
     from models import detection_data as dd
 
     x, boxes = dd.make_canvases(256, "test", dd.VAL_SEED + 1)  # never trained on (the test digits)

@@ -11,9 +11,9 @@ from onnx import numpy_helper
 from onnx_models import conv_chain
 
 from edgekit.quantize.diagnose import sqnr_db
-from edgekit.quantize.equalize import equalize, find_pairs
-from edgekit.quantize.onnx_graph import Graph, run_batches, session
-from edgekit.quantize.onnx_recipes import Equalize, EqualizeBias, Plain, QuantData
+from edgekit.quantize.onnx.equalize import equalize, find_pairs
+from edgekit.quantize.onnx.graph import Graph, run_batches, session
+from edgekit.quantize.onnx.recipes import Equalize, EqualizeBias, Plain, QuantData
 
 
 def _run(model: object, x: np.ndarray) -> np.ndarray:

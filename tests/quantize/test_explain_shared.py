@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.artifact import Artifact, Fidelity
-from edgekit.options import ConvertOptions
+from edgekit.conversion.options import ConvertOptions
+from edgekit.conversion.validate import Reference
+from edgekit.core.artifact import Artifact, Fidelity
 from edgekit.quantize import explain as explain_mod
 from edgekit.quantize.records import Diagnosis, RecipeChoice
 from edgekit.quantize.search import NOT_JUDGED
 from edgekit.steps.base import Intermediate
-from edgekit.validate import Reference
 
 
 def _art(path: str, fmt: str = "tflite") -> Artifact:
@@ -49,7 +49,7 @@ def _ref(outputs: int = 1, classes: int = 10) -> Reference:
 @pytest.fixture
 def debugger(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The TFLite debugger, counted: each call's sample count."""
-    import edgekit.quantize.tflite_recipes as tr
+    import edgekit.quantize.tflite.recipes as tr
 
     calls: list[int] = []
 
@@ -108,7 +108,7 @@ def test_another_recipe_is_not_the_run_s_diagnosis(tmp_path: Path, debugger: lis
 
 def test_the_input_noise_agreement_is_measured_once_a_run(tmp_path: Path, debugger: list[int],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    import edgekit.quantize.diagnose_onnx as do
+    import edgekit.quantize.onnx.diagnose as do
     import edgekit.quantize.search as search
 
     twins: list[str] = []
@@ -153,8 +153,8 @@ def test_a_diagnosis_the_library_cannot_make_is_noted_in_the_manifest(tmp_path: 
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """An expected failure (the library's, mapped at the border to an EdgekitError) keeps the artifact and its
     verdict; its message is the manifest's `extra.diagnosis_error`, as before."""
-    import edgekit.quantize.tflite_recipes as tr
-    from edgekit.errors import RuntimeFailure
+    import edgekit.quantize.tflite.recipes as tr
+    from edgekit.core.errors import RuntimeFailure
 
     def refuses(choice, x, inputs):  # noqa: ANN001, ANN202 - the debugger's signature
         raise RuntimeFailure("the debugger cannot run op CUSTOM")
@@ -171,8 +171,8 @@ def test_a_diagnosis_the_library_cannot_make_is_noted_in_the_manifest(tmp_path: 
 
 def test_a_bug_in_the_diagnosis_is_raised_not_a_manifest_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A TypeError inside the diagnosis is a bug in edgekit: InternalError, never `extra.diagnosis_error`."""
-    import edgekit.quantize.tflite_recipes as tr
-    from edgekit.errors import InternalError
+    import edgekit.quantize.tflite.recipes as tr
+    from edgekit.core.errors import InternalError
 
     def buggy(choice, x, inputs):  # noqa: ANN001, ANN202 - the debugger's signature
         from edgekit.quantize.records import LayerDiagnosis

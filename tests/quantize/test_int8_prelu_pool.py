@@ -46,8 +46,8 @@ def _prelu_net(torch: object) -> object:
 def test_prelu_before_a_ceil_mode_maxpool_converts_to_int8_tflite(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     pytest.importorskip("onnx2tf")
-    from edgekit.pipeline import convert
-    from edgekit.quantize.int8_ranges import absurd_ranges
+    from edgekit.conversion.pipeline import convert
+    from edgekit.quantize.tflite.int8_ranges import absurd_ranges
 
     program = torch.export.export(_prelu_net(torch), (torch.zeros(1, 3, 24, 24),))
     torch.export.save(program, tmp_path / "prelu.pt2")

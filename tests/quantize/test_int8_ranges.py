@@ -29,18 +29,18 @@ def padv2_saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _job(saved: Path, work: Path, xs: np.ndarray):
-    from edgekit.quantize.tflite_recipes import TfliteJob
+    from edgekit.quantize.tflite.recipes import TfliteJob
 
     work.mkdir(parents=True, exist_ok=True)
     return TfliteJob(tf, saved, "serving_default", xs, 1, "int8", work, lambda _m: None)
 
 
 def test_plain_int8_gets_the_exact_rewrite_and_finite_ranges(padv2_saved: Path, tmp_path: Path) -> None:
-    from edgekit.quantize.int8_ranges import absurd_ranges
     from edgekit.quantize.search import judge
-    from edgekit.quantize.tflite_recipes import float_model
-    from edgekit.quantize.tflite_run import run_tflite
-    from edgekit.quantize.tflite_search import quantize_tflite
+    from edgekit.quantize.tflite.int8_ranges import absurd_ranges
+    from edgekit.quantize.tflite.recipes import float_model
+    from edgekit.quantize.tflite.run import run_tflite
+    from edgekit.quantize.tflite.search import quantize_tflite
 
     xs = images(48)
     job = _job(padv2_saved, tmp_path / "w", xs)
@@ -58,9 +58,9 @@ def test_plain_int8_gets_the_exact_rewrite_and_finite_ranges(padv2_saved: Path, 
 @pytest.mark.slow  # a second TFLite int8 conversion; the rewrite's own test above keeps the module in the fast suite
 def test_without_the_rewrite_the_artifact_fails_naming_the_tensor(padv2_saved: Path, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from edgekit.errors import ConversionError
-    from edgekit.quantize import int8_ranges
-    from edgekit.quantize.tflite_search import quantize_tflite
+    from edgekit.core.errors import ConversionError
+    from edgekit.quantize.tflite import int8_ranges
+    from edgekit.quantize.tflite.search import quantize_tflite
 
     monkeypatch.setattr(int8_ranges, "RANGE_FIXES", ())  # as where the PADV2's input can be negative
     with pytest.raises(ConversionError) as err:

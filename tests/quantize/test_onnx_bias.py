@@ -40,7 +40,7 @@ def _model(path: Path, scale: dict[str, float] | None = None) -> Path:
 
 @pytest.fixture(scope="module")
 def tapped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, np.ndarray]:
-    from edgekit.quantize.onnx_recipes import Plain, QuantData
+    from edgekit.quantize.onnx.recipes import Plain, QuantData
 
     work = tmp_path_factory.mktemp("taps")
     src, x = _model(work / "f.onnx"), images(48) + 0.5  # inputs away from zero: the borders' zeros matter
@@ -53,8 +53,8 @@ def test_the_shift_is_what_the_int8_weights_do_to_each_layers_mean_output(tapped
     import onnx
     from onnx import numpy_helper
 
-    from edgekit.quantize.bias_correct import _dequantized_weight, _shift
-    from edgekit.quantize.onnx_graph import Graph, run_batches, session, with_outputs
+    from edgekit.quantize.onnx.bias_correct import _dequantized_weight, _shift
+    from edgekit.quantize.onnx.graph import Graph, run_batches, session, with_outputs
 
     src, qpath, x = tapped
     model, qdq = onnx.load(str(src)), onnx.load(str(qpath))
@@ -91,8 +91,8 @@ def test_the_shift_is_what_the_int8_weights_do_to_each_layers_mean_output(tapped
 
 def test_the_bias_recipe_corrects_every_layer_and_lowers_the_mean_error(tapped: tuple[Path, Path, np.ndarray],
                                                                         tmp_path: Path) -> None:
-    from edgekit.quantize.onnx_graph import run_batches, session
-    from edgekit.quantize.onnx_recipes import ONNX_RECIPES, QuantData
+    from edgekit.quantize.onnx.graph import run_batches, session
+    from edgekit.quantize.onnx.recipes import ONNX_RECIPES, QuantData
 
     src, plain, x = tapped
     data = QuantData("x", x, 1, tmp_path)

@@ -1,5 +1,5 @@
-"""Bounded-memory onnxruntime calibration (edgekit.quantize.ort_calibrate) and the streamed float-vs-int8 layer
-comparison (edgekit.quantize.ort_layers): the figures of the whole-array versions, memory that does not grow with
+"""Bounded-memory onnxruntime calibration (edgekit.quantize.onnx.calibrate) and the streamed float-vs-int8 layer
+comparison (edgekit.quantize.onnx.layers): the figures of the whole-array versions, memory that does not grow with
 the number of samples."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from onnx_models import conv_chain, images
 
-from edgekit.quantize.ort import Reader
-from edgekit.quantize.ort_calibrate import ChunkedReader, chunked_reader, run_bytes, strided_options
+from edgekit.quantize.onnx.calibrate import ChunkedReader, chunked_reader, run_bytes, strided_options
+from edgekit.quantize.onnx.ort import Reader
 
 
 @pytest.fixture(scope="module")
@@ -103,9 +103,9 @@ def test_chunks_are_sized_by_the_models_intermediate_bytes(chain: Path) -> None:
 
 
 def test_edgekit_quantize_calibrates_in_chunks(chain: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from edgekit.quantize import ort_calibrate
-    from edgekit.quantize.onnx_recipes import OnnxRecipeConfig, QuantData
-    from edgekit.quantize.ort import quantize
+    from edgekit.quantize.onnx import calibrate as ort_calibrate
+    from edgekit.quantize.onnx.ort import quantize
+    from edgekit.quantize.onnx.recipes import OnnxRecipeConfig, QuantData
 
     held = _folds(monkeypatch)
     monkeypatch.setattr(ort_calibrate, "CHUNK_BYTES", 3 * run_bytes(chain))
@@ -118,8 +118,8 @@ def test_streamed_layer_figures_equal_the_whole_arrays(chain: Path, tmp_path: Pa
     import onnx
 
     from edgekit.quantize.diagnose import channel_spread, cosine, outlier_ratio, sqnr_db
-    from edgekit.quantize.onnx_graph import run_batches, session, with_outputs
-    from edgekit.quantize.ort_layers import compare_layers
+    from edgekit.quantize.onnx.graph import run_batches, session, with_outputs
+    from edgekit.quantize.onnx.layers import compare_layers
 
     x = images(24)
     _static(chain, tmp_path / "q.onnx", Reader("x", x, 1))
@@ -150,7 +150,7 @@ def test_layernorm_scales_are_one_note_not_a_warning_per_node(tmp_path: Path, ca
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    from edgekit.quantize.onnx_recipes import Plain, QuantData
+    from edgekit.quantize.onnx.recipes import Plain, QuantData
 
     rng = np.random.default_rng(0)
     inits = [numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w")]

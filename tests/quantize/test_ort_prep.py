@@ -1,6 +1,6 @@
 """A bias shared by two Conv nodes, and a Reshape output named the way onnxruntime names its copy of that bias:
 onnxruntime 1.32's quantizer stops ("shared mode is not supported for weight", microsoft/onnxruntime#24705, the
-BiT and PoolFormer zoo rows); edgekit copies shared biases per node first (edgekit.quantize.ort_prep)."""
+BiT and PoolFormer zoo rows); edgekit copies shared biases per node first (edgekit.quantize.onnx.prep)."""
 
 from __future__ import annotations
 
@@ -47,14 +47,14 @@ def _images(n: int) -> np.ndarray:
 def _quantize(src: Path, dst: Path) -> None:
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
-    from edgekit.quantize.ort import Reader
+    from edgekit.quantize.onnx.ort import Reader
 
     quantize_static(str(src), str(dst), Reader("x", _images(16), 1), quant_format=QuantFormat.QDQ, per_channel=True,
                     activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
 
 
 def _run(path: Path, x: np.ndarray) -> np.ndarray:
-    from edgekit.quantize.onnx_graph import run_batches, session
+    from edgekit.quantize.onnx.graph import run_batches, session
 
     return run_batches(session(str(path)), x)[0]
 
@@ -68,7 +68,7 @@ def test_each_node_gets_its_own_bias_and_the_model_quantizes(shared: Path, tmp_p
     import onnx
     from onnx import numpy_helper
 
-    from edgekit.quantize.ort_prep import tensor_names, unshare_biases
+    from edgekit.quantize.onnx.prep import tensor_names, unshare_biases
 
     model = onnx.load(str(shared))
     before = tensor_names(model)
@@ -89,8 +89,8 @@ def test_each_node_gets_its_own_bias_and_the_model_quantizes(shared: Path, tmp_p
 
 @pytest.mark.slow
 def test_convert_publishes_the_int8_artifact(shared: Path, tmp_path: Path) -> None:
-    from edgekit.artifact import Manifest
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
+    from edgekit.core.artifact import Manifest
 
     calib = tmp_path / "calib.npy"
     np.save(calib, _images(64))

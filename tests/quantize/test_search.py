@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.errors import UsageError
-from edgekit.quantize.diagnose_onnx import diagnose
-from edgekit.quantize.onnx_recipes import Plain, QuantData, Uint8
-from edgekit.quantize.onnx_search import check_name, quantize_onnx
+from edgekit.core.errors import UsageError
+from edgekit.quantize.onnx.diagnose import diagnose
+from edgekit.quantize.onnx.recipes import Plain, QuantData, Uint8
+from edgekit.quantize.onnx.search import check_name, quantize_onnx
 from edgekit.quantize.records import Diagnosis, RecipeChoice
 from edgekit.quantize.search import (
     NOT_JUDGED,
@@ -50,7 +50,7 @@ def test_auto_on_the_channel_range_problem_keeps_equalize_bias_when_none_meets_t
         spread_model: Path, samples: np.ndarray, tmp_path: Path) -> None:
     """Equalization recovers top-1 from 57% to 98%, but no candidate shows the thresholds at the search's margin,
     so auto tries every recipe, then mixed precision under the float cap, and keeps the best float-free one."""
-    from edgekit.quantize.onnx_search import AUTO_ORDER
+    from edgekit.quantize.onnx.search import AUTO_ORDER
 
     choice = _search(spread_model, samples, tmp_path, "auto")
     names = [t.recipe for t in choice.trials]
@@ -74,7 +74,7 @@ def test_auto_stops_at_the_first_recipe_that_meets_the_thresholds(spread_model: 
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Judged without the search's margin (z = 0), equalization's 98% meets the 97% threshold: auto stops there
     and never builds the later recipes."""
-    import edgekit.quantize.onnx_search as onnx_search
+    import edgekit.quantize.onnx.search as onnx_search
 
     monkeypatch.setattr(onnx_search, "margin_z", lambda _tried: 0.0)
     choice = _search(spread_model, samples, tmp_path, "auto")
@@ -86,7 +86,7 @@ def test_auto_stops_at_the_first_recipe_that_meets_the_thresholds(spread_model: 
 
 def test_mixed_precision_meets_what_plain_misses(head_model: Path, samples: np.ndarray, tmp_path: Path,
                                                  head_mixed: tuple[RecipeChoice, Path]) -> None:
-    from edgekit.quantize.onnx_graph import run_batches, session
+    from edgekit.quantize.onnx.graph import run_batches, session
 
     plain = _search(head_model, samples, tmp_path, "plain")
     # a named recipe is not judged by the search (validation judges every artifact): said so, met unknown
@@ -137,7 +137,7 @@ def test_when_none_passes_a_mixed_candidate_that_missed_is_not_kept() -> None:
 
 def test_the_float_twin_noise_agreement_is_the_search_s_own(head_model: Path, samples: np.ndarray) -> None:
     """Measured after validation for a named recipe (edgekit.quantize.explain): the same figure the search gives."""
-    from edgekit.quantize.onnx_graph import run_batches, session
+    from edgekit.quantize.onnx.graph import run_batches, session
     from edgekit.quantize.search import NOISE_SAMPLES, twin_noise_agreement
 
     def run(v: np.ndarray) -> np.ndarray:
@@ -233,7 +233,7 @@ def test_uint8_full_weights_recover_what_seven_bit_weights_lose(samples: np.ndar
     from onnx_models import weight_outliers
 
     from edgekit.quantize.diagnose import sqnr_db
-    from edgekit.quantize.onnx_graph import run_batches, session
+    from edgekit.quantize.onnx.graph import run_batches, session
 
     model = weight_outliers(tmp_path / "outliers.onnx", 30.0)
     y = run_batches(session(str(model)), samples)[0]

@@ -36,7 +36,7 @@ SEARCHED = images(160)  # a search's later candidates need more judged samples (
 
 
 def _job(tf, saved: Path, xs: np.ndarray, work: Path, io: str = "int8", fixes: bool = False):
-    from edgekit.quantize.tflite_recipes import TfliteJob
+    from edgekit.quantize.tflite.recipes import TfliteJob
 
     work.mkdir(parents=True, exist_ok=True)
     return TfliteJob(tf, saved, "serving_default", xs, 1, io, work, lambda _m: None, edgetpu_fixes=fixes)
@@ -54,10 +54,10 @@ def head_saved(tmp_path_factory: pytest.TempPathFactory, tf) -> Path:
 
 def test_equalization_keeps_the_float_tflite_and_recovers_int8(tf, spread_saved: Path, xs: np.ndarray,
                                                                tmp_path: Path) -> None:
-    from edgekit.quantize.tflite_equalize import equalize_tflite
-    from edgekit.quantize.tflite_recipes import float_model
-    from edgekit.quantize.tflite_run import run_tflite
-    from edgekit.quantize.tflite_search import quantize_tflite
+    from edgekit.quantize.tflite.equalize import equalize_tflite
+    from edgekit.quantize.tflite.recipes import float_model
+    from edgekit.quantize.tflite.run import run_tflite
+    from edgekit.quantize.tflite.search import quantize_tflite
 
     job = _job(tf, spread_saved, xs, tmp_path / "w")
     fb = float_model(job)
@@ -85,7 +85,7 @@ def test_a_search_whose_judged_samples_cannot_show_the_threshold_stops_there(
         tf, head_saved: Path, tmp_path: Path) -> None:
     """96 calibration samples judge on 48: the second candidate's bound (1.4 sigma) needs 65 even at 100%. Mixed
     precision would be next after plain: never built, and no float share claimed as not enough."""
-    from edgekit.quantize.tflite_search import quantize_tflite
+    from edgekit.quantize.tflite.search import quantize_tflite
 
     log: list[str] = []
     job = _job(tf, head_saved, SEARCHED[:96], tmp_path / "few")
@@ -99,7 +99,7 @@ def test_a_search_whose_judged_samples_cannot_show_the_threshold_stops_there(
 
 def test_mixed_precision_meets_what_plain_misses_but_never_for_an_integer_only_target(
         tf, head_saved: Path, xs: np.ndarray, tmp_path: Path) -> None:
-    from edgekit.quantize.tflite_search import quantize_tflite
+    from edgekit.quantize.tflite.search import quantize_tflite
 
     _, mixed = quantize_tflite(_job(tf, head_saved, SEARCHED, tmp_path / "m"), "mixed")
     assert mixed.met and mixed.chosen == "mixed[plain]" and mixed.float_nodes
@@ -122,8 +122,8 @@ def test_mixed_precision_meets_what_plain_misses_but_never_for_an_integer_only_t
 
 
 def test_debugger_diagnosis_ranks_layers(tf, spread_saved: Path, xs: np.ndarray, tmp_path: Path) -> None:
-    from edgekit.quantize.tflite_recipes import diagnose_tflite
-    from edgekit.quantize.tflite_search import quantize_tflite
+    from edgekit.quantize.tflite.recipes import diagnose_tflite
+    from edgekit.quantize.tflite.search import quantize_tflite
 
     _, choice = quantize_tflite(_job(tf, spread_saved, xs, tmp_path / "d"), "plain")
     diag = diagnose_tflite(choice, xs, "calibration")
@@ -146,9 +146,9 @@ def test_each_edgetpu_fix_keeps_fidelity_and_raises_the_tpu_op_count(
         tf, xs: np.ndarray, tmp_path: Path, pattern: str, fix: str, min_runtime: int | None) -> None:
     from edgekit.edgetpu.preflight import preflight
     from edgekit.quantize.search import judge
-    from edgekit.quantize.tflite_recipes import TfliteJob, float_model, plain
-    from edgekit.quantize.tflite_run import run_tflite
-    from edgekit.quantize.tflite_search import quantize_tflite
+    from edgekit.quantize.tflite.recipes import TfliteJob, float_model, plain
+    from edgekit.quantize.tflite.run import run_tflite
+    from edgekit.quantize.tflite.search import quantize_tflite
 
     saved = build(tmp_path / pattern, pattern)
     job = _job(tf, saved, xs, tmp_path / "on", "uint8", fixes=True)
@@ -163,7 +163,7 @@ def test_each_edgetpu_fix_keeps_fidelity_and_raises_the_tpu_op_count(
     if min_runtime is None:  # what the record says is what the pre-flight says
         assert choice.edgetpu_fixes["preflight_before"]["ops_on_tpu"] == before.ops_on_tpu
         assert choice.edgetpu_fixes["preflight_after"]["ops_on_tpu"] == after.ops_on_tpu
-    from edgekit.tflite_model import read_tflite
+    from edgekit.tflite.model import read_tflite
 
     m = read_tflite(paths[0])
     assert [m.tensors[i].dtype for i in (*m.inputs, *m.outputs)] == ["uint8", "uint8"]  # the I/O type asked for
@@ -172,7 +172,7 @@ def test_each_edgetpu_fix_keeps_fidelity_and_raises_the_tpu_op_count(
     assert judge(y_float, y_fixed).cosine >= judge(y_float, y_unfixed).cosine - 1e-3
 
 
-# The percentile and mse recipes (edgekit.quantize.tflite_ranges): the calibrated activation ranges, and nothing
+# The percentile and mse recipes (edgekit.quantize.tflite.ranges): the calibrated activation ranges, and nothing
 # else, replaced by the statistic of the float model's activations.
 
 @pytest.fixture(scope="module")
@@ -181,7 +181,7 @@ def squash_saved(tmp_path_factory: pytest.TempPathFactory, tf) -> Path:
 
 
 def _quant_fields(blob: bytes) -> list[tuple[str, object, object, object]]:
-    from edgekit.quantize.flatbuffer import FlatModel
+    from edgekit.tflite.flatbuffer import FlatModel
 
     fm = FlatModel(blob)
     out = []
@@ -194,10 +194,10 @@ def _quant_fields(blob: bytes) -> list[tuple[str, object, object, object]]:
 
 def test_the_rewrite_changes_exactly_the_activation_ranges_and_the_model_runs(tf, squash_saved: Path,
                                                                               tmp_path: Path) -> None:
-    from edgekit.quantize.flatbuffer import FlatModel
-    from edgekit.quantize.tflite_ranges import _ranged, rewrite_ranges
-    from edgekit.quantize.tflite_recipes import calibrated, quantized
-    from edgekit.quantize.tflite_run import run_tflite
+    from edgekit.quantize.tflite.ranges import _ranged, rewrite_ranges
+    from edgekit.quantize.tflite.recipes import calibrated, quantized
+    from edgekit.quantize.tflite.run import run_tflite
+    from edgekit.tflite.flatbuffer import FlatModel
 
     xs = heavy_tailed(16, layout="NHWC")
     job = _job(tf, squash_saved, xs, tmp_path / "w", io="float32")
@@ -236,9 +236,9 @@ def _sqnr(y0: np.ndarray, y: np.ndarray) -> float:
 
 
 def test_mse_beats_plain_and_both_statistics_are_recorded(tf, squash_saved: Path, tmp_path: Path) -> None:
-    from edgekit.quantize.tflite_recipes import AUTO_ORDER, TFLITE_RECIPES, float_model
-    from edgekit.quantize.tflite_run import run_tflite
-    from edgekit.quantize.tflite_search import quantize_tflite
+    from edgekit.quantize.tflite.recipes import AUTO_ORDER, TFLITE_RECIPES, float_model
+    from edgekit.quantize.tflite.run import run_tflite
+    from edgekit.quantize.tflite.search import quantize_tflite
 
     calib, held = heavy_tailed(64, seed=0, layout="NHWC"), heavy_tailed(32, seed=1, layout="NHWC")
     paths = [tmp_path / "f.tflite"]
@@ -267,9 +267,9 @@ def test_relu_0_to_1_becomes_two_muls_the_tpu_maps(tf, tmp_path: Path) -> None:
     the Edge TPU lacks."""
     from edgekit.edgetpu.fixes import apply_fixes
     from edgekit.edgetpu.rules import RULES
-    from edgekit.quantize.flatbuffer import FlatModel
-    from edgekit.quantize.tflite_run import run_tflite
-    from edgekit.tflite_model import read_tflite
+    from edgekit.quantize.tflite.run import run_tflite
+    from edgekit.tflite.flatbuffer import FlatModel
+    from edgekit.tflite.model import read_tflite
 
     class Clip(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec((1, 8, 8, 4), tf.float32)])

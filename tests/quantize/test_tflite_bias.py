@@ -1,4 +1,4 @@
-"""TFLite bias correction (edgekit.quantize.tflite_bias): the predicted int8 weight grid is the converter's, the
+"""TFLite bias correction (edgekit.quantize.tflite.bias): the predicted int8 weight grid is the converter's, the
 float model changes by the shift and nothing else, and the int8 model's mean error shrinks."""
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ def bias_shift(path: Path, seed: int = 0) -> Path:
 
 
 def test_auto_tries_the_onnx_order_of_the_recipes_tflite_has() -> None:
-    from edgekit.quantize.onnx_search import AUTO_ORDER as ONNX_ORDER
-    from edgekit.quantize.tflite_recipes import AUTO_ORDER, TFLITE_RECIPES
+    from edgekit.quantize.onnx.search import AUTO_ORDER as ONNX_ORDER
+    from edgekit.quantize.tflite.recipes import AUTO_ORDER, TFLITE_RECIPES
 
     assert {"bias", "equalize+bias"} <= set(AUTO_ORDER)
     assert tuple(r for r in ONNX_ORDER if r in TFLITE_RECIPES) == AUTO_ORDER
@@ -77,7 +77,7 @@ def xs() -> np.ndarray:
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory, tf, xs: np.ndarray):
     """The job (a cache shared by every test), its float model, and plain's calibrated and int8 models."""
-    from edgekit.quantize.tflite_recipes import TfliteJob, calibrated, float_model, quantized
+    from edgekit.quantize.tflite.recipes import TfliteJob, calibrated, float_model, quantized
 
     root = tmp_path_factory.mktemp("bias")
     saved = bias_shift(root / "saved")
@@ -92,8 +92,8 @@ def made(tmp_path_factory: pytest.TempPathFactory, tf, xs: np.ndarray):
 
 
 def _layers(blob: bytes) -> list[tuple[str, object]]:
-    from edgekit.quantize.flatbuffer import FlatModel
-    from edgekit.quantize.tflite_bias import LAYERS
+    from edgekit.quantize.tflite.bias import LAYERS
+    from edgekit.tflite.flatbuffer import FlatModel
 
     f = FlatModel(blob)
     return [(f.name(k), op) for k, op in enumerate(f.sg.operators) if f.name(k) in LAYERS]
@@ -101,7 +101,7 @@ def _layers(blob: bytes) -> list[tuple[str, object]]:
 
 def _int8_weights(blob: bytes) -> list[tuple[str, np.ndarray, np.ndarray, int]]:
     """Each layer op's int8 weights in the quantized model: (op, int8 values, scales, quantized axis)."""
-    from edgekit.quantize.flatbuffer import FlatModel
+    from edgekit.tflite.flatbuffer import FlatModel
 
     f = FlatModel(blob)
     out = []
@@ -114,8 +114,8 @@ def _int8_weights(blob: bytes) -> list[tuple[str, np.ndarray, np.ndarray, int]]:
 
 @slow
 def test_the_predicted_weight_grid_is_the_converters(made) -> None:
-    from edgekit.quantize.flatbuffer import FlatModel
-    from edgekit.quantize.tflite_bias import WEIGHT_AXIS, int8_weights
+    from edgekit.quantize.tflite.bias import WEIGHT_AXIS, int8_weights
+    from edgekit.tflite.flatbuffer import FlatModel
 
     _, fb, qb = made
     f = FlatModel(fb)
@@ -151,8 +151,8 @@ def _run_all(blob: bytes, xs: np.ndarray, tensors: list[int]) -> list[np.ndarray
 
 @slow
 def test_correction_moves_only_the_biases_by_the_shift_the_int8_weights_make(made, xs: np.ndarray) -> None:
-    from edgekit.quantize.flatbuffer import FlatModel
-    from edgekit.quantize.tflite_bias import correct_biases
+    from edgekit.quantize.tflite.bias import correct_biases
+    from edgekit.tflite.flatbuffer import FlatModel
 
     job, fb, qb = made
     cb, done = correct_biases(fb, job("c").representative())
@@ -198,8 +198,8 @@ def _mean_error(y0: np.ndarray, y: np.ndarray) -> float:
 
 @slow
 def test_bias_recipes_shrink_the_int8_mean_error_and_are_recorded(made, tmp_path: Path) -> None:
-    from edgekit.quantize.tflite_run import run_tflite
-    from edgekit.quantize.tflite_search import quantize_tflite
+    from edgekit.quantize.tflite.run import run_tflite
+    from edgekit.quantize.tflite.search import quantize_tflite
 
     job, fb, _ = made
     held = images(64, seed=7)
@@ -227,8 +227,8 @@ def test_bias_recipes_shrink_the_int8_mean_error_and_are_recorded(made, tmp_path
 def test_a_bias_whose_buffer_another_tensor_holds_gets_a_copy_of_its_own(made) -> None:
     """The converter may share one constant's buffer between tensors (identical zero biases): correcting it in place
     would move the other tensor too."""
-    from edgekit.quantize.flatbuffer import FlatModel
-    from edgekit.quantize.tflite_bias import correct_biases
+    from edgekit.quantize.tflite.bias import correct_biases
+    from edgekit.tflite.flatbuffer import FlatModel
 
     job, fb, _ = made
     f = FlatModel(fb)

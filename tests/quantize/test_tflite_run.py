@@ -12,22 +12,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.errors import InternalError, RuntimeFailure
-from edgekit.quantize import tflite_run
-from edgekit.quantize.tflite_run import RunRequest, run_tflite
+from edgekit.core.errors import InternalError, RuntimeFailure
+from edgekit.quantize.tflite import run as tflite_run
+from edgekit.quantize.tflite.run import RunRequest, run_tflite
 
 X = np.zeros((2, 4, 4, 3), np.float32)
 
 
 def test_a_type_error_in_edgekit_s_code_is_raised_not_judged_a_failed_candidate(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import edgekit.devices
+    import edgekit.measure.devices
 
     def bug() -> int:
         raise TypeError("unsupported operand type(s) for +: 'int' and 'NoneType'")
 
     monkeypatch.setenv("EDGEKIT_NO_ISOLATION", "1")  # in this process, where the patch is seen
-    monkeypatch.setattr(edgekit.devices, "usable_cores", bug)  # edgekit's own code, inside the candidate's try
+    monkeypatch.setattr(edgekit.measure.devices, "usable_cores", bug)  # edgekit's own code, inside the candidate's try
     (tmp_path / "m.tflite").write_bytes(b"TFL3")
     with pytest.raises(TypeError, match="unsupported operand"):
         run_tflite([tmp_path / "m.tflite"], X)
@@ -36,8 +36,8 @@ def test_a_type_error_in_edgekit_s_code_is_raised_not_judged_a_failed_candidate(
 def test_a_bug_the_child_reports_is_raised_not_retried_one_by_one(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """In the child, an exception that escapes the runtimes' border comes back as InternalError
-    (edgekit.isolate._child): it is not a crash of one candidate to be found by running each alone."""
-    import edgekit.isolate
+    (edgekit.core.isolate._child): it is not a crash of one candidate to be found by running each alone."""
+    import edgekit.core.isolate
 
     calls: list[list[str]] = []
 
@@ -46,7 +46,7 @@ def test_a_bug_the_child_reports_is_raised_not_retried_one_by_one(tmp_path: Path
         raise InternalError("TypeError: unsupported operand type(s) (this is a bug in edgekit)")
 
     monkeypatch.delenv("EDGEKIT_NO_ISOLATION", raising=False)
-    monkeypatch.setattr(edgekit.isolate, "run_isolated", child)
+    monkeypatch.setattr(edgekit.core.isolate, "run_isolated", child)
     with pytest.raises(InternalError, match="bug in edgekit"):
         run_tflite([tmp_path / "a.tflite", tmp_path / "b.tflite"], X)
     assert len(calls) == 1
@@ -54,7 +54,7 @@ def test_a_bug_the_child_reports_is_raised_not_retried_one_by_one(tmp_path: Path
 
 def test_a_crashed_child_fails_only_the_candidate_that_crashed_it(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    import edgekit.isolate
+    import edgekit.core.isolate
 
     def child(target: str, request: RunRequest, arrays: dict, **_kw: object) -> tuple[dict, dict]:
         if "bad.tflite" in " ".join(request.paths):
@@ -62,7 +62,7 @@ def test_a_crashed_child_fails_only_the_candidate_that_crashed_it(tmp_path: Path
         return {"errors": {}}, {"y0": np.ones((2, 10), np.float32)}
 
     monkeypatch.delenv("EDGEKIT_NO_ISOLATION", raising=False)
-    monkeypatch.setattr(edgekit.isolate, "run_isolated", child)
+    monkeypatch.setattr(edgekit.core.isolate, "run_isolated", child)
     ys = run_tflite([tmp_path / "good.tflite", tmp_path / "bad.tflite"], X)
     assert ys[0] is not None and ys[1] is None
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.errors import UnsupportedModel
-from edgekit.pipeline import convert
+from edgekit.conversion.pipeline import convert
+from edgekit.core.errors import UnsupportedModel
 
 pytestmark = pytest.mark.slow
 tf = pytest.importorskip("tensorflow")
@@ -145,7 +145,7 @@ def test_an_int8_tflite_converts_to_the_edge_tpu_target(tmp_path: Path) -> None:
 
 def test_a_default_run_writes_nothing_outside_out_and_shows_no_vendor_log(files: dict[str, Path],
                                                                           tmp_path: Path) -> None:
-    from edgekit.vendorlog import is_vendor_log
+    from edgekit.core.vendorlog import is_vendor_log
 
     cwd = tmp_path / "fresh"
     cwd.mkdir()

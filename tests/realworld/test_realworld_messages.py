@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.border import vendor_cause
 from edgekit.cli import main
-from edgekit.errors import UsageError
+from edgekit.core.border import vendor_cause
+from edgekit.core.errors import UsageError
+from edgekit.core.scratch import absolute, scratch_cwd
+from edgekit.core.vendorlog import is_vendor_log, strip_vendor_log
 from edgekit.runtimes import litert_errors
-from edgekit.scratch import absolute, scratch_cwd
 from edgekit.sources.onnx_layout import check_layout, graph_layout, input_layout
 from edgekit.steps.onnx_to_savedmodel import _hint
-from edgekit.vendorlog import is_vendor_log, strip_vendor_log
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "edgetpu"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtimes"))
@@ -147,14 +147,14 @@ def test_inspect_lists_custom_ops_with_what_runs_them(tflites: dict[str, Path],
 def test_a_tflite_source_is_read_with_its_precision(tflites: dict[str, Path]) -> None:
     from edgekit.sources.detect import detect
     from edgekit.sources.tflite import precision_of
-    from edgekit.tflite_model import read_tflite
+    from edgekit.tflite.model import read_tflite
 
     assert detect(tflites["int8"]) == "tflite"
     assert precision_of(read_tflite(tflites["int8"])) == "int8"
 
 
 def test_a_tflite_with_custom_ops_is_refused_as_a_source_naming_them(tflites: dict[str, Path]) -> None:
-    from edgekit.errors import UnsupportedModel
+    from edgekit.core.errors import UnsupportedModel
     from edgekit.sources.base import LoadOptions
     from edgekit.sources.tflite import load
 
@@ -164,7 +164,7 @@ def test_a_tflite_with_custom_ops_is_refused_as_a_source_naming_them(tflites: di
 
 
 def test_a_tflite_source_goes_only_where_it_can_be_taken_as_it_is() -> None:
-    from edgekit.plan import target_steps
+    from edgekit.conversion.plan import target_steps
     from edgekit.targets import get_target
 
     assert target_steps("tflite", get_target("edgetpu")) == ([], ["tflite_adopt"])

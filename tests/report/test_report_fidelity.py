@@ -8,8 +8,8 @@ import io
 import pytest
 from rich.console import Console
 
-from edgekit.artifact import Artifact, ArtifactFailure, Fidelity, Manifest, SourceInfo
-from edgekit.bench_report import BenchRow
+from edgekit.core.artifact import Artifact, ArtifactFailure, Fidelity, Manifest, SourceInfo
+from edgekit.measure.bench_report import BenchRow
 from edgekit.report.convert import convert_table
 from edgekit.report.fidelity import FIGURES, agreement
 

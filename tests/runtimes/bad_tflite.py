@@ -23,7 +23,7 @@ if _EDGETPU_TESTS not in sys.path:
 
 from tflite_builder import Graph  # noqa: E402
 
-from edgekit.records import Record  # noqa: E402
+from edgekit.core.records import Record  # noqa: E402
 
 HEAVY = ("tensorflow", "torch", "onnx", "onnxruntime", "keras", "jax")
 
@@ -51,10 +51,10 @@ def xnnpack_refuses_builtin_runs(path: Path) -> Path:
     return _binary(path, "MUL", 0.0, 0.0)
 
 
-# --- functions run in the child by edgekit.isolate ------------------------------------------------------
+# --- functions run in the child by edgekit.core.isolate ------------------------------------------------------
 @dataclass(frozen=True)
 class EchoRequest(Record):
-    """A child request with a list, for the round trip (edgekit.isolate sends records, never dicts)."""
+    """A child request with a list, for the round trip (edgekit.core.isolate sends records, never dicts)."""
 
     a: list[int] = field(default_factory=list)
 
@@ -72,7 +72,7 @@ def abort(request: Any, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any], 
 
 def usage_error(request: Any, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
                                                                                  dict[str, np.ndarray]]:
-    from edgekit.errors import UsageError
+    from edgekit.core.errors import UsageError
 
     raise UsageError("bad input in the child", hint="fix it", step="validate", op="ADD")
 
@@ -84,7 +84,7 @@ def bug(request: Any, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any], di
 def check_and_list_modules(request: Any, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
                                                                                  dict[str, np.ndarray]]:
     """What check_artifact's child does, then which heavy libraries it imported."""
-    from edgekit.validate import _check_in_child
+    from edgekit.conversion.validate import _check_in_child
 
     answer, out = _check_in_child(request, arrays)
     answer["heavy"] = sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)

@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from edgekit._deps import require, version_of
-from edgekit.artifact import TensorSpec
-from edgekit.errors import MissingDependency
+from edgekit.core._deps import require, version_of
+from edgekit.core.artifact import TensorSpec
+from edgekit.core.errors import MissingDependency
 from edgekit.runtimes.base import Runtime
 
 

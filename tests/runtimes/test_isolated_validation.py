@@ -1,4 +1,4 @@
-"""Native crashes stay in a child process: edgekit.isolate, check_artifact, and LiteRT's kernel fallback."""
+"""Native crashes stay in a child process: edgekit.core.isolate, check_artifact, and LiteRT's kernel fallback."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from bad_tflite import (
 )
 from tflite_builder import conv_chain
 
-from edgekit.errors import InternalError, RuntimeFailure, UsageError
-from edgekit.isolate import run_isolated
-from edgekit.records import Record
+from edgekit.conversion.validate import CheckRequest, Reference, check_artifact
+from edgekit.core.errors import InternalError, RuntimeFailure, UsageError
+from edgekit.core.isolate import run_isolated
+from edgekit.core.records import Record
 from edgekit.runtimes.litert import LiteRT
-from edgekit.validate import CheckRequest, Reference, check_artifact
 
 pytest.importorskip("ai_edge_litert")
 
@@ -28,7 +28,7 @@ def _ref(shape: tuple[int, ...], layout: str) -> Reference:
     return Reference(x=x, y_ref=np.zeros((4, 8), np.float32), labels=None, layout=layout, inputs_name="random")
 
 
-# --- edgekit.isolate ------------------------------------------------------------------------------------
+# --- edgekit.core.isolate ------------------------------------------------------------------------------------
 def test_isolate_round_trips_json_and_arrays():
     answer, arrays = run_isolated("bad_tflite:echo", EchoRequest(a=[1, 2]), {"x": np.arange(3.0)}, who="test",
                                   doing="echo")
@@ -37,7 +37,7 @@ def test_isolate_round_trips_json_and_arrays():
 
 
 def test_a_request_is_a_record_never_a_dict(monkeypatch):
-    """The request's one serialization (edgekit.isolate) takes records only: a dict, or a record class the child
+    """The request's one serialization (edgekit.core.isolate) takes records only: a dict, or a record class the child
     could not import, is refused before any child starts."""
     monkeypatch.setattr("subprocess.run", lambda *a, **k: pytest.fail("a child was started"))
     with pytest.raises(TypeError, match="request record"):
@@ -119,11 +119,11 @@ def test_isolated_and_in_process_checks_agree(tmp_path):
 
 
 def test_no_isolation_env_runs_in_process(tmp_path, monkeypatch):
-    import edgekit.isolate
+    import edgekit.core.isolate
 
     model = conv_chain(tmp_path / "conv.tflite")
     monkeypatch.setenv("EDGEKIT_NO_ISOLATION", "1")
-    monkeypatch.setattr(edgekit.isolate, "run_isolated", lambda *a, **k: pytest.fail("a child was started"))
+    monkeypatch.setattr(edgekit.core.isolate, "run_isolated", lambda *a, **k: pytest.fail("a child was started"))
     ref = _ref((8, 8, 8), "NHWC")
     ref.y_ref = np.zeros((4, 6, 6, 4), np.float32)
     assert check_artifact(model, "tflite", "NHWC", "int8", ref).kernels == "xnnpack"
@@ -151,11 +151,11 @@ class ThreadsSeen(LiteRT):
 def test_validation_runs_on_every_usable_core(tmp_path, monkeypatch):
     """LiteRT's Interpreter runs on one thread unless told: validation and the int8 search's candidate runs tell
     it the cores this process may use."""
-    import edgekit.devices
-    from edgekit.quantize.tflite_run import RunRequest, _run_in_child
-    from edgekit.validate import _check_in_child
+    import edgekit.measure.devices
+    from edgekit.conversion.validate import _check_in_child
+    from edgekit.quantize.tflite.run import RunRequest, _run_in_child
 
-    monkeypatch.setattr(edgekit.devices, "usable_cores", lambda: 3)
+    monkeypatch.setattr(edgekit.measure.devices, "usable_cores", lambda: 3)
     monkeypatch.setattr(ThreadsSeen, "seen", [])
     model = conv_chain(tmp_path / "conv.tflite")
     x = np.zeros((2, 8, 8, 8), np.float32)

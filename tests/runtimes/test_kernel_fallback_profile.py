@@ -46,8 +46,8 @@ def test_profile_falls_back_to_builtin_kernels_and_says_so(tmp_path: Path, capsy
 
 
 def test_profile_kernels_option_and_the_default(tmp_path: Path) -> None:
-    from edgekit.errors import RuntimeFailure
-    from edgekit.profile import profile_artifact
+    from edgekit.core.errors import RuntimeFailure
+    from edgekit.measure.profile import profile_artifact
 
     s = MeasureSettings(runs=3, min_seconds=0, warmup=1)
     good = conv_chain(tmp_path / "conv.tflite")
@@ -62,8 +62,8 @@ def test_profile_kernels_option_and_the_default(tmp_path: Path) -> None:
 def test_bench_rows_fall_back_and_crash_alone(tmp_path: Path) -> None:
     """Bench's rows are `edgekit profile` children: the refused model is measured on the builtin kernels,
     the crashing one fails its row only."""
-    from edgekit.bench import bench
-    from edgekit.bench_report import BenchSettings
+    from edgekit.measure.bench import bench
+    from edgekit.measure.bench_report import BenchSettings
 
     conv_chain(tmp_path / "good_int8.tflite")
     xnnpack_refuses_builtin_runs(tmp_path / "refused_int8.tflite")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.errors import RuntimeFailure
+from edgekit.core.errors import RuntimeFailure
 from edgekit.runtimes.litert_errors import HINT_INT8_DIV, invoke_failure
 
 REAL = ("LiteRT failed to run the model: tflite/kernels/div.cc:262 data[i] != zero_point was not true.Node number 47 "

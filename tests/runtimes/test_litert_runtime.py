@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from edgekit.errors import NotAvailable, UsageError
+from edgekit.core.errors import NotAvailable, UsageError
 from edgekit.runtimes import litert, litert_compiled
 from edgekit.runtimes.litert import LiteRT
 

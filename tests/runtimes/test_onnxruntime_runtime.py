@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from edgekit.errors import NotAvailable, UsageError
+from edgekit.core.errors import NotAvailable, UsageError
 from edgekit.runtimes import onnxruntime as ortmod
 from edgekit.runtimes.onnxruntime import OnnxRuntime
 

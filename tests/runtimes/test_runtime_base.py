@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from edgekit.artifact import TensorSpec
-from edgekit.errors import EdgekitError, InternalError, NotAvailable, RuntimeFailure, UsageError
+from edgekit.core.artifact import TensorSpec
+from edgekit.core.errors import EdgekitError, InternalError, NotAvailable, RuntimeFailure, UsageError
 from edgekit.runtimes.base import Runtime, concrete_shape
 
 

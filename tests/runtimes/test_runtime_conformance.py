@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from edgekit.errors import EdgekitError, NotAvailable, UsageError
+from edgekit.core.errors import EdgekitError, NotAvailable, UsageError
 from edgekit.runtimes import RUNTIMES, get_runtime
 from edgekit.runtimes.base import dequantize
 from edgekit.testing import tiny_cnn

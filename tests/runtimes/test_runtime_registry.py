@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from edgekit.errors import UsageError
+from edgekit.core.errors import UsageError
 from edgekit.runtimes import (
     detect_format,
     normalize_device,

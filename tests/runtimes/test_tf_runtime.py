@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from edgekit.errors import NotAvailable, UsageError
+from edgekit.core.errors import NotAvailable, UsageError
 from edgekit.runtimes import tf as tfmod
 from edgekit.runtimes.tf import TFRuntime
 

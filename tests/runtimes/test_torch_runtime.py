@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from edgekit.errors import NotAvailable, UnsupportedModel, UsageError
+from edgekit.core.errors import NotAvailable, UnsupportedModel, UsageError
 from edgekit.testing import tiny_cnn
 
 torch = pytest.importorskip("torch")

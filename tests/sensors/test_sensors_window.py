@@ -55,7 +55,7 @@ def test_measured_with_idle_baseline() -> None:
 
 
 def test_estimate_only_when_asked_and_labelled() -> None:
-    from edgekit.devices import load_profile
+    from edgekit.measure.devices import load_profile
 
     coral = load_profile("coral-usb")
     w = PowerWindow("edgetpu", [], "/", coral)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from edgekit.artifact import Artifact, Fidelity, Manifest, Preprocessing, SourceInfo, SourceInput, TensorSpec
-from edgekit.errors import UsageError
+from edgekit.core.artifact import Artifact, Fidelity, Manifest, Preprocessing, SourceInfo, SourceInput, TensorSpec
+from edgekit.core.errors import UsageError
 from edgekit.serve.models import ModelChoice, choose_artifact, name_models, read_labels
 
 

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from edgekit.artifact import QuantParams, TensorSpec
-from edgekit.errors import UsageError
+from edgekit.core.artifact import QuantParams, TensorSpec
+from edgekit.core.errors import UsageError
 from edgekit.serve.config import ServeConfig, is_loopback, read_token
 from edgekit.serve.errors import RequestError
 from edgekit.serve.protocol import encode_infer, parse_infer
@@ -143,7 +143,7 @@ def _png(array: np.ndarray) -> bytes:
 
 
 def test_a_picture_becomes_the_input_as_the_manifest_says() -> None:
-    from edgekit.artifact import Preprocessing
+    from edgekit.core.artifact import Preprocessing
     from edgekit.serve.image import image_input
 
     rgb = np.array([[[255, 0, 51], [0, 255, 0]], [[0, 0, 255], [255, 255, 255]]], np.uint8)  # 2x2

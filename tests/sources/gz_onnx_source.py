@@ -18,9 +18,9 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from edgekit.errors import UnsupportedModel
-from edgekit.fsutil import sha256_file
-from edgekit.sniff import looks_like_onnx
+from edgekit.core.errors import UnsupportedModel
+from edgekit.core.fsutil import sha256_file
+from edgekit.core.sniff import looks_like_onnx
 from edgekit.sources.base import LoadOptions, Source, SourceSpec
 
 GZIP_MAGIC = b"\x1f\x8b"

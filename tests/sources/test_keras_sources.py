@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.errors import UnsupportedModel, UsageError
-from edgekit.fsutil import sha256_file
+from edgekit.core.errors import UnsupportedModel, UsageError
+from edgekit.core.fsutil import sha256_file
 from edgekit.sources.base import LoadOptions
 
 keras = pytest.importorskip("keras")
@@ -279,7 +279,7 @@ def test_broken_savedmodels(files, name: str, text: str) -> None:
 def test_tree_digest_changes_with_content(files, tmp_path: Path) -> None:
     import shutil
 
-    from edgekit.fsutil import sha256_tree
+    from edgekit.core.fsutil import sha256_tree
 
     copy = tmp_path / "copy"
     shutil.copytree(files["tiny_sm"], copy)
@@ -289,7 +289,7 @@ def test_tree_digest_changes_with_content(files, tmp_path: Path) -> None:
 
 
 def test_a_savedmodel_source_digest_is_the_one_folder_digest(files) -> None:
-    from edgekit.fsutil import sha256_tree
+    from edgekit.core.fsutil import sha256_tree
 
     assert _load_sm(files["tiny_sm"]).sha256 == sha256_tree(files["tiny_sm"])  # as profile hashes the folder
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from edgekit.cli import main
-from edgekit.errors import EXIT_USAGE, UnsupportedModel
-from edgekit.fsutil import sha256_file
+from edgekit.core.errors import EXIT_USAGE, UnsupportedModel
+from edgekit.core.fsutil import sha256_file
 from edgekit.sources import SOURCES, family_of
 from edgekit.sources.detect import detect
 
@@ -32,7 +32,7 @@ def gz_source(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def onnx_gz(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """model.onnx.gz: the bundled CNN exported to fp32 ONNX by edgekit, then gzip-compressed."""
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
 
     out = tmp_path_factory.mktemp("export")
     convert(REPO / "models" / "mnist_cnn.pt2", "onnx", "fp32", calib="mnist", val_size=100, out=out / "o")

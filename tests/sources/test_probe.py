@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from edgekit.cli import main
-from edgekit.errors import EXIT_USAGE, UsageError
+from edgekit.core.errors import EXIT_USAGE, UsageError
 from edgekit.sources.base import LoadOptions
 from edgekit.sources.probe import probe
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgekit.records import Record
+from edgekit.core.records import Record
 
 
 def _w(rng: np.random.Generator, *shape: int) -> np.ndarray:
@@ -104,7 +104,7 @@ def paddle_like(path: Path) -> Path:
 
 @dataclass(frozen=True)
 class ModuleRequest(Record):
-    """modules_child's request: the module to import (edgekit.isolate sends records, never dicts)."""
+    """modules_child's request: the module to import (edgekit.core.isolate sends records, never dicts)."""
 
     module: str
 

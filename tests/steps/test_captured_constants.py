@@ -81,7 +81,7 @@ def test_savedmodel_to_onnx_keeps_captured_constants_inside(normalized) -> None:
 
 
 def test_convert_validates_the_keras_model_with_normalization(normalized) -> None:
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
 
     d, _, _, _ = normalized
     result = convert(d / "normalized.keras", "onnx", "fp32,int8", calib=str(d / "calib.npz"), out=d / "e2e")

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.errors import EXIT_CONVERSION, EXIT_USAGE, ConversionError, UsageError
+from edgekit.core.errors import EXIT_CONVERSION, EXIT_USAGE, ConversionError, UsageError
 from edgekit.sources.base import LoadOptions
 from edgekit.steps.base import ConvertOptions, Intermediate, StepContext
 

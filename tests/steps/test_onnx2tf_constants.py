@@ -88,7 +88,7 @@ def test_a_yolov8_dfl_head_converts_to_fp32_tflite_like_onnxruntime(tmp_path: Pa
     pytest.importorskip("onnx2tf")
     from ai_edge_litert.interpreter import Interpreter
 
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
 
     src = yolov8_dfl_head(tmp_path / "head.onnx")
     x = np.random.default_rng(1).random((24, 3, 32, 32), dtype=np.float32)

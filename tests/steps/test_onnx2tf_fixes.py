@@ -59,7 +59,7 @@ def _converts_like_onnxruntime(src: Path, x: np.ndarray, tmp_path: Path) -> None
     import onnxruntime as ort
     from ai_edge_litert.interpreter import Interpreter
 
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
 
     calib = tmp_path / "calib.npy"
     np.save(calib, x)

@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # the child finds onnx2tf_models through the parent's sys.path
 from onnx2tf_models import ModuleRequest, paddle_like  # noqa: E402
 
-from edgekit.errors import EXIT_PARTIAL, ConversionError
+from edgekit.core.errors import EXIT_PARTIAL, ConversionError
 
 ABORT = "onnx2tf_models:abort_child"
 
@@ -31,7 +31,7 @@ def test_a_native_abort_in_the_child_is_this_steps_failure(monkeypatch: pytest.M
 
 
 def test_the_child_imports_no_framework_before_onnx2tf() -> None:
-    from edgekit.isolate import run_isolated
+    from edgekit.core.isolate import run_isolated
 
     answer, _ = run_isolated("onnx2tf_models:modules_child", ModuleRequest("edgekit.steps.onnx_to_savedmodel"),
                              who="t", doing="d")

@@ -63,7 +63,7 @@ def test_a_paddle_style_onnx_converts_to_tflite(paddle_onnx: Path, tmp_path: Pat
     # PP-OCR's orientation classifier (issue 15): "at ONNX node Add@0: Dimension -1 must be >= 0", then
     # "'Softmax@0' is not a valid scope name"; ConvNeXt's norm and BiT's computed weight at the depthwise Conv@1
     pytest.importorskip("onnx2tf")
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
 
     calib = tmp_path / "calib.npy"
     np.save(calib, np.random.default_rng(1).random((24, 3, 16, 16), dtype=np.float32))

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.options import ConvertOptions
+from edgekit.conversion.options import ConvertOptions
 from edgekit.sources.base import Source
 from edgekit.steps.base import Intermediate, StepContext, StepParams
 
@@ -74,7 +74,7 @@ def test_a_small_convnext_v2_converts_to_int8_onnx(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     from torch import nn
 
-    from edgekit.pipeline import convert
+    from edgekit.conversion.pipeline import convert
 
     class GRN(nn.Module):
         def __init__(self, dim: int) -> None:

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from edgekit.errors import EXIT_CONVERSION, EXIT_INTERNAL, ConversionError, EdgekitError, InternalError
-from edgekit.options import ConvertOptions
+from edgekit.conversion.options import ConvertOptions
+from edgekit.core.errors import EXIT_CONVERSION, EXIT_INTERNAL, ConversionError, EdgekitError, InternalError
 from edgekit.sources.base import Source
 from edgekit.steps import get_step
 from edgekit.steps.base import Intermediate, StepContext, StepParams
@@ -125,7 +125,7 @@ def test_onnx_quantize_bug_in_edgekit_is_internal(quantize_int8: Any) -> None:
 
     err = quantize_int8(quantize_static)
     assert isinstance(err, InternalError) and err.exit_code == EXIT_INTERNAL
-    assert "edgekit/quantize/ort_calibrate.py:" in err.message and "bug in edgekit" in err.message  # the reader's home
+    assert "edgekit/quantize/onnx/calibrate.py:" in err.message and "bug in edgekit" in err.message  # the reader's home
 
 
 def test_onnx_quantize_type_error_inside_onnxruntime_is_a_conversion_failure(quantize_int8: Any) -> None:

@@ -1,9 +1,9 @@
-"""One float conversion and one calibration per run serve every TFLite artifact (edgekit.tflite_cache).
+"""One float conversion and one calibration per run serve every TFLite artifact (edgekit.tflite.cache).
 
 The int8 and the Edge TPU's uint8-I/O models used to be calibrated separately by the converter's one-shot
 path; they now come from one calibration, quantized twice. These tests hold that to the converter's own
 output, bit for bit, on a tiny SavedModel (whose ranges LiteRT measures as the converter's calibrator does:
-edgekit.tflite_calibrate; tests/test_tflite_calibrate.py covers where they differ).
+edgekit.tflite.calibrate; tests/tflite/test_tflite_calibrate.py covers where they differ).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _raw_outputs(blob: bytes, x: np.ndarray) -> np.ndarray:
 
 def test_int8_and_uint8_io_from_one_calibration_equal_the_converters_own(tf, saved: Path, xs: np.ndarray,
                                                                          tmp_path: Path) -> None:
-    from edgekit.tflite_cache import calibrated, float_model, full_integer, samples_digest
+    from edgekit.tflite.cache import calibrated, float_model, full_integer, samples_digest
 
     calib, held = xs[:30], xs[30:]
     folder = tmp_path / "cache"
@@ -81,8 +81,8 @@ def test_a_run_converts_and_calibrates_once_for_int8_and_uint8_io(tf, saved: Pat
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from tensorflow.lite.python.optimize import calibrator
 
-    from edgekit import tflite_calibrate
-    from edgekit.quantize.tflite_recipes import TfliteJob, float_model, plain
+    from edgekit.quantize.tflite.recipes import TfliteJob, float_model, plain
+    from edgekit.tflite import calibrate as tflite_calibrate
 
     counts = {"calibrate": 0, "convert": 0}
     real_calibrate, real_converter = calibrator.Calibrator.calibrate, tf.lite.TFLiteConverter.from_saved_model

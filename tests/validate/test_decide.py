@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgekit.errors import UsageError
+from edgekit.core.errors import UsageError
 from edgekit.fidelity.decide import decide_kinds, ultralytics_names
 from edgekit.fidelity.kinds import check_kind, parse_output_kinds
 

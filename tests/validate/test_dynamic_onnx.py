@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from edgekit.cli import main
-from edgekit.errors import EXIT_OK, EXIT_USAGE, UsageError
-from edgekit.parse import parse_input_shapes
+from edgekit.core.errors import EXIT_OK, EXIT_USAGE, UsageError
+from edgekit.core.parse import parse_input_shapes
 from edgekit.sources import LoadOptions
 
 pytest.importorskip("onnx")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from edgekit.cli import main
-from edgekit.errors import EXIT_OK
+from edgekit.core.errors import EXIT_OK
 from edgekit.sources import LoadOptions
 
 pytest.importorskip("tensorflow")

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from edgekit.cli import main
-from edgekit.errors import EXIT_OK, ConversionError
-from edgekit.feeds import by_keys, plain_int8_choice
+from edgekit.conversion.feeds import by_keys, plain_int8_choice
+from edgekit.core.errors import EXIT_OK, ConversionError
 
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -38,7 +38,7 @@ def test_a_several_input_int8_record_says_it_was_not_judged() -> None:
 
 
 def test_onnx_calibration_reader_feeds_every_input_by_name() -> None:
-    from edgekit.quantize.onnx_recipes import Reader
+    from edgekit.quantize.onnx.recipes import Reader
 
     a, b = np.arange(10, dtype=np.float32)[:, None], -np.arange(10, dtype=np.float32)[:, None]
     reader = Reader("a", a, 4, {"a": a, "b": b})

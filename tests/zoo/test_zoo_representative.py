@@ -24,7 +24,7 @@ import pytest
 import zoo_families as families
 
 from edgekit.cli import main
-from edgekit.errors import EXIT_NOT_COMPILED, EXIT_OK, EXIT_PARTIAL
+from edgekit.core.errors import EXIT_NOT_COMPILED, EXIT_OK, EXIT_PARTIAL
 
 pytestmark = pytest.mark.slow
 

@@ -1,0 +1,163 @@
+"""Named inputs and what a .npz carries besides samples: the data side of multi-input and dense models.
+
+- A multi-input model is calibrated and validated from a .npz with one array per input NAME
+  (np.savez("data.npz", image=..., prompt=...)), split into calibration and held-out samples by the
+  one rule of edgekit.conversion.calibration (`split_indices`), the same indices for every input.
+- Without --calib, random inputs per input (validation of non-int8 artifacts only, as for one input).
+- A .npz may carry "masks": (N, H, W) integer class maps, the labels of a dense (segmentation) output;
+  the held-out ones are taken with the same indices as the samples (mIoU in the fidelity record).
+- A .npz may carry "boxes": (M, 6) float rows [image_index, class, x1, y1, x2, y2], the labelled boxes of a
+  detector (corners in the pixels of the samples as stored, which must be at the model's input size; image_index
+  counts the .npz's samples from 0): the held-out images' boxes give mAP50 and mAP50-95 in the fidelity record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgekit.conversion.calibration import _fit, _to_float, npz_arrays, open_npz, random_samples, split_indices
+from edgekit.core.border import vendor_errors
+from edgekit.core.errors import UsageError
+
+MASKS_KEY = "masks"
+BOXES_KEY = "boxes"
+
+
+@dataclass
+class Feeds:
+    """Calibration and held-out samples per input name (the source's names, in its input order)."""
+
+    calibration: dict[str, np.ndarray] | None
+    held_out: dict[str, np.ndarray]
+    labels: np.ndarray | None
+    name: str  # where they came from, for the manifest ("npz:data.npz [held-out: 25 of 100]", "random")
+
+
+def _open_npz(spec: str) -> dict[str, np.ndarray]:
+    path = Path(spec).expanduser()
+    if not (path.is_file() and path.suffix.lower() == ".npz"):
+        raise UsageError(f"A model with several inputs is calibrated from a .npz with one array per input; "
+                         f"'{spec}' is not one.", hint="np.savez('data.npz', <input name>=samples, ...)")
+    with vendor_errors("numpy", error=UsageError, what=f"Cannot read {spec}",
+                       hint="Save it with np.savez(path, name=array, ...) (no pickled objects)."), \
+            open_npz(path, spec) as z:
+        return npz_arrays(z, spec)
+
+
+def split_named(spec: str | None, inputs: Sequence[tuple[str, list[int], str]], layout: str, *, calib_size: int,
+                val_size: int, batch: int, mean: Sequence[float] | None = None,
+                std: Sequence[float] | None = None) -> Feeds:
+    """Calibration and held-out feeds for INPUTS ((name, shape, dtype), batch first) from a .npz SPEC, or random."""
+    shapes = {n: [batch if d <= 0 else d for d in s] for n, s, _ in inputs}
+    if not spec:
+        per = {n: random_samples(s, min(val_size, 100), seed=i).x for i, (n, s) in enumerate(shapes.items())}
+        return Feeds(None, per, None, "random")
+    arrays = _open_npz(spec)
+    missing = [n for n in shapes if n not in arrays]
+    if missing:
+        raise UsageError(f"{spec} has no array for input(s) {missing}; it holds {sorted(arrays)}.",
+                         hint="Save one array per input name: np.savez('data.npz', " +
+                              ", ".join(f"{n}=..." for n in shapes) + ")")
+    fitted = {n: _fit(arrays[n], shapes[n], layout, f"npz:{spec}[{n}]") for n in shapes}
+    counts = {n: len(a) for n, a in fitted.items()}
+    if len(set(counts.values())) != 1:
+        raise UsageError(f"The inputs in {spec} hold different numbers of samples: {counts}.",
+                         hint="Give every input the same number of samples, sample i of each belonging together.")
+    n = next(iter(counts.values()))
+    if n < 2:
+        raise UsageError(f"{spec} holds {n} sample(s); calibration and held-out validation need at least 2.")
+    cal_idx, val_idx = split_indices(n, calib_size, val_size)
+    labels = arrays.get("y")
+    labels = labels[val_idx].astype(np.int64) if labels is not None and labels.ndim == 1 and len(labels) == n else None
+
+    def part(idx: np.ndarray) -> dict[str, np.ndarray]:
+        return {k: _to_float(a[idx], shapes[k], layout, mean, std, f"npz:{spec}[{k}]")[0] for k, a in fitted.items()}
+
+    return Feeds(part(cal_idx), part(val_idx), labels, f"npz:{spec} [held-out: {len(val_idx)} of {n}]")
+
+
+def held_out_masks(spec: str | None, calib_size: int, val_size: int) -> np.ndarray | None:
+    """The held-out label masks of a .npz SPEC that carries MASKS_KEY (same split as its samples), else None."""
+    if not spec or str(spec).strip().lower() == "mnist" or not str(spec).lower().endswith(".npz"):
+        return None
+    arrays = _open_npz(spec)
+    masks = arrays.get(MASKS_KEY)
+    if masks is None:
+        return None
+    if masks.ndim != 3 or not np.issubdtype(masks.dtype, np.integer):
+        raise UsageError(f"{spec}: '{MASKS_KEY}' must be (N, H, W) integer class indices, got {masks.dtype} "
+                         f"{list(masks.shape)}.", hint="Save label masks as integers, one class index per pixel.")
+    _, val_idx = split_indices(len(masks), calib_size, val_size)
+    return masks[val_idx]
+
+
+def held_out_boxes(spec: str | None, calib_size: int, val_size: int) -> np.ndarray | None:
+    """The labelled boxes of the held-out samples of a .npz SPEC carrying BOXES_KEY, image indices renumbered
+    to the held-out order (the split of edgekit.conversion.calibration.split_indices), else None."""
+    if not spec or str(spec).strip().lower() == "mnist" or not str(spec).lower().endswith(".npz"):
+        return None
+    arrays = _open_npz(spec)
+    boxes = arrays.get(BOXES_KEY)
+    if boxes is None:
+        return None
+    samples = arrays.get("x", next((a for k, a in arrays.items() if k not in (BOXES_KEY, MASKS_KEY, "y")), None))
+    if boxes.ndim != 2 or boxes.shape[1] != 6 or not np.issubdtype(boxes.dtype, np.number) or samples is None:
+        raise UsageError(f"{spec}: '{BOXES_KEY}' must be (M, 6) numbers [image_index, class, x1, y1, x2, y2], got "
+                         f"{boxes.dtype} {list(boxes.shape)}.",
+                         hint="One row per labelled box, corners in the pixels of the samples, beside an 'x' array.")
+    boxes = boxes.astype(np.float64)
+    index = np.rint(boxes[:, 0]).astype(np.int64)
+    if not np.isfinite(boxes).all() or (index < 0).any() or (index >= len(samples)).any():
+        raise UsageError(f"{spec}: '{BOXES_KEY}' has rows that are not finite or name an image outside the "
+                         f"{len(samples)} samples.", hint="image_index counts the samples from 0.")
+    _, val_idx = split_indices(len(samples), calib_size, val_size)
+    position = {int(v): j for j, v in enumerate(val_idx)}
+    keep = np.array([int(i) in position for i in index], dtype=bool)
+    out = boxes[keep].copy()
+    out[:, 0] = [position[int(i)] for i in index[keep]]
+    return out
+
+
+def by_keys(feeds: dict[str, np.ndarray], keys: Sequence[str], what: str) -> dict[str, np.ndarray]:
+    """FEEDS (source input name -> samples) keyed by a converted model's input KEYS instead: each key takes the
+    source input of its name (exactly, or once both are normalised), never one by position.
+
+    onnx2tf and Keras keep the input names as SavedModel signature keys; a TFLite representative dataset
+    yielding {key: batch} is then ordered by the calibrator itself (tensor by tensor), whatever order the
+    converter gave the inputs.
+    """
+    from edgekit.core.errors import ConversionError
+    from edgekit.fidelity.matching import normalized
+
+    out: dict[str, np.ndarray] = {}
+    for key in keys:
+        same = [n for n in feeds if n == key] or [n for n in feeds if normalized(n) == normalized(key)]
+        if len(same) != 1:
+            raise ConversionError(f"{what} takes inputs {list(keys)}; '{key}' matches none of the source's inputs "
+                                  f"{list(feeds)} by name, so its calibration samples are unknown.",
+                                  hint="Keep the input names when exporting the model (they key the calibration).")
+        out[key] = feeds[same[0]]
+    return out
+
+
+def plain_int8_choice(requested: str, config: dict[str, Any], samples: int) -> Any:
+    """The record of an int8 model with several inputs: the plain recipe, not searched (a RecipeChoice).
+
+    The recipe search (edgekit.quantize) runs candidate models on one input's samples; a model with
+    several inputs is calibrated on every input by name with the plain recipe, and judged by validation.
+    """
+    from edgekit.quantize.records import RecipeChoice
+
+    note = "several inputs: the plain recipe, every input calibrated by name (the recipe search runs one-input models)"
+    return RecipeChoice(requested=requested, chosen="plain", config=config, met=None,  # not judged: validation does
+                        judged_on=f"not searched ({samples} calibration samples per input; validation judges it)",
+                        notes=(note,))
+
+
+__all__ = ["BOXES_KEY", "MASKS_KEY", "Feeds", "by_keys", "held_out_boxes", "held_out_masks", "plain_int8_choice",
+           "split_named"]

@@ -1,0 +1,183 @@
+"""The options of one conversion, declared once: the CLI, the Python API and the steps read this record.
+
+Each option is one `option(...)` field (edgekit.core.option_field) with its help, its flag and its parser:
+`edgekit convert`'s parameters are generated from these fields (edgekit.commands.declared) and
+`edgekit.convert(**options)` checks its keywords against them, so the two cannot drift apart. The
+options every conversion has are declared here; a target's own options (the Edge TPU compiler's) are
+declared in its file under edgekit/targets/ and gathered from the target table into ConvertOptions,
+so a new target brings its options with it. `manifest.json` records `to_dict()` (same keys since
+manifest v1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from edgekit.core.errors import UsageError
+from edgekit.core.option_field import Declared, declared, option
+from edgekit.core.parse import parse_floats, parse_input_shapes
+from edgekit.core.precisions import cli_help as precision_names
+from edgekit.core.registry import suggest
+from edgekit.targets import target_names, target_options
+
+IoDtype = Literal["int8", "uint8", "float32"]  # the I/O type of a full-integer TFLite model
+IO_DTYPES: tuple[str, ...] = get_args(IoDtype)
+
+
+# The parsers: what was typed (on the command line, or as a string to the API) -> the field's value
+
+
+def _comma_list(value: str | list[str], flag: str) -> list[str]:
+    """"onnx,tflite" -> ["onnx", "tflite"] (the names are judged, with a did-you-mean, by the planner)."""
+    return list(value) if isinstance(value, list) else [v for v in value.split(",") if v.strip()]
+
+
+def _floats(value: str | None, flag: str) -> list[float] | None:
+    return parse_floats(value, flag)
+
+
+def _shapes(value: list[str] | str | None, flag: str) -> tuple[list[int] | None, dict[str, list[int]] | None]:
+    """--input-shape 1,3,224,224 (one input) or name:dims once per input: (input_shape, input_shapes)."""
+    return parse_input_shapes(value)
+
+
+def _kinds(value: list[str] | str | None, flag: str) -> dict[str, str] | None:
+    from edgekit.fidelity.kinds import parse_output_kinds
+
+    return parse_output_kinds(value)
+
+
+@dataclass
+class CommonOptions:
+    """The options every conversion has, whatever its targets (in the order `edgekit convert --help` shows)."""
+
+    targets: list[str] = option(["onnx"], f"Comma list of: {', '.join(target_names())}.", flags=("--target", "-t"),
+                                cli_type=str, parse=_comma_list)
+    precisions: list[str] = option(["fp32"], f"Comma list of: {precision_names()}.", flags=("--quantize", "-q"),
+                                   cli_type=str, parse=_comma_list)
+    calib: str | None = option(None, "Calibration data: image folder, .npy/.npz, or 'mnist'.")
+    calib_size: int = option(200, "Calibration samples to use.")
+    val_size: int = option(1000, "Held-out samples to validate on (at most).")
+    input_shape: list[int] | None = option(
+        None, "Input shape, batch first, in the source's layout: 1,1,28,28.", cli_type=list[str] | None,
+        multiple=True, parse=_shapes, fills=("input_shape", "input_shapes"),
+        cli_help=" For a model with several inputs, once per input: --input-shape name:1,3,320,320.")
+    input_shapes: dict[str, list[int]] | None = option(None, "Shapes of a multi-input model's inputs by name "
+                                                       "(--input-shape name:1,3,320,320, once per input).", cli=False)
+    batch: int = option(1, "Static batch for TFLite / Edge TPU artifacts.")
+    io_dtype: IoDtype | None = option(None, "I/O type of int8 TFLite: int8 (default), uint8 (Edge TPU default) or "
+                                      "float32.", cli_type=str | None)
+    mean: list[float] | None = option(None, "Per-channel mean for image calibration data, e.g. 0.5 or "
+                                      "0.485,0.456,0.406.", cli_type=str | None, parse=_floats)
+    std: list[float] | None = option(None, "Per-channel std for image calibration data.", cli_type=str | None,
+                                     parse=_floats)
+    factory: str | None = option(None, "package.module:factory that builds the network (for state_dict checkpoints "
+                                 "and Keras weights).", flags=("--model",))
+    trust_model: bool = option(False, "Allow formats whose loading runs code (pickled modules, Lambda layers).")
+    signature: str = option("serving_default", "SavedModel signature to convert.")
+    layout: str | None = option(None, "Layout of an ONNX source's image input: NCHW or NHWC (default: read from the "
+                                "graph; tf2onnx writes Keras models as NHWC).")
+    opset: int = option(18, "ONNX opset of the PyTorch, Keras and TF exports.")
+    out_dir: Path | None = option(None, "Output folder (default edgekit-out/<stem>).", flags=("--out", "-o"))
+    force: bool = option(False, "Replace outputs of an earlier run.")
+    strict: bool = option(False, "Exit 5 when an artifact misses its fidelity thresholds.")
+    int8_recipe: str = option("plain", "How int8 is made: plain, or auto (plain, then the recovery recipes until the "
+                              "int8 thresholds are met: minutes on a real model), uint8, equalize, equalize+bias, "
+                              "bias, percentile, mse, entropy, mixed.")
+    explain: bool = option(False, "Diagnose every int8 artifact layer by layer (always done when one misses).")
+    output_kinds: dict[str, str] | None = option(
+        None, "How an output is judged, by output name: classes, dense, sequence or regression (--output-kind "
+        "name=kind); default from its shape.", flags=("--output-kind",), cli_type=list[str] | None, multiple=True,
+        parse=_kinds, cli_help=" Repeat per output.")
+
+    def check(self) -> None:
+        """Range checks on plain numbers (names of targets, precisions, ... are checked by the planner)."""
+        if self.batch < 1:
+            raise UsageError(f"--batch must be at least 1, got {self.batch}.")
+        if self.calib_size < 1 or self.val_size < 1:
+            raise UsageError("--calib-size and --val-size must be at least 1.")
+        from edgekit.sources.onnx_layout import check_layout
+
+        self.layout = check_layout(self.layout)
+        if self.output_kinds:
+            from edgekit.fidelity.kinds import check_kind
+
+            self.output_kinds = {str(k): check_kind(str(v)) for k, v in self.output_kinds.items()}
+
+
+TARGET_OPTIONS: tuple[type, ...] = tuple(target_options())  # each target's own options class, in table order
+
+
+@dataclass
+class ConvertOptions(*TARGET_OPTIONS, CommonOptions):  # type: ignore[misc]  (bases gathered from the target table)
+    """Every option of `edgekit convert`: the common ones, then each target's own; defaults are the CLI's."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["out_dir"] = str(self.out_dir) if self.out_dir is not None else None
+        return d
+
+    @classmethod
+    def help(cls, name: str) -> str:
+        return OPTIONS[name].help
+
+    @classmethod
+    def default(cls, name: str) -> Any:
+        return OPTIONS[name].default
+
+    @classmethod
+    def from_keywords(cls, **keywords: Any) -> ConvertOptions:
+        """ConvertOptions from the Python API's keywords, checked against the declarations.
+
+        A keyword is a field's name or its flag's (`out_dir` or `out`, `factory` or `model`); a
+        mistyped one gets a did-you-mean. A string is parsed as on the command line ("1,3,224,224",
+        "0.5,0.5,0.5", "boxes=regression"), by the option's one parser.
+        """
+        named: dict[str, str] = {}  # field -> the keyword it was given as
+        for key in keywords:
+            name = API_NAMES.get(key)
+            if name is None:
+                guess = suggest(key, API_NAMES)
+                raise UsageError(f"convert() has no option '{key}'.", hint=(f"did you mean '{guess}'? " if guess
+                                 else "") + f"Options: {', '.join(OPTIONS)}.")
+            if name in named:
+                raise UsageError(f"convert() got the option {name} twice: as '{named[name]}' and as '{key}'.")
+            named[name] = key
+        values: dict[str, Any] = {}
+        for name, key in named.items():
+            value, decl = keywords[key], OPTIONS[name]
+            parsed = decl.parsed(value) if isinstance(value, str) and decl.form.parse else {name: value}
+            # what a parsed value fills besides its own field gives way to a keyword given for it
+            values.update({k: v for k, v in parsed.items() if k == name or k not in named})
+        return cls(**values)
+
+    def check(self) -> None:
+        """The range checks of the common options, then of each target's (a target's class may define check)."""
+        CommonOptions.check(self)
+        for spec in TARGET_OPTIONS:
+            own = spec.__dict__.get("check")
+            if own is not None:
+                own(self)
+
+
+def _gather() -> dict[str, Declared]:
+    """Every declared option by field name, common ones first; TypeError where a target reuses a name."""
+    gathered: dict[str, Declared] = {}
+    for cls in (CommonOptions, *TARGET_OPTIONS):
+        for decl in declared(cls):
+            if decl.name in gathered:
+                raise TypeError(f"{cls.__name__} declares the option {decl.name}, which is already declared.")
+            gathered[decl.name] = decl
+    return gathered
+
+
+OPTIONS: dict[str, Declared] = _gather()
+FIELDS: dict[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fields(ConvertOptions)}
+# The Python API's keywords: each field's name and its flag's (out -> out_dir, model -> factory, quantize -> precisions)
+API_NAMES: dict[str, str] = {alias: d.name for d in OPTIONS.values() for alias in d.api_names}
+
+__all__ = ["API_NAMES", "FIELDS", "IO_DTYPES", "OPTIONS", "CommonOptions", "ConvertOptions", "IoDtype",
+           "TARGET_OPTIONS"]

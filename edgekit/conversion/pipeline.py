@@ -1,0 +1,186 @@
+"""convert(source, targets, precisions, **options): load the source, pick calibration and validation data,
+plan, execute. The API behind `edgekit convert` and `edgekit.convert`.
+
+The planning (edgekit.conversion.plan) and the running, validating and publishing (edgekit.conversion.execute) live in
+modules of their own; this one only loads what they need and hands it over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from edgekit.conversion.execute import ConvertResult, execute
+from edgekit.conversion.options import API_NAMES, ConvertOptions  # API_NAMES: re-exported, as before
+from edgekit.conversion.plan import check_modules, check_outputs, check_request, make_plan, stem_of
+from edgekit.core.errors import UsageError
+from edgekit.measure import run_meter
+from edgekit.sources.base import Source
+
+
+def _factory_family(spec: str) -> str:
+    """torch or keras: which framework the --model factory builds with (judged by its classes, no import)."""
+    from edgekit.sources.factory import load_factory
+
+    obj = load_factory(spec)()
+    roots = {c.__module__.split(".")[0] for c in type(obj).__mro__}
+    if "torch" in roots:
+        return "torch"
+    if roots & {"keras", "tf_keras", "tensorflow"}:
+        return "keras"
+    raise UsageError(f"--model {spec} built a {type(obj).__name__}, neither a torch.nn.Module nor a Keras model.")
+
+
+def convert(
+    source: str | Path | None,
+    targets: str | list[str] | None = None,
+    quantize: str | list[str] | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+    **options: Any,
+) -> ConvertResult:
+    """Convert SOURCE to every (target, precision) asked for; validate each artifact; write the manifest.
+
+    TARGETS and QUANTIZE default to ConvertOptions' (onnx, fp32). OPTIONS are the options declared in
+    `edgekit.conversion.options` (and each target's file), by field name or by their flag's name (`out_dir` or
+    `out`, `factory` or `model`, `output_kinds` or `output_kind`), the ones `edgekit convert --help`
+    lists; a string is parsed as on the command line, a mistyped name gets a did-you-mean. Raises
+    EdgekitError subclasses for bad input (before anything is written), FidelityError when `strict`
+    and an artifact misses its thresholds (after the outputs are written, so they can be inspected).
+    The Edge TPU "written but not compiled" outcome is `result.not_compiled`.
+    """
+    if targets is not None:  # given both ways (targets and target=...), from_keywords says so
+        options["targets"] = targets
+    if quantize is not None:
+        options["quantize"] = quantize
+    started = time.perf_counter()
+    with run_meter.metering():  # the process tree's peak memory and the phases' seconds, for the manifest
+        return _convert(source, progress, started, options)
+
+
+def _convert(source: str | Path | None, progress: Callable[[str], None] | None, started: float,
+             options: dict[str, Any]) -> ConvertResult:
+    from edgekit.core.errors import FidelityError
+    from edgekit.sources import LoadOptions
+    from edgekit.sources.detect import FAMILY, detect
+    from edgekit.sources.probe import load_source
+
+    say = progress or (lambda _m: None)
+    options_ = ConvertOptions.from_keywords(**options)  # checked against the declarations, strings parsed
+    from edgekit.core.sniff import is_tflite
+
+    # option values are judged before the model is loaded (a .tflite, taken as it is, needs no calibration)
+    wanted = check_request(options_, "tflite" if source and is_tflite(source) else None)
+    model, input_shape = options_.factory, options_.input_shape
+    if source is None or str(source) == "":
+        if not model:
+            raise UsageError("No model given.", hint="Pass a model file, or --model package.module:factory to build "
+                             "one in code (with --input-shape).")
+        path, family = None, _factory_family(model)
+        kind = f"{family}-factory"
+        say(f"building the model with {model} ...")
+    else:
+        path = Path(source)
+        kind = detect(path)
+        family = FAMILY[kind]
+        say(f"loading {path} ({kind}) ...")
+    check_modules([target for target, _ in wanted], family)  # known from the family alone: before the load
+    if options_.out_dir:  # an --out another run is writing into is refused before the model is loaded
+        from edgekit.conversion.outdir import refuse_if_busy
+
+        refuse_if_busy(options_.out_dir)
+    # per-channel int8 QDQ (the onnx target's int8) needs opset 13: an older ONNX source is raised first
+    qdq = any(target == "onnx" and "int8" in made for target, made in wanted)
+    load_opts = LoadOptions(factory=model, trust_model=options_.trust_model, input_shape=input_shape,
+                            signature=options_.signature, input_shapes=options_.input_shapes, layout=options_.layout,
+                            min_opset=13 if qdq else None)
+    with run_meter.phase("load"):
+        src: Source = load_source(path, kind, load_opts)  # a file is probed in a child first: a crash stays there
+    options_.out_dir = Path(options_.out_dir) if options_.out_dir else Path("edgekit-out") / stem_of(src)
+    result = run(src, options_, say, started)
+    if options_.strict and result.fidelity_failures:
+        names = ", ".join(a.path for a in result.fidelity_failures)
+        err = FidelityError(
+            f"{names} missed the fidelity thresholds (--strict); outputs and manifest were written to "
+            f"{result.manifest_path.parent} for inspection.",
+            hint="See each artifact's fidelity.failures in manifest.json; try more or better --calib data, or a "
+            "higher precision.",
+        )
+        err.result = result  # type: ignore[attr-defined]  (the CLI still prints the table)
+        raise err
+    return result
+
+
+def run(src: Source, options: ConvertOptions, say: Callable[[str], None], started: float | None = None
+        ) -> ConvertResult:
+    """Plan the conversion of a loaded source, pick its calibration and validation data, execute.
+
+    The output folder's lock is taken first, so a second run into the same --out is refused before
+    it spends time on calibration data and reference outputs (edgekit.conversion.outdir).
+    """
+    from edgekit.conversion.outdir import output_lock
+
+    with output_lock(options.out_dir), (run_meter.metering() if run_meter.current() is None
+                                        else contextlib.nullcontext()):
+        return _run(src, options, say, started)
+
+
+def _run(src: Source, options: ConvertOptions, say: Callable[[str], None], started: float | None) -> ConvertResult:
+    from edgekit.conversion.calibration import random_samples, split_for_conversion
+
+    plan = make_plan(src, options)
+    check_outputs(plan, options.out_dir)
+    for line in plan.describe():
+        say(f"plan: {line}")
+    shape = [options.batch if d <= 0 else d for d in src.input_shape]
+    calib_x = None
+    t_data = time.perf_counter()
+    if src.inputs:  # several inputs: a .npz with one array per input name (edgekit.conversion.feeds)
+        from edgekit.conversion.feeds import split_named
+
+        named = split_named(options.calib, src.inputs, src.layout, calib_size=options.calib_size,
+                            val_size=options.val_size, batch=options.batch, mean=options.mean, std=options.std)
+        feeds, labels, inputs_name = named.held_out, named.labels, named.name
+        calib_x = named.calibration  # every input by name: the steps feed each its own (StepContext)
+        say(f"validation: {len(next(iter(feeds.values())))} samples of {inputs_name}, every input fed by name")
+    elif options.calib:
+        cal, val = split_for_conversion(options.calib, shape, src.layout, calib_size=options.calib_size,
+                                        val_size=options.val_size, mean=options.mean, std=options.std)
+        calib_x = cal.x
+        feeds, labels, inputs_name = {src.input_name: val.x}, val.y, val.name
+        say(f"calibration: {len(cal.x)} samples of {cal.name}; validation: {len(val.x)} held-out samples")
+    else:
+        val = random_samples(shape, min(options.val_size, 100))
+        feeds, labels, inputs_name = {src.input_name: val.x}, val.y, val.name
+        say(f"validation: {len(val.x)} random samples (pass --calib for real data and accuracy)")
+    run_meter.add("calibration_data", time.perf_counter() - t_data)
+    with run_meter.phase("reference"):
+        ref = reference(src, feeds, labels, inputs_name, options)
+    return execute(plan, calib_x, ref, say, started)
+
+
+def reference(src: Source, feeds: dict[str, Any], labels: Any, inputs_name: str, options: ConvertOptions) -> Any:
+    """The source's every output on the held-out FEEDS, with the kinds asked for and any label masks."""
+    from edgekit.conversion.feeds import held_out_boxes, held_out_masks
+    from edgekit.conversion.validate import Reference
+    from edgekit.fidelity.decide import decide_kinds
+
+    outputs = src.run_outputs(feeds)
+    kinds = dict(options.output_kinds or {})
+    unknown = [k for k in kinds if k not in outputs]
+    if unknown:
+        raise UsageError(f"--output-kind names {unknown}, which the model does not output; its outputs are "
+                         f"{list(outputs)}.", hint="Name an output as the manifest's source.outputs lists it.")
+    masks = held_out_masks(options.calib, options.calib_size, options.val_size)
+    boxes = held_out_boxes(options.calib, options.calib_size, options.val_size)
+    first = next(iter(feeds.values()))
+    choices = decide_kinds(outputs, src.layout, kinds, src.metadata)
+    return Reference(x=first, y_ref=next(iter(outputs.values())), labels=labels, layout=src.layout,
+                     inputs_name=inputs_name, outputs=outputs, feeds=feeds if len(feeds) > 1 else None,
+                     masks=masks, kinds=kinds, choices=choices, boxes=boxes)
+
+
+__all__ = ["API_NAMES", "ConvertResult", "convert", "run"]

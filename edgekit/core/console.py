@@ -1,0 +1,113 @@
+"""Where output goes: results to stdout, progress and logs to stderr (so `--json` stays clean)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+
+# Tables are wide; when output goes to a file or a CI log (no terminal to measure) use 160 columns, not 80.
+err = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.stderr.isatty() else 160)
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+def progress(message: str) -> None:
+    """One progress line on stderr."""
+    err.print(f"[dim]>[/dim] {message}")
+
+
+def warn(message: str) -> None:
+    err.print(f"[bold yellow]warning:[/bold yellow] {message}")
+
+
+def print_json(obj: Any) -> None:
+    """The machine-readable result alone on stdout."""
+    sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def human_bytes(n: float | int | None) -> str:
+    if n is None:
+        return "-"
+    n = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+class quiet_stdout:  # noqa: N801 - used as a context manager like contextlib's
+    """Send everything written to stdout (Python and C level) to stderr for the duration.
+
+    Converters print progress on stdout (torch.onnx, onnx2tf, TF's C++ logging); with --json,
+    stdout must hold the JSON alone.
+    """
+
+    def __enter__(self) -> quiet_stdout:
+        import os
+
+        sys.stdout.flush()
+        self._saved_fd = os.dup(1)
+        os.dup2(2, 1)
+        self._saved_py = sys.stdout
+        sys.stdout = sys.stderr
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self._saved_fd, 1)
+        os.close(self._saved_fd)
+        sys.stdout = self._saved_py
+
+
+class captured_output:  # noqa: N801 - a context manager
+    """Capture everything written to fd 1 and 2 (C++ logs of TF/LiteRT/onnxruntime and Python prints).
+
+    Converters talk a lot on the terminal ("fully_quantize: 0 ...", absl pre-init warnings, XNNPACK
+    notices); a step's own chatter is kept and shown only when the step fails or EDGEKIT_DEBUG is set.
+    """
+
+    def __enter__(self) -> captured_output:
+        import os
+        import tempfile
+
+        from edgekit.core.vendorlog import verbose
+
+        self.debug = verbose()  # EDGEKIT_DEBUG=1 or --verbose: the converters talk on the terminal
+        self.text = ""
+        if self.debug:
+            return self
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self._tmp = tempfile.TemporaryFile(mode="w+b")
+        self._saved = (os.dup(1), os.dup(2))
+        os.dup2(self._tmp.fileno(), 1)
+        os.dup2(self._tmp.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+
+        if self.debug:
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self._saved[0], 1)
+        os.dup2(self._saved[1], 2)
+        for fd in self._saved:
+            os.close(fd)
+        self._tmp.seek(0)
+        self.text = self._tmp.read().decode("utf-8", "replace")
+        self._tmp.close()
+
+    def tail(self, lines: int = 12) -> str:
+        from edgekit.core.vendorlog import is_vendor_log
+
+        keep = [ln for ln in self.text.splitlines() if ln.strip() and not is_vendor_log(ln)]
+        return "\n".join(keep[-lines:])

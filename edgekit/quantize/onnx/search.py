@@ -1,0 +1,321 @@
+"""The ONNX int8 recipe search: the recipe asked for, or `auto`'s order, judged against the float model.
+
+auto: plain, then the float-free recipes (uint8, equalize, equalize+bias, percentile, mse, entropy, bias), then
+mixed precision on the best of those. The recipes calibrate on part of the calibration samples and are
+judged on the rest (edgekit.quantize.search.split). Mixed precision measures each layer group's own damage
+(only that group quantized, reusing the base recipe's calibration ranges; a group is a layer with the
+layer that feeds it, since onnxruntime keeps a tensor quantized while its producer or a reader is), ranks
+the groups by damage per MAC and bisects for the smallest prefix that meets the thresholds, past the 10%
+of MACs where the model needs it, up to edgekit.quantize.search.AUTO_FLOAT_CAP (the record says how much). The
+first candidate that meets the int8 thresholds is chosen; where none does, the best float-free one is kept and
+the record says it missed and how much float did not suffice (validation then judges it on held-out samples,
+and the diagnosis says why).
+
+A named recipe (`--int8-recipe plain|equalize|...`) is built on every calibration sample and not judged here:
+validation judges every artifact on held-out samples anyway, and judging it in-sample first ran both models on
+every calibration sample again (`met` is None, `judged_on` says so).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgekit.core.errors import UsageError
+from edgekit.quantize.onnx.recipes import ONNX_RECIPES, OnnxRecipe, QuantData, quantize
+from edgekit.quantize.records import RecipeChoice, RecipeTrial
+from edgekit.quantize.search import (
+    NOT_JUDGED,
+    Judged,
+    Log,
+    Reach,
+    best,
+    best_float_free,
+    cap_share,
+    error_share,
+    input_noise_agreement,
+    judge,
+    macs_fraction,
+    margin_z,
+    prefix_nodes,
+    ranked_units,
+    say,
+    smallest_float_set,
+    split,
+    trial,
+)
+
+
+@dataclass(frozen=True)
+class KindSource:
+    """What decides a source output's kind besides its values: the model's metadata (Ultralytics' `task`), the
+    kinds asked for by output name (--output-kind), and the layout of image-shaped outputs."""
+
+    metadata: dict[str, str] | None = None
+    asked: dict[str, str] | None = None
+    layout: str = "NCHW"
+
+
+AUTO_ORDER = ("plain", "uint8", "equalize", "equalize+bias", "percentile", "mse", "entropy", "bias")
+NAMES = (*ONNX_RECIPES, "mixed")
+# ops between two layers that onnxruntime quantizes too: left in float with them, or the tensor stays int8
+PASS_THROUGH = ("Relu", "Clip", "Identity", "Flatten", "Reshape", "GlobalAveragePool", "AveragePool", "MaxPool")
+MAX_PROBES = 64  # layer groups whose damage is measured one by one (the largest by MACs where there are more)
+PROBE_SAMPLES = 32  # damage is a noise power, not a count: fewer samples measure it well enough
+
+
+def check_name(requested: str) -> None:
+    if requested not in ("auto", *NAMES):
+        from edgekit.core.registry import check_choice
+
+        check_choice(requested, ("auto", *NAMES), "int8 recipe")
+        raise UsageError(f"Unknown int8 recipe '{requested}'.")
+
+
+def _run(path: Path, x: np.ndarray) -> np.ndarray:
+    from edgekit.quantize.onnx.graph import run_batches, session
+
+    return run_batches(session(str(path)), x)[0]
+
+
+DECIDE_SAMPLES = 64  # a named recipe's detection outputs are recognised on this many calibration samples
+
+
+def detection_decode(pre: Path, model: Any, x: np.ndarray, kinds: KindSource | None) -> tuple[Any, Any]:
+    """(the first output's KindChoice, the DecodeRegion of every detection output) of the float model PRE on X,
+    its kinds decided as validation decides them (edgekit.fidelity.decide: the source's metadata, what was asked,
+    shapes and values); (None, None) where no output is a detector, or no KINDS were given."""
+    if kinds is None:
+        return None, None
+    from edgekit.fidelity.decide import decide_kinds
+    from edgekit.quantize.detect_decode import onnx_decode
+    from edgekit.quantize.onnx.graph import run_batches, session
+
+    names = [o.name for o in model.graph.output]
+    ys = dict(zip(names, run_batches(session(str(pre)), x), strict=True))
+    asked = {n: k for n, k in (kinds.asked or {}).items() if n in ys}
+    if len(ys) == 1 and not asked and kinds.asked and len(kinds.asked) == 1:  # one output, renamed by an exporter
+        asked = {names[0]: next(iter(kinds.asked.values()))}
+    choices = decide_kinds(ys, kinds.layout, asked, kinds.metadata)
+    found = [n for n in names if choices[n].kind == "detection"]
+    if not found:
+        return choices[names[0]], None
+    return choices[names[0]], onnx_decode(model, found)
+
+
+class _Search:
+    def __init__(self, pre: Path, data: QuantData, log: Log, searching: bool, kinds: KindSource | None = None
+                 ) -> None:
+        import onnx
+
+        from edgekit.quantize.onnx.graph import node_macs
+
+        self.pre, self.log = pre, log
+        n = len(data.samples)  # a named recipe is not searched for: calibrated on every sample, not judged here
+        calib_idx, judge_idx, self.judged_on = split(n) if searching else (np.arange(n), np.arange(n), NOT_JUDGED)
+        self.data = replace(data, samples=data.samples[calib_idx])  # the recipes calibrate on these
+        self.x = data.samples[judge_idx]  # and are judged on these
+        self.y_ref = _run(pre, self.x) if searching else None
+        self.model = onnx.load(str(pre))
+        self.macs = node_macs(self.model)
+        # a detector's output is judged by its boxes, and its decode stays float in every candidate
+        self.choice, self.decode = detection_decode(pre, self.model, self.x if searching else
+                                                    data.samples[:DECIDE_SAMPLES], kinds)
+        self.decode_nodes: tuple[str, ...] = self.decode.nodes if self.decode is not None else ()
+        self.decode_heads: tuple[str, ...] = self.decode.head_layers if self.decode_nodes else ()
+        if self.decode_nodes:
+            log(f"int8: the detection decode after the head's last layers stays float ({len(self.decode_nodes)} "
+                f"nodes, {100 * macs_fraction(self.decode_nodes, self.macs):.2f}% of MACs): "
+                "one int8 scale cannot hold pixel coordinates and scores")
+        # (judged (None: not judged), float layers, (recipe, float model, int8 model, its folder))
+        self.kept: list[tuple[Judged | None, int, tuple[OnnxRecipe, Path, Path, Path]]] = []
+        self.trials: list[RecipeTrial] = []
+        self.chosen: int | None = None  # the candidate mixed precision chose (bisection does not end on it)
+        self.needed_over: float | None = None  # mixed precision missed with this share of MACs in float
+        self.error_share: float | None = None  # mixed precision's worst layer group's share of its base's error
+        # whether the judged samples leave any further candidate a chance
+        self.reach = Reach(data.notes, log)
+
+    def reachable(self) -> bool:
+        return self.reach(self.y_ref, len(self.kept))
+
+    def candidate(self, label: str, recipe: OnnxRecipe, make: Callable[[Path, QuantData], Path]) -> bool:
+        t0 = time.perf_counter()
+        work = self.data.work / f"candidate-{len(self.kept)}"  # each candidate's float files stay its own
+        work.mkdir(exist_ok=True)
+        out = work / "model.int8.onnx"
+        cache = work / "calibration.json"  # this candidate's ranges, for mixed precision to reuse
+        if self.data.cache is None:  # onnxruntime reads any file there (checking only its method): a folder kept from
+            cache.unlink(missing_ok=True)  # an earlier run would lend that run's model's ranges to this one
+        src = make(out, replace(self.data, work=work, cache=self.data.cache or cache))
+        nodes = recipe.config.float_nodes
+        if self.y_ref is None:  # a named recipe: validation judges it
+            self.kept.append((None, len(nodes), (recipe, src, out, work)))
+            return False
+        judged = judge(self.y_ref, _run(out, self.x), z=margin_z(len(self.kept) + 1),  # stricter as more are tried
+                       choice=self.choice)
+        self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
+        say(self.log, label, judged, len(nodes))
+        self.kept.append((judged, len(nodes), (recipe, src, out, work)))
+        return judged.passed
+
+    def try_recipe(self, name: str) -> bool:
+        if not self.reachable():
+            return False
+        recipe = ONNX_RECIPES[name](decode=self.decode_nodes, heads=self.decode_heads)
+        return self.candidate(name, recipe, lambda out, data: recipe.build(self.pre, out, data))
+
+    def units(self) -> tuple[list[tuple[str, ...]], tuple[str, ...]]:
+        """Each quantized layer with the layer that writes its input (through activations), kept in float together;
+        then one group of every other node (Add, Concat, pooling ...): with it, the whole model is float."""
+        from edgekit.quantize.onnx.diagnose import LAYER_OPS
+        from edgekit.quantize.onnx.graph import Graph
+
+        g = Graph(self.model)
+        out = []
+        for node in self.model.graph.node:
+            if node.op_type not in LAYER_OPS:
+                continue
+            path, prod = [node.name], g.producer.get(node.input[0])
+            while prod is not None and prod.op_type in PASS_THROUGH:
+                path.append(prod.name)
+                prod = g.producer.get(prod.input[0])
+            if prod is not None and prod.op_type in LAYER_OPS:
+                path.append(prod.name)
+            out.append(tuple(reversed(path)))
+        if len(out) > MAX_PROBES:  # the units holding the most MACs
+            keep = set(sorted(range(len(out)), key=lambda k: -sum(self.macs.get(n, 0) for n in out[k]))[:MAX_PROBES])
+            out = [u for k, u in enumerate(out) if k in keep]
+        decode = set(self.decode_nodes)  # float in every candidate already
+        out = [u for u in (tuple(n for n in u if n not in decode) for u in out) if u]
+        covered = {n for u in out for n in u} | decode
+        return out, tuple(n.name for n in self.model.graph.node if n.name not in covered)
+
+    def mixed(self, base_index: int) -> bool:
+        """Mixed precision on candidate BASE_INDEX's float model and calibration ranges."""
+        _, _, (base, src, out, work) = self.kept[base_index]
+        assert self.y_ref is not None  # mixed precision is searched for
+        cache = work / "calibration.json"
+        data = replace(self.data, work=work, cache=cache if cache.is_file() else None)
+        units, rest = self.units()
+        everything = tuple(n.name for n in self.model.graph.node)
+        if base.config.bias_correct:  # SRC's biases are corrected for every layer: floated ones must not be
+            src = base.prepare(self.pre, replace(data, notes=[]))
+            data = replace(data, cache=None)
+        probe, x, y_ref = work / "probe.int8.onnx", self.x[:PROBE_SAMPLES], self.y_ref[:PROBE_SAMPLES]
+        damage: list[tuple[float, tuple[str, ...]]] = []
+        for unit in units:  # only UNIT quantized: its own damage at the output
+            floated = tuple(n for n in everything if n not in set(unit) or n in self.decode_nodes)
+            quantize(src, probe, data, replace(base.config, float_nodes=floated))
+            damage.append((float(((_run(probe, x) - y_ref).astype(np.float64) ** 2).mean()), unit))
+        probe.unlink(missing_ok=True)
+        self.error_share = error_share(damage, float(((_run(out, x) - y_ref).astype(np.float64) ** 2).mean()))
+        ranked = ranked_units(damage, self.macs) + ([rest] if rest else [])
+        worst = sorted(damage, key=lambda d: -d[0])[:3]
+        self.log(f"int8 mixed precision: measured {len(units)} layer groups alone on {base.name}; most damaging: "
+                 + ", ".join(f"{'+'.join(u)}" for _, u in worst))
+        tried: dict[tuple[str, ...], int] = {}
+
+        def passes(nodes: tuple[str, ...]) -> bool:
+            if not self.reachable():
+                return False
+            recipe = base.with_float(nodes)
+
+            def make(o: Path, d: QuantData, r: OnnxRecipe = recipe) -> Path:
+                if r.config.bias_correct:  # corrected again, for the layers still quantized only
+                    return r.build(self.pre, o, replace(d, cache=None))
+                quantize(src, o, replace(d, cache=data.cache), r.config)  # the base's float model and ranges
+                return src
+
+            ok = self.candidate(f"mixed[{base.name}]", recipe, make)
+            tried[nodes] = len(self.kept) - 1
+            return ok
+
+        k = smallest_float_set(ranked, self.macs, passes)
+        if k is None:
+            if not self.reach.stopped:  # tried up to the cap and missed (a stopped search did not try it)
+                self.needed_over = cap_share(ranked, self.macs)
+            return False
+        self.chosen = tried[prefix_nodes(ranked, k)]
+        return True
+
+
+def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Log,
+                  float_free: bool = False, kinds: KindSource | None = None) -> RecipeChoice:
+    """Quantize PRE (the pre-processed fp32 ONNX) to DST with the recipe REQUESTED (or auto); the record.
+
+    KINDS: what decides each output's kind (the source's metadata, --output-kind): a detection output's decode
+    stays float in every recipe, and the search judges candidates by their boxes."""
+    check_name(requested)
+    searching = requested in ("auto", "mixed")
+    s = _Search(pre, data, log, searching, kinds)
+    names = AUTO_ORDER if requested == "auto" else ("plain",) if requested == "mixed" else (requested,)
+    met = any(s.try_recipe(name) for name in names)  # any() stops at the first that meets the thresholds
+    if not met and searching and not float_free and s.reachable():
+        met = s.mixed(best(s.kept))  # type: ignore[arg-type]  # every candidate is judged when searching
+    if met:
+        pick = s.chosen if s.chosen is not None else len(s.kept) - 1
+    else:  # a miss keeps a float-free candidate (edgekit.quantize.search.AUTO_FLOAT_CAP); a named recipe, itself
+        pick = best_float_free(s.kept) if searching else 0
+    _, _, (recipe, src, out, _) = s.kept[pick]
+    if len(s.data.samples) < len(data.samples):  # judged on a held-out part: rebuilt on every calibration sample
+        work = data.work / "chosen"
+        work.mkdir(exist_ok=True)
+        src = recipe.build(pre, dst, replace(data, work=work, cache=None))
+    else:
+        shutil.copyfile(out, dst)
+    t = s.trials[pick] if searching else None
+    noise = input_noise_agreement(lambda x: _run(pre, x), s.x, s.y_ref) if s.y_ref is not None else None
+    label = t.recipe if t else requested
+    choice = RecipeChoice(
+        requested=requested, chosen=label, config=recipe.config.to_dict(), met=met if searching else None,
+        judged_on=s.judged_on, float_nodes=recipe.config.float_nodes,
+        macs_float_fraction=t.macs_float_fraction if t else 0.0, trials=tuple(s.trials),
+        notes=tuple(dict.fromkeys(data.notes)), float_model=str(src), cost=_cost(s, dst, pre, label),
+        float_input_noise_agreement=None if noise is None else round(noise, 4), macs_float_needed_over=s.needed_over,
+        top1_margins=s.kept[pick][0].margins if searching and s.kept[pick][0] else None,
+        worst_group_error_share=s.error_share, detection_decode=_decode_record(s))
+    if searching and not met:
+        log(f"int8: no recipe met the thresholds on the samples the search judges; keeping the best float-free one, "
+            f"{choice.chosen}" + (f" ({choice.why_words()})" if s.needed_over is not None else ""))
+    return choice
+
+
+def _decode_record(s: _Search) -> dict[str, Any] | None:
+    """`int8_recipe.detection_decode`: the detector's decode kept in float (edgekit.quantize.detect_decode)."""
+    if s.decode is None:
+        return None
+    return s.decode.record(macs_fraction(s.decode_nodes, s.macs), "onnxruntime nodes_to_exclude: the decode's "
+                           "nodes run in float between the head's int8 layers and the output", {
+                               "head_outputs": "float: the head's last layers keep int8 weights and inputs and write "
+                               "float (their output QuantizeLinear/DequantizeLinear removed), so the class logits "
+                               "are not rounded before the sigmoid and the 0.25 cut",
+                               "head_layers_macs_fraction": round(macs_fraction(s.decode_heads, s.macs), 6)})
+
+
+def _cost(s: _Search, dst: Path, pre: Path, chosen: str) -> dict[str, object]:
+    """Size and latency of the artifact against plain int8 (and the fp32 model): what the recipe cost."""
+    from edgekit.quantize.onnx.graph import latency_ms
+    from edgekit.quantize.search import cost_record
+
+    if chosen == "plain":  # nothing to compare with: no latency measured on the default path
+        return {"size_bytes": dst.stat().st_size, "fp32_size_bytes": pre.stat().st_size, "size_delta_bytes": 0,
+                "latency_delta_ms": 0.0}
+    plain = next((k[2] for _, _, k in s.kept if k[0].name == "plain" and not k[0].config.float_nodes), None)
+    if plain is None:  # a named recipe: plain is built to be compared with
+        work = s.data.work / "plain-for-cost"
+        work.mkdir(exist_ok=True)
+        plain = work / "model.int8.onnx"
+        ONNX_RECIPES["plain"]().build(s.pre, plain, replace(s.data, work=work, cache=None))
+    paths = {"artifact": dst, "plain": plain, "fp32": pre}
+    return cost_record({k: p.stat().st_size for k, p in paths.items() if p is not None},
+                       {k: latency_ms(p, s.x) for k, p in paths.items() if p is not None})
+
+
+__all__ = ["AUTO_ORDER", "NAMES", "KindSource", "check_name", "detection_decode", "quantize_onnx"]

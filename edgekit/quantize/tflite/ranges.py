@@ -1,0 +1,96 @@
+"""The TFLite `percentile` and `mse` recipes: the calibrated model's activation ranges replaced by a statistic of
+the float model's activations, before `mlir_quantize`.
+
+The converter's calibrator records each activation's min and max (MinMax, with no other statistic to choose) in
+the tensor's QuantizationParameters, and the quantizer reads nothing else. So: run the float model on the
+calibration samples with LiteRT (experimental_preserve_all_tensors keeps every intermediate readable after an
+invoke), fold each ranged tensor into a fixed-size histogram sample by sample (edgekit.quantize.calib_stats:
+memory does not grow with the samples), and write the statistic's range into the calibrated flatbuffer in place
+of min/max. Weights keep their own ranges (the quantizer takes those from the weights). Nothing is left in float,
+so both recipes are fit for the Edge TPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from edgekit.quantize.calib_stats import Histogram, mse_range, percentile_range
+from edgekit.tflite.flatbuffer import FlatModel
+
+STATISTICS = ("percentile", "mse")
+PERCENTILE = 99.999  # as onnxruntime's Percentile calibration
+
+
+def _ranged(fm: FlatModel) -> dict[str, int]:
+    """Activation tensors whose calibrated range is one min and one max, by name."""
+    out = {}
+    for k, t in enumerate(fm.sg.tensors):
+        q = t.quantization
+        if q is None or q.min is None or q.max is None or len(q.min) != 1 or len(q.max) != 1:
+            continue
+        if fm.const(k) is None and t.type == 0:  # float32 activations only: constants keep their ranges
+            out[fm.tensor_name(k)] = k
+    return out
+
+
+def activation_histograms(float_bytes: bytes, names: Iterable[str],
+                          batches: Iterator[Any]) -> dict[str, Histogram]:
+    """NAMES' values in the float model FLOAT_BYTES over BATCHES (as the calibrator is fed), one histogram each."""
+    import sys
+
+    from edgekit.runtimes.litert_io import interpreter_class
+
+    cls = interpreter_class()
+    # no default delegate (XNNPACK): the ops it takes over would not leave their intermediates to read (as the
+    # TFLite quantization debugger runs its models)
+    plain = sys.modules[cls.__module__].OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    it = cls(model_content=float_bytes, experimental_op_resolver_type=plain, experimental_preserve_all_tensors=True)
+    it.allocate_tensors()
+    index = {d["name"]: d["index"] for d in it.get_tensor_details()}
+    wanted = {n: index[n] for n in names if n in index}
+    inputs = it.get_input_details()
+    hists = {n: Histogram() for n in wanted}
+    for batch in batches:  # a list in the model's input order (the recipes past plain take one input)
+        for d, a in zip(inputs, batch, strict=True):
+            it.set_tensor(d["index"], np.asarray(a, d["dtype"]))
+        it.invoke()
+        for n, k in wanted.items():
+            hists[n].add(it.get_tensor(k))
+    return hists
+
+
+def rewrite_ranges(cal_bytes: bytes, ranges: dict[str, tuple[float, float]]) -> tuple[bytes, int]:
+    """CAL_BYTES with the per-tensor min/max of the activations named in RANGES replaced; (model, how many)."""
+    fm = FlatModel(cal_bytes)
+    done = 0
+    for name, k in _ranged(fm).items():
+        if name not in ranges:
+            continue
+        lo, hi = ranges[name]
+        q = fm.sg.tensors[k].quantization
+        q.min, q.max = np.array([lo], np.float32), np.array([hi], np.float32)
+        done += 1
+    return fm.to_bytes(), done
+
+
+def with_statistic(cal_bytes: bytes, float_bytes: bytes, statistic: str,
+                   batches: Iterator[Any]) -> tuple[bytes, str]:
+    """The calibrated model CAL_BYTES with STATISTIC's activation ranges (measured on FLOAT_BYTES, the model it was
+    calibrated from, over BATCHES); and words saying what changed."""
+    if statistic not in STATISTICS:
+        raise ValueError(f"unknown calibration statistic {statistic!r}")
+    names = list(_ranged(FlatModel(cal_bytes)))
+    hists = activation_histograms(float_bytes, names, batches)
+    pick: Any = mse_range if statistic == "mse" else (lambda h: percentile_range(h, PERCENTILE))
+    ranges = {n: pick(h) for n, h in hists.items() if h.total}
+    blob, done = rewrite_ranges(cal_bytes, ranges)
+    narrowed = sum(1 for n, (lo, hi) in ranges.items() if lo > min(hists[n].lo, 0.0) or hi < max(hists[n].hi, 0.0))
+    what = "the least-squared-error range" if statistic == "mse" else f"the {PERCENTILE} percentile range"
+    return blob, f"{statistic}: {done} activation ranges set to {what} of the float model's values ({narrowed} " \
+                 "narrower than min/max)"
+
+
+__all__ = ["STATISTICS", "activation_histograms", "rewrite_ranges", "with_statistic"]

@@ -1,0 +1,397 @@
+"""The TFLite int8 recipe search: the recipe asked for, or `auto`'s order (plain, equalize, equalize+bias,
+percentile, mse, bias, then mixed precision on the best of them), judged against the float TFLite model, and what
+the chosen recipe cost.
+
+As for ONNX (edgekit.quantize.onnx.search): when searching, the recipes calibrate on part of the calibration
+samples and are judged on the rest (edgekit.quantize.search.split), and the chosen recipe is rebuilt on all of
+them. Mixed precision measures each layer group's own damage (only that group quantized: every other op on the
+quantizer's denylist), ranks the groups by damage per MAC and bisects for the smallest prefix that meets the
+thresholds, past 10% of the MACs where the model needs it, up to edgekit.quantize.search.AUTO_FLOAT_CAP; where
+even that misses, the best float-free candidate is kept and the record says how much float did not suffice.
+A named recipe is built on every calibration sample and not judged here: validation judges it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgekit.quantize.records import RecipeChoice, RecipeTrial
+from edgekit.quantize.search import (
+    NOT_JUDGED,
+    Judged,
+    Reach,
+    best,
+    best_float_free,
+    cap_share,
+    cost_record,
+    error_share,
+    input_noise_agreement,
+    judge,
+    macs_fraction,
+    margin_z,
+    prefix_nodes,
+    ranked_units,
+    say,
+    smallest_float_set,
+    split,
+    trial,
+)
+from edgekit.quantize.tflite.ranges import STATISTICS, with_statistic
+from edgekit.quantize.tflite.recipes import (
+    AUTO_ORDER,
+    BIAS_CORRECTING,
+    EQUALIZING,
+    MAX_PROBES,
+    TFLITE_RECIPES,
+    TfliteJob,
+    _units,
+    _write,
+    calibrated,
+    float_model,
+    plain,
+    quantized,
+)
+from edgekit.quantize.tflite.run import run_tflite
+
+DECIDE_SAMPLES = 64  # a named recipe's detection output is recognised on this many calibration samples
+PROBE_SAMPLES = 32  # damage is a noise power, not a count: fewer samples measure it well enough
+# label, model, float ops, calibrated model, what the recipe's edits of the float model add to the config
+Candidate = tuple[str, bytes, tuple[str, ...], Path | None, dict[str, Any]]
+
+
+class _Search:
+    def __init__(self, job: TfliteJob, searching: bool, float_free: bool = False) -> None:
+        from edgekit.tflite.model import read_tflite
+
+        self.all = job
+        n = len(job.samples)
+        calib_idx, judge_idx, self.judged_on = split(n) if searching else (np.arange(n), np.arange(n), NOT_JUDGED)
+        self.job = replace(job, samples=job.samples[calib_idx])  # the recipes calibrate on these
+        self.x = job.samples[judge_idx]  # and are judged on these
+        self.ref_path = _write(job, "float.tflite", float_model(job))
+        self.y_ref = run_tflite([self.ref_path], self.x)[0] if searching else None
+        if searching and self.y_ref is None:
+            raise RuntimeError("the float TFLite model did not run on the calibration samples")
+        fm = read_tflite(self.ref_path)
+        self.macs = {fm.tensors[op.outputs[0]].name: fm.op_macs(op) for op in fm.ops if op.outputs}
+        # a detector: judged by its boxes, its decode on the quantizer's denylist (edgekit.quantize.detect_decode)
+        self.choice, self.decode = _detection(fm, self.ref_path, self.y_ref, job)
+        if self.decode is not None and self.decode.nodes:
+            job.decode = self.job.decode = self.decode.nodes
+            if not float_free:  # an integer-only target runs the heads on the TPU: int8, the decode after them float
+                job.decode_heads = self.job.decode_heads = self.decode.head_layers
+            job.log(f"int8: the detection decode after the head's last layers stays float ({len(job.decode)} ops, "
+                    f"{100 * macs_fraction(job.decode, self.macs):.2f}% of MACs): one int8 scale cannot hold pixel "
+                    "coordinates and scores")
+        self.kept: list[tuple[Judged, int, Candidate]] = []
+        self.trials: list[RecipeTrial] = []
+        self.needed_over: float | None = None  # mixed precision missed with this share of MACs in float
+        self.error_share: float | None = None  # mixed precision's worst layer group's share of its base's error
+        # whether the judged samples leave any further candidate a chance
+        self.reach = Reach(self.job.notes, self.job.log)
+
+    def reachable(self) -> bool:
+        return self.reach(self.y_ref, len(self.kept))
+
+    def judge_many(self, cands: list[Candidate]) -> int | None:
+        """Judge CANDS; index of the first that passes, or None."""
+        assert self.y_ref is not None  # only a search judges
+        t0 = time.perf_counter()
+        paths = [_write(self.job, f"candidate-{len(self.kept) + i}.tflite", c[1]) for i, c in enumerate(cands)]
+        ys = run_tflite(paths, self.x)
+        first = None
+        for (label, blob, nodes, cal, edits), y, path in zip(cands, ys, paths, strict=True):
+            path.unlink(missing_ok=True)
+            z = margin_z(len(self.kept) + 1)  # stricter as more candidates are tried
+            judged = judge(self.y_ref, y, z=z, choice=self.choice) if y is not None else \
+                Judged(False, float("nan"), None, ["LiteRT could not run it"])
+            self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
+            self.kept.append((judged, len(nodes), (label, blob, nodes, cal, edits)))
+            say(self.job.log, label, judged, len(nodes))
+            if judged.passed and first is None:
+                first = len(self.kept) - 1
+        return first
+
+    def quantized(self, cal: bytes, denylist: tuple[str, ...]) -> bytes | None:
+        """CAL quantized with DENYLIST in float; None (noted) where the quantizer refuses: with every op that reads
+        the input in float, int8 I/O cannot be set ("Model input is not dequantized")."""
+        try:
+            return quantized(self.job, cal, denylist)
+        except ValueError as exc:
+            note = f"mixed precision: the TFLite quantizer refused {len(denylist)} ops in float ({exc})"
+            if note not in self.job.notes:
+                self.job.notes.append(note)
+            return None
+
+    def recipe(self, name: str) -> int | None:
+        blob, cal_path, edits = build(self.job, name, ())
+        return self.judge_many([(name, blob, (), cal_path, edits)])
+
+    def mixed(self) -> int | None:
+        """Selective quantization on the best float-free candidate's calibration: damage alone, rank, bisect."""
+        k = best(self.kept)
+        _, _, (base, base_blob, _, cal_path, edits) = self.kept[k]
+        if cal_path is None:
+            cal_path = _write(self.job, "plain.calibrated.tflite", calibrated(self.job))
+        cal = cal_path.read_bytes()
+        units = _units(cal_path)
+        if len(units) > MAX_PROBES:
+            units = sorted(units, key=lambda u: -sum(self.macs.get(n, 0) for n in u))[:MAX_PROBES]
+        everything, readers = _op_names(cal_path)
+        if self.job.io_dtype != "float32":  # int8 input: "Model input is not dequantized" with all its readers float
+            everything = tuple(n for n in everything if n not in readers)
+            units = [tuple(n for n in u if n not in readers) for u in units]
+            units = [u for u in units if u]
+        covered = {n for u in units for n in u}
+        rest = tuple(n for n in everything if n not in covered)
+        blobs = [self.quantized(cal, tuple(n for n in everything if n not in set(u))) for u in units]  # only U int8
+        paths = [_write(self.job, f"probe-{i}.tflite", b) for i, b in enumerate([*blobs, base_blob]) if b is not None]
+        x, y_ref = self.x[:PROBE_SAMPLES], self.y_ref[:PROBE_SAMPLES]
+        ran = iter(run_tflite(paths, x))
+        ys = [next(ran) if b is not None else None for b in blobs]
+        whole = next(ran)  # the base itself, every group quantized
+        for p in paths:
+            p.unlink(missing_ok=True)
+        damage = [(float(((y - y_ref).astype(np.float64) ** 2).mean()) if y is not None else float("inf"), u)
+                  for y, u in zip(ys, units, strict=True)]
+        ranked = ranked_units(damage, self.macs) + ([rest] if rest else [])
+        if whole is not None:
+            self.error_share = error_share(damage, float(((whole - y_ref).astype(np.float64) ** 2).mean()))
+        self.job.log(f"int8 mixed precision: measured {len(units)} layer groups alone on {base}; most damaging: "
+                     + ", ".join(f"{len(u)} ops ending {u[-1]}" for _, u in sorted(damage, key=lambda d: -d[0])[:3]))
+        tried: dict[tuple[str, ...], int] = {}
+
+        def passes(nodes: tuple[str, ...]) -> bool:
+            if not self.reachable():
+                return False
+            blob = self.quantized(cal, nodes)
+            if blob is None:
+                return False
+            ok = self.judge_many([(f"mixed[{base}]", blob, nodes, cal_path, edits)]) is not None
+            tried[nodes] = len(self.kept) - 1
+            return ok
+
+        found = smallest_float_set(ranked, self.macs, passes)
+        if found is None:
+            if not self.reach.stopped:  # tried up to the cap and missed (a stopped search did not try it)
+                self.needed_over = cap_share(ranked, self.macs)
+            return None
+        return tried[prefix_nodes(ranked, found)]
+
+
+def _detection(fm: Any, ref_path: Path, y_ref: np.ndarray | None, job: TfliteJob) -> tuple[Any, Any]:
+    """(the first output's KindChoice, the DecodeRegion of the first output where it is a detector) of the float
+    TFLite model FM; (None, None) without KINDS to decide from. The search runs the first output only."""
+    kinds = job.kinds
+    if kinds is None:
+        return None, None
+    from edgekit.fidelity.decide import decide_kinds
+    from edgekit.quantize.detect_decode import tflite_decode
+
+    y = y_ref if y_ref is not None else run_tflite([ref_path], job.samples[:DECIDE_SAMPLES])[0]
+    if y is None:
+        return None, None
+    name = fm.tensors[fm.outputs[0]].name
+    asked = dict(kinds.asked or {})
+    asked = {name: asked[name]} if name in asked else {name: next(iter(asked.values()))} if len(asked) == 1 and \
+        len(fm.outputs) == 1 else {}  # the converter renames outputs: a one-output model's kind follows it
+    choice = decide_kinds({name: y}, kinds.layout, asked, kinds.metadata)[name]
+    if choice.kind != "detection":
+        return choice, None
+    return choice, tflite_decode(fm, [fm.outputs[0]])
+
+
+def _decode_record(s: _Search, float_free: bool, moved: int = 0) -> dict[str, Any] | None:
+    """`int8_recipe.detection_decode` of a TFLite artifact: what the quantizer's denylist kept in float."""
+    if s.decode is None:
+        return None
+    where = ("the TFLite quantizer's denylist: the decode's ops stay float after the head's int8 layers (a "
+             "DEQUANTIZE between), and the outputs are float32")
+    heads = s.decode.head_layers
+    if float_free:
+        where += ("; on an integer-only target such as the Edge TPU these float ops run on the CPU after the TPU "
+                  "part (the compiler maps ops in order up to the first float one), so the ops are ordered to run "
+                  f"every int8 op first ({moved} ops moved, edgekit.edgetpu.order)")
+        return s.decode.record(macs_fraction(s.decode.nodes, s.macs), where, {
+            "head_outputs": "int8: on an integer-only target the head's last layers run on the TPU, so they keep "
+            "int8 outputs; only the decode after them is float",
+            "head_layers_macs_fraction": round(macs_fraction(heads, s.macs), 6), "ops_moved": moved})
+    return s.decode.record(macs_fraction(s.decode.nodes, s.macs), where, {
+        "head_outputs": "float: the head's last layers are on the denylist too (TFLite has no int8 layer with a float "
+        "output), so the class logits are not rounded before the sigmoid and the 0.25 cut (mini DFL detector: box "
+        "recall 92.0% with the decode alone in float, 97.2% with these layers too)",
+        "head_layers_macs_fraction": round(macs_fraction(heads, s.macs), 6)})
+
+
+def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Path | None, dict[str, Any]]:
+    """The int8 model of recipe BASE (plain | equalize | equalize+bias | bias | percentile | mse) with NODES in
+    float, calibrated on JOB's samples; the calibrated float model it was quantized from (None for the converter's
+    own plain path); and what BASE's edits of the float model add to the recipe's config."""
+    if base == "plain" and job.fixed is None and not nodes and not job.decode:
+        return plain(job), None, {}
+    edited, edits = job.fixed, {}
+    if base in EQUALIZING:
+        from edgekit.quantize.tflite.equalize import equalize_tflite
+
+        edited, words = equalize_tflite(edited or float_model(job), job.samples)
+        job.notes.append(words)
+    if base in BIAS_CORRECTING:  # on the equalized model where both: its own weights' shift
+        from edgekit.quantize.tflite.bias import correct_biases
+
+        edited, done = correct_biases(edited or float_model(job), job.representative())
+        job.notes.append(done.words())
+        edits = {"bias_corrected_layers": list(done.corrected), "bias_skipped_layers": list(done.no_bias)}
+    cal = calibrated(job, edited)  # a changed float model gets its own calibration (edgekit.tflite.cache keys it)
+    if base in STATISTICS:  # the calibrator's min/max replaced by the statistic, measured on the same float model
+        cal, words = with_statistic(cal, edited or float_model(job), base, job.representative())
+        job.notes.append(words)
+    cal_path = _write(job, f"{base}.calibrated.tflite", cal)
+    return quantized(job, cal_path.read_bytes(), nodes), cal_path, edits
+
+
+def _op_names(path: Path) -> tuple[tuple[str, ...], set[str]]:
+    """Every op's name (its first output tensor's), and those of the ops reading a model input."""
+    from edgekit.tflite.model import read_tflite
+
+    m = read_tflite(path)
+    names = tuple(dict.fromkeys(m.tensors[op.outputs[0]].name for op in m.ops if op.outputs))
+    readers = {m.tensors[op.outputs[0]].name for op in m.ops if op.outputs and set(m.inputs) & set(op.inputs)}
+    return names, readers
+
+
+def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) -> tuple[bytes, RecipeChoice]:
+    """The int8 model by the recipe REQUESTED (or auto), and the record of how it was chosen."""
+    if requested not in ("auto", *TFLITE_RECIPES):
+        job.notes.append(f"recipe '{requested}' exists for ONNX only; TFLite used auto's recipes instead")
+        requested = "auto"
+    if requested == "mixed" and float_free:
+        job.notes.append("mixed precision leaves layers in float, which the Edge TPU cannot run: not tried")
+    fixes = _edgetpu_fixes(job) if job.edgetpu_fixes else None
+    if fixes is None:  # the rewrites every int8 model needs (the Edge TPU's include them)
+        _range_fixes(job)
+    searching = requested in ("auto", "mixed")
+    s = _Search(job, searching, float_free)
+    met: bool | None = None
+    if searching:
+        pick, met = _searched(s, requested, float_free)
+        _, _, (label, blob, nodes, cal_path, edits) = s.kept[pick]
+        if len(s.job.samples) < len(job.samples):  # judged on a held-out part: rebuilt on every calibration sample
+            blob, cal_path, edits = build(job, label.split("[")[-1].rstrip("]"), nodes)
+    else:  # a named recipe, on every calibration sample: validation judges it
+        label, nodes = requested, ()
+        blob, cal_path, edits = build(job, requested, nodes)
+    base = label.split("[")[-1].rstrip("]")
+    if cal_path is None:  # the diagnosis re-quantizes a calibrated twin with the debugger's checks
+        cal_path = _write(job, "plain.calibrated.tflite", calibrated(job))
+    t = s.trials[pick] if searching else None
+    if fixes is not None and fixes.get("applied"):
+        fixes["preflight_after"] = _preflight_counts(job, blob)
+        job.log(f"Edge TPU fixes: {fixes['words']}; predicted ops on the TPU {_counts_words(fixes['preflight_before'])}"
+                f" -> {_counts_words(fixes['preflight_after'])}")
+    moved = 0
+    if float_free and job.decode:  # the float decode after every int8 op, so Edge TPU mapping does not stop early
+        from edgekit.edgetpu.order import float_ops_last
+
+        blob, moved = float_ops_last(blob)
+    _refuse_absurd_ranges(job, blob)
+    noise = input_noise_agreement(lambda x: run_tflite([s.ref_path], x)[0], s.x, s.y_ref) if searching else None
+    choice = RecipeChoice(
+        requested=requested, chosen=label, config={"recipe": base, "denylisted_nodes": list(nodes),
+                                                   "decode_nodes": list(job.decode),
+                                                   "io_dtype": job.io_dtype, "calibrate": _statistic(base),
+                                                   "equalize": base in EQUALIZING,
+                                                   "bias_correct": base in BIAS_CORRECTING, **edits},
+        met=met, judged_on=s.judged_on.replace("fp32 model", "fp32 TFLite model"),
+        float_nodes=nodes, macs_float_fraction=t.macs_float_fraction if t else 0.0, trials=tuple(s.trials),
+        notes=tuple(dict.fromkeys(job.notes)), float_model=str(cal_path), edgetpu_fixes=fixes,
+        cost=_cost(s, blob, label), float_input_noise_agreement=None if noise is None else round(noise, 4),
+        macs_float_needed_over=s.needed_over, top1_margins=s.kept[pick][0].margins if searching else None,
+        worst_group_error_share=s.error_share, detection_decode=_decode_record(s, float_free, moved))
+    if met is False:
+        job.log("int8: no recipe met the thresholds on the samples the search judges; keeping the best float-free "
+                f"one, {label}" + (f" ({choice.why_words()})" if s.needed_over is not None else ""))
+    return blob, choice
+
+
+def _searched(s: _Search, requested: str, float_free: bool) -> tuple[int, bool]:
+    """Auto's (or mixed's) search: the index of the candidate kept, and whether it met the thresholds."""
+    for name in AUTO_ORDER if requested == "auto" else ("plain",):
+        if not s.reachable():
+            break
+        pick = s.recipe(name)
+        if pick is not None:
+            return pick, True
+    pick = s.mixed() if not float_free and s.reachable() else None
+    if pick is not None:
+        return pick, True
+    return best_float_free(s.kept), False  # type: ignore[arg-type]
+
+
+def _statistic(base: str) -> str:
+    """The activation ranges' statistic of recipe BASE, as the ONNX recipes' `calibrate` names it."""
+    return base if base in STATISTICS else "minmax"
+
+
+def _cost(s: _Search, blob: bytes, label: str) -> dict[str, Any]:
+    """Size and latency of the artifact against plain int8 (and the fp32 model)."""
+    if label == "plain":  # nothing to compare with: no latency measured on the default path
+        return {"size_bytes": len(blob), "fp32_size_bytes": s.ref_path.stat().st_size, "size_delta_bytes": 0,
+                "latency_delta_ms": 0.0}
+    plain_blob = next((k[1] for _, _, k in s.kept if k[0] == "plain"), None) or build(s.job, "plain", ())[0]
+    paths = {"artifact": _write(s.job, "cost-artifact.tflite", blob),
+             "plain": _write(s.job, "cost-plain.tflite", plain_blob), "fp32": s.ref_path}
+    lat = run_tflite(list(paths.values()), s.x[:1], latency=True)
+    return cost_record({k: p.stat().st_size for k, p in paths.items()},
+                       {k: float(v[0]) if v is not None else float("nan") for k, v in zip(paths, lat, strict=True)})
+
+
+def _edgetpu_fixes(job: TfliteJob) -> dict[str, Any]:
+    """Apply the Edge TPU graph fixes to the float model (job.fixed); the pre-flight of plain int8 without them."""
+    from edgekit.edgetpu.fixes import apply_fixes
+
+    fixed, report = apply_fixes(float_model(job))
+    out: dict[str, Any] = {"applied": dict(report.applied), "words": report.words()}
+    if report.applied:
+        job.fixed = fixed
+        out["preflight_before"] = _preflight_counts(job, plain(job))
+    return out
+
+
+def _range_fixes(job: TfliteJob) -> None:
+    """Rewrite what would put an infinity into an int8 range (edgekit.quantize.tflite.int8_ranges); say what changed."""
+    from edgekit.quantize.tflite.int8_ranges import range_fixes
+
+    fixed, applied = range_fixes(float_model(job))
+    if applied:
+        job.fixed = fixed
+        job.notes.append("int8 range fixes before calibration: " + ", ".join(f"{n} x {k}" for k, n in applied.items())
+                         + " (a pad with -inf would make the range infinite)")
+
+
+def _refuse_absurd_ranges(job: TfliteJob, blob: bytes) -> None:
+    """ConversionError naming the tensor, where the int8 model has a range no int8 step can cover."""
+    from edgekit.core.errors import ConversionError
+    from edgekit.quantize.tflite.int8_ranges import ABSURD_HINT, absurd_ranges, absurd_words
+
+    found = absurd_ranges(_write(job, "range-check.tflite", blob))
+    if found:
+        raise ConversionError(absurd_words(found), hint=ABSURD_HINT, step="tflite_convert", op=found[0].tensor)
+
+
+def _preflight_counts(job: TfliteJob, blob: bytes) -> dict[str, Any]:
+    from edgekit.edgetpu.preflight import preflight
+
+    pf = preflight(_write(job, "preflight.tflite", blob))
+    return {"ops_on_tpu": pf.ops_on_tpu, "ops_total": pf.ops_total, "macs_on_tpu_fraction": pf.macs_on_tpu_fraction}
+
+
+def _counts_words(c: dict[str, Any]) -> str:
+    return f"{c['ops_on_tpu']} of {c['ops_total']}"
+
+
+__all__ = ["build", "quantize_tflite"]

@@ -97,8 +97,11 @@ class TorchToOnnx(Step):
                 kwargs: dict[str, Any] = {}
                 if dynamic and not isinstance(model, torch.export.ExportedProgram):
                     kwargs["dynamic_shapes"] = ({0: torch.export.Dim("batch", min=1, max=4096)},)
+                # the source's input name, as the TorchScript path names it: every artifact and Triton then answer
+                # to the name the manifest records (the dynamo exporter otherwise takes forward()'s argument name)
                 torch.onnx.export(model, (example,), str(out), dynamo=True, external_data=False,
-                                  opset_version=opset, output_names=outputs, **kwargs)
+                                  opset_version=opset, input_names=[ctx.source.input_name], output_names=outputs,
+                                  **kwargs)
         with vendor_errors("onnx", step=self.name, what="The exported ONNX model does not pass onnx.checker"):
             model_proto = onnx.load(str(out))
             if strip_stack_traces(model_proto.graph):

@@ -41,7 +41,7 @@ def test_token_enforced_then_sigterm_under_load_drains_and_exits_0(onnx_fp32, tm
         assert httpx.get(f"{server.base}/v2", headers=auth).status_code == 200
 
         x = np.random.default_rng(0).random((1500, 1, 28, 28), dtype=np.float32)
-        head = json.dumps({"inputs": [{"name": "x", "shape": list(x.shape), "datatype": "FP32",
+        head = json.dumps({"inputs": [{"name": "input", "shape": list(x.shape), "datatype": "FP32",
                                        "parameters": {"binary_data_size": x.nbytes}}]}).encode()
         headers = {**auth, "Inference-Header-Content-Length": str(len(head))}
 

@@ -42,8 +42,7 @@ def _png(array: np.ndarray) -> bytes:
 
 
 def _still_serving(served) -> None:
-    r = httpx.post(f"{served.base}/v2/models/mnist_cnn-fp32/infer",
-                   json={"inputs": [{"name": "x", "shape": [1, 1, 28, 28], "datatype": "FP32", "data": [0.5] * 784}]})
+    r = httpx.post(f"{served.base}/v2/models/mnist_cnn-fp32/infer", json=_infer_json())
     assert r.status_code == 200, r.text
 
 
@@ -60,7 +59,7 @@ def test_health_metadata_and_names(served, client) -> None:
     assert int8["inputs"][0]["datatype"] == "FP32" and int8["inputs"][0]["shape"] == [1, 28, 28, 1]
     assert int8["parameters"]["preprocessing"]["size"] == [28, 28]
     fp32 = client.get_model_metadata("mnist_cnn-fp32", model_version="1")
-    # the source's names for every artifact (test_serve_names.py): the ONNX's own "x" is served as "input"
+    # the source's names for every artifact (test_serve_names.py), the ONNX's own too
     assert fp32["inputs"] == [{"name": "input", "datatype": "FP32", "shape": [-1, 1, 28, 28]}]
     with pytest.raises(InferenceServerException, match="no model named"):
         client.get_model_metadata("nope")
@@ -113,7 +112,7 @@ def test_a_dynamic_batch_runs_in_one_request(served, client) -> None:
     from edgekit.conversion.calibration import mnist_split
 
     x = (mnist_split()[2][:8].astype(np.float32) / 255)[:, None]
-    infer_in = tritonhttp.InferInput("x", list(x.shape), "FP32")
+    infer_in = tritonhttp.InferInput("input", list(x.shape), "FP32")
     infer_in.set_data_from_numpy(x)
     out = client.get_model_metadata("mnist_cnn-fp32")["outputs"][0]["name"]
     got = client.infer("mnist_cnn-fp32", [infer_in]).as_numpy(out)
@@ -152,7 +151,7 @@ def _post(served, path: str, **kw) -> httpx.Response:
     return httpx.post(f"{served.base}{path}", timeout=30, **kw)
 
 
-def _infer_json(name="x", shape=(1, 1, 28, 28), datatype="FP32", data=None) -> dict:
+def _infer_json(name="input", shape=(1, 1, 28, 28), datatype="FP32", data=None) -> dict:
     n = int(np.prod(shape))
     return {"inputs": [{"name": name, "shape": list(shape), "datatype": datatype,
                         "data": data if data is not None else [0.5] * n}]}
@@ -167,7 +166,7 @@ BAD = [
     ("unknown datatype", "/v2/models/mnist_cnn-fp32/infer", {"json": _infer_json(datatype="float")}, 400,
      "inputs[0].datatype"),
     ("NaN, quantized", "/v2/models/mnist_cnn-int8/infer",
-     {"content": json.dumps(_infer_json("serving_default_x:0", (1, 28, 28, 1), data=[float("nan")] * 784))},
+     {"content": json.dumps(_infer_json("serving_default_input:0", (1, 28, 28, 1), data=[float("nan")] * 784))},
      400, "inputs[0].data"),
     ("malformed JSON", "/v2/models/mnist_cnn-fp32/infer", {"content": b'{"inputs": [{"name": '}, 400, "body"),
     ("deep JSON", "/v2/models/mnist_cnn-fp32/infer", {"content": b"[" * 50_000 + b"]" * 50_000}, 400, "body"),
@@ -204,13 +203,13 @@ def test_a_failing_model_still_answers_the_next_good_request(served) -> None:
 def test_a_full_queue_answers_503_with_retry_after_at_once(served) -> None:
     # --max-queue 2, one worker: a burst of 24 large batches cannot all wait; the excess is refused at once
     x = np.random.default_rng(0).random((1024, 1, 28, 28), dtype=np.float32)
-    head = json.dumps({"inputs": [{"name": "x", "shape": list(x.shape), "datatype": "FP32",
+    head = json.dumps({"inputs": [{"name": "input", "shape": list(x.shape), "datatype": "FP32",
                                    "parameters": {"binary_data_size": x.nbytes}}]}).encode()
     headers = {"Inference-Header-Content-Length": str(len(head)), "content-type": "application/octet-stream"}
     body = head + x.tobytes()
     if len(body) > 1024 * 1024:  # the module server takes at most 1 MiB: send what fits
         x = x[: (1024 * 1024 - len(head) - 64) // (28 * 28 * 4)]
-        head = json.dumps({"inputs": [{"name": "x", "shape": list(x.shape), "datatype": "FP32",
+        head = json.dumps({"inputs": [{"name": "input", "shape": list(x.shape), "datatype": "FP32",
                                        "parameters": {"binary_data_size": x.nbytes}}]}).encode()
         headers["Inference-Header-Content-Length"] = str(len(head))
         body = head + x.tobytes()
@@ -242,7 +241,7 @@ def test_dynamic_batching_runs_concurrent_requests_together_with_the_same_answer
     digits = (mnist_split()[2][:4].astype(np.float32) / 255)[:, None, None]  # 4 requests of (1, 1, 28, 28)
     rt = _runtime(served.folder / "mnist_cnn.fp32.onnx")
     out = rt.outputs[0].name
-    want = [rt.run_float({"x": d})[out] for d in digits]
+    want = [rt.run_float({"input": d})[out] for d in digits]
     rt.close()
 
     def one(d: np.ndarray) -> np.ndarray:

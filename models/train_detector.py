@@ -112,99 +112,15 @@ def _batches(images: np.ndarray, labels: np.ndarray, seed: int) -> tuple[torch.T
     return torch.from_numpy(x), torch.from_numpy(gt)
 
 
-def nms(boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, iou: float) -> np.ndarray:
-    """Greedy class-aware NMS; indices kept, best first."""
-    order = np.argsort(-scores, kind="stable")
-    keep: list[int] = []
-    while len(order):
-        i, rest = order[0], order[1:]
-        keep.append(int(i))
-        xx1 = np.maximum(boxes[i, 0], boxes[rest, 0])
-        yy1 = np.maximum(boxes[i, 1], boxes[rest, 1])
-        xx2 = np.minimum(boxes[i, 2], boxes[rest, 2])
-        yy2 = np.minimum(boxes[i, 3], boxes[rest, 3])
-        inter = np.clip(xx2 - xx1, 0, None) * np.clip(yy2 - yy1, 0, None)
-        area = lambda b: (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1])  # noqa: E731
-        ious = inter / (area(boxes[i]) + area(boxes[rest]) - inter + 1e-9)
-        order = rest[(ious <= iou) | (classes[rest] != classes[i])]
-    return np.asarray(keep, np.int64)
+def evaluate(out: np.ndarray, gts: np.ndarray, n_images: int) -> dict[str, float]:
+    """mAP50 and mAP50-95 of raw outputs OUT (N, 4 + C, A) against GTS (M, 6) [image, class, x1, y1, x2, y2]:
+    decoded and NMS'd as edgekit's fidelity does it (Ultralytics' validation cuts), scored by pycocotools."""
+    from edgekit.fidelity.coco import mean_ap
+    from edgekit.fidelity.detection import Head, decode, labelled_boxes
 
-
-def detections(out: np.ndarray, conf: float = CONF, iou: float = NMS_IOU, max_det: int = MAX_DET) -> np.ndarray:
-    """Raw model output (N, 4 + C, A) -> (K, 7) rows [image_index, class, score, x1, y1, x2, y2] after NMS."""
-    rows = []
-    for k, o in enumerate(out):
-        xywh, probs = o[:4].T, o[4:].T
-        cls, score = probs.argmax(1), probs.max(1)
-        sel = score > conf
-        xyxy = np.concatenate([xywh[sel, :2] - xywh[sel, 2:] / 2, xywh[sel, :2] + xywh[sel, 2:] / 2], 1)
-        keep = nms(xyxy, score[sel], cls[sel], iou)[:max_det]
-        rows.append(np.column_stack([np.full(len(keep), k), cls[sel][keep], score[sel][keep], xyxy[keep]]))
-    return np.concatenate(rows) if rows else np.zeros((0, 7))
-
-
-def _iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    lt, rb = np.maximum(a[:, None, :2], b[None, :, :2]), np.minimum(a[:, None, 2:], b[None, :, 2:])
-    inter = np.prod(np.clip(rb - lt, 0, None), 2)
-    area = lambda x: np.prod(x[:, 2:] - x[:, :2], 1)  # noqa: E731
-    return inter / (area(a)[:, None] + area(b)[None] - inter + 1e-9)
-
-
-def mean_ap(dets: np.ndarray, gts: np.ndarray, nc: int = 10) -> dict[str, float]:
-    """COCO-style mAP in numpy (101-point interpolation, greedy best-IoU matching per threshold): mAP50 and
-    mAP50-95 of DETS (K, 7) against ground truth GTS (M, 6) [image_index, class, x1, y1, x2, y2]."""
-    thresholds = np.linspace(0.5, 0.95, 10)
-    ap = np.zeros((nc, len(thresholds)))
-    for c in range(nc):
-        d, g = dets[dets[:, 1] == c], gts[gts[:, 1] == c]
-        d = d[np.argsort(-d[:, 2], kind="stable")]
-        for t, thr in enumerate(thresholds):
-            tp = np.zeros(len(d))
-            used: dict[int, np.ndarray] = {}
-            for j, row in enumerate(d):
-                gi = np.flatnonzero(g[:, 0] == row[0])
-                if not len(gi):
-                    continue
-                taken = used.setdefault(int(row[0]), np.zeros(len(gi), bool))
-                ious = np.where(taken, -1.0, _iou_matrix(row[None, 3:], g[gi, 2:])[0])
-                if ious.max() >= thr:
-                    taken[ious.argmax()] = True
-                    tp[j] = 1
-            recall = np.cumsum(tp) / max(len(g), 1)
-            precision = np.cumsum(tp) / np.arange(1, len(d) + 1)
-            precision = np.maximum.accumulate(precision[::-1])[::-1] if len(d) else precision
-            grid = np.linspace(0, 1, 101)
-            idx = np.searchsorted(recall, grid, side="left")
-            ap[c, t] = np.mean([precision[i] if i < len(d) else 0.0 for i in idx])
-    return {"mAP50": float(ap[:, 0].mean()), "mAP50-95": float(ap.mean())}
-
-
-def coco_map(dets: np.ndarray, gts: np.ndarray, n_images: int) -> dict[str, float] | None:
-    """The same two figures from pycocotools (the reference implementation), if it is installed."""
-    try:
-        from pycocotools.coco import COCO
-        from pycocotools.cocoeval import COCOeval
-    except ImportError:
-        return None
-    import contextlib
-
-    xywh = lambda b: [float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])]  # noqa: E731
-    gt = COCO()
-    gt.dataset = {"images": [{"id": i} for i in range(n_images)],
-                  "categories": [{"id": c} for c in range(10)],
-                  "annotations": [{"id": k + 1, "image_id": int(r[0]), "category_id": int(r[1]), "bbox": xywh(r[2:]),
-                                   "area": float((r[4] - r[2]) * (r[5] - r[3])), "iscrowd": 0}
-                                  for k, r in enumerate(gts)]}
-    with contextlib.redirect_stdout(io.StringIO()):
-        gt.createIndex()
-        dt = gt.loadRes([{"image_id": int(r[0]), "category_id": int(r[1]), "score": float(r[2]), "bbox": xywh(r[3:])}
-                         for r in dets])
-        ev = COCOeval(gt, dt, "bbox")
-        ev.params.maxDets = [1, 10, 100]  # COCO's; summarize() reads mAP50-95 at 100 (at most 4 digits a canvas)
-        ev.evaluate()
-        ev.accumulate()
-        ev.summarize()
-    return {"mAP50": float(ev.stats[1]), "mAP50-95": float(ev.stats[0])}
+    head = Head("yolov8", len(NAMES), confidence=CONF, nms_iou=NMS_IOU)
+    m50, m5095 = mean_ap(decode([out], head), labelled_boxes(gts, n_images))
+    return {"mAP50": m50, "mAP50-95": m5095}
 
 
 @torch.no_grad()
@@ -240,10 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     model, seconds = train(args.epochs)
     x_val, gts = dd.make_canvases(VAL_CANVASES, "test", dd.VAL_SEED)
     reference = predict(model, x_val)
-    dets = detections(reference)
-    metrics = mean_ap(dets, gts)
-    coco = coco_map(dets, gts, VAL_CANVASES)
-    print(f"held-out {VAL_CANVASES} canvases, {len(gts)} digits: numpy {metrics}, pycocotools {coco}")
+    metrics = evaluate(reference, gts, VAL_CANVASES)
+    print(f"held-out {VAL_CANVASES} canvases, {len(gts)} digits: {metrics}")
     if metrics["mAP50"] < MIN_MAP50:
         print(f"error: mAP50 {metrics['mAP50']:.3f} is below {MIN_MAP50}; nothing written.", file=sys.stderr)
         return 1
@@ -275,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(20):
             model(example)
     info = {
-        "metrics": {"numpy": metrics, "pycocotools": coco, "val_canvases": VAL_CANVASES, "val_digits": int(len(gts)),
-                    "val_seed": dd.VAL_SEED, "conf": CONF, "nms_iou": NMS_IOU, "max_det": MAX_DET},
+        "metrics": {**metrics, "by": "pycocotools (edgekit.fidelity.coco), boxes from edgekit.fidelity.detection",
+                    "val_canvases": VAL_CANVASES, "val_digits": int(len(gts)), "val_seed": dd.VAL_SEED, "conf": CONF,
+                    "nms_iou": NMS_IOU, "max_det": MAX_DET},
         "parameters": int(sum(p.numel() for p in model.parameters())),
         "architecture": "models.yolo.yolov8_tiny: YOLOv8 width 0.125, depth 0.33, max_channels 256, 10 classes",
         "seed": SEED, "epochs": args.epochs, "canvases_per_epoch": EPOCH_CANVASES, "batch_size": BATCH,

@@ -117,13 +117,19 @@ def onnx_decode(model: Any, outputs: Iterable[str]) -> DecodeRegion:
     graph_inputs = {i.name for i in g.input if i.name not in inits}
     region, heads, reason = _walk(outputs, producer, lambda n: n.op_type, lambda n: [i for i in n.input if i],
                                   lambda n: n.name, ONNX_LAYERS, ONNX_MOVES, ONNX_SHAPE_READERS, graph_inputs)
-    order = {id(n): k for k, n in enumerate(g.node)}
+    ops = _in_graph_order(region, heads, g.node, lambda n: n.op_type)
+    return DecodeRegion(outputs, tuple(n.name for n in region), tuple(n.name for n in heads), ops, reason)
+
+
+def _in_graph_order(region: list[Any], heads: list[Any], graph: Iterable[Any], op_type: Any) -> dict[str, int]:
+    """Sort REGION and HEADS (in place) as GRAPH orders its nodes; the region's count of each op type."""
+    order = {id(n): k for k, n in enumerate(graph)}
     region.sort(key=lambda n: order[id(n)])
     heads.sort(key=lambda n: order[id(n)])
     ops: dict[str, int] = {}
     for n in region:
-        ops[n.op_type] = ops.get(n.op_type, 0) + 1
-    return DecodeRegion(outputs, tuple(n.name for n in region), tuple(n.name for n in heads), ops, reason)
+        ops[op_type(n)] = ops.get(op_type(n), 0) + 1
+    return ops
 
 
 def tflite_decode(model: Any, outputs: Iterable[int]) -> DecodeRegion:
@@ -134,12 +140,7 @@ def tflite_decode(model: Any, outputs: Iterable[int]) -> DecodeRegion:
     name = lambda op: model.tensors[op.outputs[0]].name  # noqa: E731
     region, heads, reason = _walk(outputs, producer, lambda op: op.op, lambda op: [i for i in op.inputs if i >= 0],
                                   name, TFLITE_LAYERS, TFLITE_MOVES, TFLITE_SHAPE_READERS, set(model.inputs))
-    order = {id(op): k for k, op in enumerate(model.ops)}
-    region.sort(key=lambda op: order[id(op)])
-    heads.sort(key=lambda op: order[id(op)])
-    ops: dict[str, int] = {}
-    for op in region:
-        ops[op.op] = ops.get(op.op, 0) + 1
+    ops = _in_graph_order(region, heads, model.ops, lambda op: op.op)
     return DecodeRegion(tuple(model.tensors[t].name for t in outputs), tuple(name(op) for op in region),
                         tuple(name(op) for op in heads), ops, reason)
 

@@ -297,3 +297,31 @@ def yolov8_dfl_head(path: Path) -> Path:
     onnx.checker.check_model(model, full_check=True)
     onnx.save(model, str(path))
     return path
+
+
+def converts_like_onnxruntime(src: Path, x: np.ndarray, tmp_path: Path) -> list[int]:
+    """SRC (batch 1, input "x") converted to fp32 TFLite by edgekit: published, passing, and equal to onnxruntime's
+    outputs on 4 samples of X (NCHW); the TFLite output's shape."""
+    import pytest
+
+    pytest.importorskip("onnx2tf")
+    import onnxruntime as ort
+    from ai_edge_litert.interpreter import Interpreter
+
+    from edgekit.conversion.pipeline import convert
+
+    calib = tmp_path / "calib.npy"
+    np.save(calib, x)
+    run = convert(src, "tflite", "fp32", calib=str(calib), calib_size=8, val_size=16, out=tmp_path / "out")
+    (art,) = run.artifacts
+    assert art.status != "failed", art.failure
+    it = Interpreter(str(tmp_path / "out" / art.path))
+    it.allocate_tensors()
+    sess = ort.InferenceSession(str(src))
+    for i in range(4):
+        it.set_tensor(it.get_input_details()[0]["index"], x[i:i + 1].transpose(0, 2, 3, 1).copy())
+        it.invoke()
+        np.testing.assert_allclose(it.get_tensor(it.get_output_details()[0]["index"]),
+                                   sess.run(None, {"x": x[i:i + 1]})[0], atol=1e-4)
+    assert art.fidelity is not None and art.fidelity.passed
+    return [int(d) for d in it.get_output_details()[0]["shape"]]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from onnx2tf_models import convnext_tie, mobilevit_like  # noqa: E402
+from onnx2tf_models import converts_like_onnxruntime, convnext_tie, mobilevit_like  # noqa: E402
 
 from edgekit.steps.onnx2tf_fixes import (  # noqa: E402
     as_converted_validation,
@@ -53,42 +53,18 @@ def test_onnx2tfs_onnxsim_calls_skip_the_attention_fusion() -> None:
     assert onnxsim_args(["flatc", "-t"]) == ["flatc", "-t"] and onnxsim_args("onnxsim a b") == "onnxsim a b"
 
 
-def _converts_like_onnxruntime(src: Path, x: np.ndarray, tmp_path: Path) -> None:
-    """SRC (batch 1) converted to fp32 TFLite by edgekit: published, passing, and equal to onnxruntime's outputs."""
-    pytest.importorskip("onnx2tf")
-    import onnxruntime as ort
-    from ai_edge_litert.interpreter import Interpreter
-
-    from edgekit.conversion.pipeline import convert
-
-    calib = tmp_path / "calib.npy"
-    np.save(calib, x)
-    run = convert(src, "tflite", "fp32", calib=str(calib), calib_size=8, val_size=16, out=tmp_path / "out")
-    (art,) = run.artifacts
-    assert art.status != "failed", art.failure
-    it = Interpreter(str(tmp_path / "out" / art.path))
-    it.allocate_tensors()
-    sess = ort.InferenceSession(str(src))
-    for i in range(4):
-        it.set_tensor(it.get_input_details()[0]["index"], x[i:i + 1].transpose(0, 2, 3, 1).copy())
-        it.invoke()
-        np.testing.assert_allclose(it.get_tensor(it.get_output_details()[0]["index"]),
-                                   sess.run(None, {"x": x[i:i + 1]})[0], atol=1e-4)
-    assert art.fidelity is not None and art.fidelity.passed
-
-
 @pytest.mark.slow
 def test_a_convnext_block_whose_dimensions_all_tie_converts_right(tmp_path: Path) -> None:
     # ConvNeXt-V2 atto at 160 x 160 (40 channels, 40 x 40): onnx2tf's fp32 TFLite agreed on 11% (cosine 0.60)
     x = np.random.default_rng(1).random((24, 3, 32, 32), dtype=np.float32)
-    _converts_like_onnxruntime(convnext_tie(tmp_path / "tie.onnx"), x, tmp_path)
+    converts_like_onnxruntime(convnext_tie(tmp_path / "tie.onnx"), x, tmp_path)
 
 
 @pytest.mark.slow
 def test_mobilevits_unfolded_patches_and_attention_convert(tmp_path: Path) -> None:
     # MobileViT-S: no TFLite at all ("144 elements, but got shape (100,)", then "Attention OP is not yet implemented")
     x = np.random.default_rng(2).random((24, 3, 16, 16), dtype=np.float32)
-    _converts_like_onnxruntime(mobilevit_like(tmp_path / "mvit.onnx"), x, tmp_path)
+    converts_like_onnxruntime(mobilevit_like(tmp_path / "mvit.onnx"), x, tmp_path)
 
 
 @pytest.mark.slow

@@ -34,6 +34,8 @@ FORMATS: dict[str, FormatSpec] = {
         FormatSpec("tflite", 4, "litert", ".tflite", inspectable=True, colour="#ff7f0e"),
         FormatSpec("edgetpu", 5, "litert", ".tflite", devices=("edgetpu",), inspectable=True, colour="#2ca02c",
                    compiled_from="tflite"),
+        # OpenVINO IR: model.xml (the graph) + model.bin (the weights), published together
+        FormatSpec("openvino", 6, "openvino", ".xml", inspectable=True, colour="#17becf"),
     )
 }
 

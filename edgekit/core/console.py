@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 # Tables are wide; when output goes to a file or a CI log (no terminal to measure) use 160 columns, not 80.
 err = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.stderr.isatty() else 160)
@@ -14,12 +15,12 @@ out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
 
 def progress(message: str) -> None:
-    """One progress line on stderr."""
-    err.print(f"[dim]>[/dim] {message}")
+    """One progress line on stderr (the message as it is: "[calibration: 200 of 300]" is text, not markup)."""
+    err.print(f"[dim]>[/dim] {escape(message)}")
 
 
 def warn(message: str) -> None:
-    err.print(f"[bold yellow]warning:[/bold yellow] {message}")
+    err.print(f"[bold yellow]warning:[/bold yellow] {escape(message)}")
 
 
 def print_json(obj: Any) -> None:

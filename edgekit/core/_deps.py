@@ -21,6 +21,7 @@ KNOWN: dict[str, tuple[str, str]] = {
     "matplotlib": ("matplotlib", "convert"),
     "onnxruntime": ("onnxruntime", "runtime"),
     "ai_edge_litert": ("ai-edge-litert", "runtime"),
+    "openvino": ("openvino", "openvino"),
     "PIL": ("pillow", "runtime"),
     "psutil": ("psutil", "runtime"),
     "skimage": ("scikit-image", "dev"),

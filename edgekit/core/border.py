@@ -65,6 +65,11 @@ _ORT = "onnxruntime.capi.onnxruntime_pybind11_state"
 _PROTOBUF = ("google.protobuf.message:DecodeError", "google.protobuf.message:EncodeError")
 _ONNX = ("onnx.checker:ValidationError", "onnx.shape_inference:InferenceError", *_PROTOBUF)
 _TF = ("tensorflow.python.framework.errors_impl:OpError", "tensorflow.lite.python.convert_phase:ConverterError")
+# OpenVINO raises a plain RuntimeError for most failures (core.read_model, compile_model, infer); these are the
+# types it raises besides: its frontends' failures, its Python layer's (OVTypeError is also a TypeError) and ovc's.
+_OV = tuple(f"openvino._pyopenvino:{n}" for n in ("GeneralFailure", "InitializationFailure", "NotImplementedFailure",
+                                                  "OpConversionFailure", "OpValidationFailure")) + (
+    "openvino.exceptions:OVError", "openvino.tools.ovc.error:BasicError")
 
 # The vendors edgekit calls, by the key a border names. One line per library; a typo is a KeyError.
 VENDORS: dict[str, Vendor] = {
@@ -81,6 +86,7 @@ VENDORS: dict[str, Vendor] = {
     "keras": Vendor("Keras", _TF),
     "tf2onnx": Vendor("tf2onnx", _TF + _ONNX),
     "litert": Vendor("LiteRT", ()),
+    "openvino": Vendor("OpenVINO", _OV),
     "numpy": Vendor("numpy", ()),
     "pynvml": Vendor("NVML", ("pynvml:NVMLError",)),
     "edgetpu_compiler": Vendor("edgetpu_compiler", ()),

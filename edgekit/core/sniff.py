@@ -8,6 +8,7 @@ A full parse (and its errors) stays with the readers.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 TFLITE_IDENTIFIER = b"TFL3"  # the flatbuffer file identifier at bytes 4..8 of every .tflite
@@ -43,6 +44,24 @@ def looks_like_onnx(head: bytes) -> bool:
     return len(head) > 2 and head[0] == 0x08 and head[1] < 0x80
 
 
+# An OpenVINO IR's graph file: an XML document whose root element is <net ...>, before which only a UTF-8 BOM,
+# whitespace, the XML declaration and comments may stand. A document type (<!DOCTYPE, the only place entities
+# can be declared) does not match, so a file that could ask a parser to expand entities is never taken for an IR.
+_IR_HEAD = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*(?:<\?xml[^<>]{0,256}\?>\s*)?"
+                      rb"(?:<!--(?:(?!-->).){0,4096}-->\s*)*<net[\s>/]", re.S)
+
+
+def is_openvino_ir(path: str | Path) -> bool:
+    """True when PATH starts like an OpenVINO IR graph (an .xml with a <net> root); its .bin is not checked."""
+    return bool(_IR_HEAD.match(read_head(path, 8192)))
+
+
+def has_onnx_suffix(path: str | Path) -> bool:
+    """True for a file named *.onnx (the ONNX protobuf has no magic number: looks_like_onnx is only a hint)."""
+    p = Path(path)
+    return p.suffix.lower() == ".onnx" and p.is_file()
+
+
 def is_edgetpu_model(path: str | Path) -> bool:
     """True when the .tflite at PATH holds a compiled Edge TPU subgraph (the custom op's name is in it)."""
     try:
@@ -54,8 +73,10 @@ def is_edgetpu_model(path: str | Path) -> bool:
 
 __all__ = [
     "EDGETPU_CUSTOM_OP",
+    "has_onnx_suffix",
     "TFLITE_IDENTIFIER",
     "is_edgetpu_model",
+    "is_openvino_ir",
     "is_tflite",
     "is_tflite_head",
     "looks_like_onnx",

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from edgekit.core.errors import UsageError
-from edgekit.core.formats import FORMATS
+from edgekit.core.formats import FORMATS, sniffed
 from edgekit.core.registry import check_choice, resolve
-from edgekit.core.sniff import is_edgetpu_model, is_tflite
 from edgekit.runtimes.base import Runtime
 
 RUNTIMES: dict[str, str] = {
@@ -21,6 +20,7 @@ RUNTIMES: dict[str, str] = {
     "litert": "edgekit.runtimes.litert:LiteRT",
     "torch": "edgekit.runtimes.torch:TorchRuntime",
     "tf": "edgekit.runtimes.tf:TFRuntime",
+    "openvino": "edgekit.runtimes.openvino:OpenVINO",
 }
 
 # The runtime used when none is named, per format: read from edgekit.core.formats.FORMATS (one table).
@@ -56,7 +56,7 @@ def normalize_device(device: str) -> str:
 
 
 def detect_format(path: str | Path) -> str:
-    """The artifact format of PATH from its content: onnx, tflite, edgetpu, savedmodel or torch."""
+    """The format of PATH from its content: an artifact format of FORMATS (its sniffer), savedmodel or torch."""
     p = Path(path)
     if not p.exists():
         raise UsageError(f"No such file or folder: {p}.", hint="Check the path (relative to the current folder).")
@@ -65,10 +65,9 @@ def detect_format(path: str | Path) -> str:
             return "savedmodel"
         raise UsageError(f"{p} is a folder but not a SavedModel (no saved_model.pb).",
                          hint="Pass a model file, or use `edgekit bench` for a conversion output folder.")
-    if is_tflite(p):
-        return "edgetpu" if is_edgetpu_model(p) else "tflite"
-    if p.suffix.lower() == ".onnx":
-        return "onnx"
+    fmt = sniffed(p)  # every artifact format's own sniffer (edgekit.core.formats.FORMATS)
+    if fmt is not None:
+        return fmt
     from edgekit.sources.detect import FAMILY, detect
 
     kind = detect(p)

@@ -9,7 +9,7 @@ conv 1->4 3x3 + ReLU, max-pool 2, conv 4->8 3x3 + ReLU, global average pool, den
 
 Formats: torch `.pt2` (ExportedProgram, dynamic batch) and TorchScript, ONNX (torch's dynamo
 exporter, single file, dynamic batch), a Keras SavedModel, TFLite fp32 and full-integer int8 with
-int8 I/O. Formats whose converter is not installed are skipped with the reason. Building is
+int8 I/O, and an OpenVINO IR (fp32, converted from that ONNX by `openvino.convert_model`). Formats whose converter is not installed are skipped with the reason. Building is
 idempotent: a folder that already holds a complete set is reused.
 """
 
@@ -29,7 +29,7 @@ from edgekit.core.fsutil import atomic_write_json
 
 INPUT_SHAPE_NCHW = (1, 1, 28, 28)
 INDEX = "testmodels.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the OpenVINO IR
 
 
 def weights(seed: int = 0) -> dict[str, np.ndarray]:
@@ -151,6 +151,16 @@ def _build_tf(out: Path, w: dict[str, np.ndarray]) -> dict[str, Path]:
     return paths
 
 
+def _build_openvino(out: Path, onnx_path: Path) -> dict[str, Path]:
+    """The ONNX model as an OpenVINO IR (tiny.xml + tiny.bin), weights kept in fp32."""
+    from edgekit.core.vendor_telemetry import require_quiet
+
+    ov = require_quiet("openvino")
+    xml = out / "tiny.xml"
+    ov.save_model(ov.convert_model(str(onnx_path)), str(xml), compress_to_fp16=False)
+    return {"openvino-fp32": xml}
+
+
 # artifact key -> (format, precision, layout of the 4-D input)
 KINDS: dict[str, tuple[str, str, str]] = {
     "torch-pt2": ("torch", "fp32", "NCHW"),
@@ -159,6 +169,7 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "savedmodel": ("savedmodel", "fp32", "NHWC"),
     "tflite-fp32": ("tflite", "fp32", "NHWC"),
     "tflite-int8": ("tflite", "int8", "NHWC"),
+    "openvino-fp32": ("openvino", "fp32", "NCHW"),
 }
 
 
@@ -186,6 +197,10 @@ def build(out_dir: str | Path) -> dict[str, Any]:
         models.update(_build_tf(out, w))
     else:
         skipped["savedmodel, tflite"] = "tensorflow/keras are not installed"
+    if "onnx" in models and available("openvino"):
+        models.update(_build_openvino(out, models["onnx"]))
+    else:
+        skipped["openvino-fp32"] = "openvino (or the ONNX model it is converted from) is not here"
     index = {"version": FORMAT_VERSION, "models": {k: str(p) for k, p in models.items()}, "skipped": skipped}
     atomic_write_json(index_path, index)
     return index

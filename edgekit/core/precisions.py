@@ -49,6 +49,12 @@ PRECISIONS: dict[str, PrecisionSpec] = {
               {"top1_agreement": 0.98, "cosine": 0.995}, aliases=("dynamic_range_quant",)),
         _spec("int8", 3, "full integer, calibrated", {"top1_agreement": 0.97, "cosine": 0.98, "accuracy_drop": 0.01},
               needs_calibration=True, aliases=("uint8", "full_integer_quant", "integer_quant")),
+        # int8 weights, int16 activations (TFLite's 16x8 mode, ONNX QDQ with 16-bit activations): about int8's size,
+        # 256x finer activations, so near lossless; the runtimes on CPUs have no int16 kernels to speed it up
+        # (docs/convert.md "w8a16"). Float I/O: it takes the arrays the fp32 artifact takes.
+        _spec("w8a16", 4, "int8 weights, int16 activations, calibrated (float I/O)",
+              {"top1_agreement": 0.99, "cosine": 0.995, "accuracy_drop": 0.005}, needs_calibration=True,
+              aliases=("16x8", "int16x8", "a16w8", "static_wi8_ai16", "wi8_ai16")),
     )
 }
 PRECISION_NAMES: tuple[str, ...] = tuple(PRECISIONS)

@@ -1,4 +1,5 @@
-"""ONNX fp32 -> the requested precision: fp32 (single file), fp16, dynamic int8, static int8 (QDQ).
+"""ONNX fp32 -> the requested precision: fp32 (single file), fp16, dynamic int8, static int8 (QDQ), w8a16 (QDQ with
+int8 weights and int16 activations, opset 21).
 
 Static int8 follows onnxruntime's recipe: `quant_pre_process` (shape inference + graph fusion,
 BatchNorm folded into the convolutions), then `quantize_static` in QDQ format, per-channel int8
@@ -93,7 +94,7 @@ class OnnxQuantize(Step):
                 self._fp16(inp.path, out)
             elif precision == "dynamic":
                 self._dynamic(inp.path, out, ctx.work / f"{ctx.stem}.dynamic-pre.onnx", ctx.log)
-            elif precision == "int8":
+            elif precision in ("int8", "w8a16"):  # w8a16: the same QDQ path, int16 activations (W8A16)
                 return self._int8(inp, out, ctx)
             else:  # the planner rejects others before anything runs
                 raise ConversionError(f"onnx_quantize has no precision '{precision}'.")
@@ -128,10 +129,11 @@ class OnnxQuantize(Step):
         from edgekit.quantize.onnx.graph import name_nodes
         from edgekit.quantize.onnx.prep import unshare_biases
         from edgekit.quantize.onnx.recipes import QuantData
-        from edgekit.quantize.onnx.search import KindSource, quantize_onnx
+        from edgekit.quantize.onnx.search import KindSource, quantize_onnx, quantize_w8a16
 
         assert inp.path is not None
-        pre = ctx.work / f"{ctx.stem}.int8-pre.onnx"
+        w8a16 = self.params.precision == "w8a16"
+        pre = ctx.work / f"{ctx.stem}.{self.params.precision}-pre.onnx"
         _pre_process(inp.path, pre, ctx.log)
         model = onnx.load(str(pre))
         name_nodes(model)  # mixed precision and the diagnosis name nodes; the exporters leave some unnamed
@@ -147,18 +149,22 @@ class OnnxQuantize(Step):
         samples = ctx.to_layout(ctx.calibration(), inp.layout).astype(np.float32)
         dims = model.graph.input[0].type.tensor_type.shape.dim
         batch = dims[0].dim_value if dims and dims[0].dim_value > 0 else 1
-        work = ctx.work / f"{ctx.stem}.int8-recipes"  # candidates and their float twins; never published
+        work = ctx.work / f"{ctx.stem}.{self.params.precision}-recipes"  # candidates, float twins; never published
         work.mkdir(exist_ok=True)
         if len(names) > 1:  # several inputs: each calibrated by its name, plain recipe (edgekit.conversion.feeds)
             from edgekit.conversion.feeds import by_keys, plain_int8_choice
-            from edgekit.quantize.onnx.recipes import OnnxRecipeConfig, quantize
+            from edgekit.quantize.onnx.recipes import W8A16, OnnxRecipeConfig, quantize
 
             feeds = {k: ctx.to_layout(v, inp.layout).astype(np.float32) for k, v in ctx.calibration_by_name().items()}
             named = by_keys(feeds, names, f"{inp.path.name}")
-            quantize(pre, dst, QuantData(names[0], named[names[0]], batch, work, feeds=named), OnnxRecipeConfig())
-            choice = plain_int8_choice(ctx.options.int8_recipe, OnnxRecipeConfig().to_dict(), len(samples))
-            return inp.derive(kind="onnx", path=dst, precision="int8", quantization=choice)
+            config = W8A16 if w8a16 else OnnxRecipeConfig()
+            quantize(pre, dst, QuantData(names[0], named[names[0]], batch, work, feeds=named), config)
+            choice = plain_int8_choice("w8a16" if w8a16 else ctx.options.int8_recipe, config.to_dict(), len(samples))
+            return inp.derive(kind="onnx", path=dst, precision=self.params.precision, quantization=choice)
         data = QuantData(names[0], samples, batch, work, notes=notes)
+        if w8a16:  # one recipe: 16-bit activations leave the int8 recipes nothing to recover
+            choice = quantize_w8a16(pre, dst, data, ctx.options.int8_recipe, ctx.log)
+            return inp.derive(kind="onnx", path=dst, precision="w8a16", quantization=choice)
         # a detector's outputs: judged by their boxes, their decode kept float (edgekit.quantize.detect_decode)
         kinds = KindSource(ctx.source.metadata, ctx.options.output_kinds, inp.layout)
         choice = quantize_onnx(pre, dst, data, ctx.options.int8_recipe, ctx.log, kinds=kinds)

@@ -1,4 +1,5 @@
-"""SavedModel -> TFLite at a precision: fp32, fp16, dynamic-range, or full-integer int8.
+"""SavedModel -> TFLite at a precision: fp32, fp16, dynamic-range, full-integer int8, or w8a16 (16x8: int8 weights,
+int16 activations, float I/O; edgekit.quantize.tflite.w8a16).
 
 Full-integer int8 uses the representative dataset (the user's calibration samples in the
 SavedModel's layout) and the requested I/O type (int8, uint8 or float32). The float model and its
@@ -89,6 +90,8 @@ class TfliteConvert(Step):
         with tflite_errors, contextlib.redirect_stdout(log):
             if precision == "int8":  # the recipe asked for (--int8-recipe; auto searches): edgekit.quantize
                 blob, choice = self._int8(tf, saved, signature, batch, io_dtype or "int8", inp.layout, ctx)
+            elif precision == "w8a16":  # int8 weights, int16 activations, float I/O: edgekit.quantize.tflite.w8a16
+                blob, choice = self._int8(tf, saved, signature, batch, "float32", inp.layout, ctx, w8a16=True)
             elif precision in ("fp16", "dynamic"):  # the converter's own weight quantization
                 converter = tf.lite.TFLiteConverter.from_saved_model(str(saved), signature_keys=[signature])
                 converter.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -103,12 +106,13 @@ class TfliteConvert(Step):
                           dynamic_shape_ops=dyn, quantization=choice)
 
     def _int8(self, tf: Any, saved: Any, signature: str, batch: int, io_dtype: str, layout: str,
-              ctx: StepContext) -> tuple[bytes, Any]:
+              ctx: StepContext, w8a16: bool = False) -> tuple[bytes, Any]:
         from edgekit.quantize.tflite.recipes import TfliteJob
         from edgekit.quantize.tflite.search import quantize_tflite
 
         samples = ctx.to_layout(ctx.calibration(), layout)
-        work = ctx.work / f"{ctx.stem}.{io_dtype}.int8-recipes"  # candidates and the calibrated twin; not published
+        # candidates and the calibrated twin; not published
+        work = ctx.work / f"{ctx.stem}.{io_dtype}.{'w8a16' if w8a16 else 'int8'}-recipes"
         work.mkdir(exist_ok=True)
         from edgekit.quantize.onnx.search import KindSource
 
@@ -118,7 +122,11 @@ class TfliteConvert(Step):
                         kinds=KindSource(ctx.source.metadata, ctx.options.output_kinds, layout))
         # several inputs: each calibrated by its signature key, plain recipe (edgekit.conversion.feeds)
         if ctx.source.inputs:
-            return _int8_named(job, ctx, layout)
+            return _int8_named(job, ctx, layout, w8a16)
+        if w8a16:
+            from edgekit.quantize.tflite.w8a16 import quantize_w8a16
+
+            return quantize_w8a16(job, ctx.options.int8_recipe)
         return quantize_tflite(job, ctx.options.int8_recipe, float_free=bool(self.params.integer_only))
 
 
@@ -127,8 +135,9 @@ def _cache(ctx: StepContext) -> Path:
     return ctx.work / f"{ctx.stem}.tflite-cache"
 
 
-def _int8_named(job: Any, ctx: StepContext, layout: str) -> tuple[bytes, Any]:
-    """Plain full-integer int8 of a model with several inputs, every input calibrated by its signature key."""
+def _int8_named(job: Any, ctx: StepContext, layout: str, w8a16: bool = False) -> tuple[bytes, Any]:
+    """Plain full-integer int8 (or w8a16) of a model with several inputs, every input calibrated by its signature
+    key."""
     from edgekit.conversion.feeds import by_keys, plain_int8_choice
     from edgekit.quantize.tflite.recipes import plain
     from edgekit.sources.savedmodel import open_signature, signature_inputs
@@ -138,6 +147,10 @@ def _int8_named(job: Any, ctx: StepContext, layout: str) -> tuple[bytes, Any]:
     feeds = {k: ctx.to_layout(v, layout).astype(np.float32) for k, v in ctx.calibration_by_name().items()}
     job.feeds = by_keys(feeds, keys, f"SavedModel signature '{job.signature}'")
     job.samples = job.feeds[keys[0]]
+    if w8a16:
+        from edgekit.quantize.tflite.w8a16 import quantize_w8a16
+
+        return quantize_w8a16(job, ctx.options.int8_recipe)
     return plain(job), plain_int8_choice(ctx.options.int8_recipe, {"recipe": "plain", "io_dtype": job.io_dtype},
                                          len(job.samples))
 

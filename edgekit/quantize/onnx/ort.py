@@ -84,11 +84,15 @@ def quantize(src: Path, dst: Path, data: Any, config: Any) -> None:
             cache = cache or data.work / "calibration.mse.json"
             write_mse_cache(src, data, cache)
     qtype = QuantType.QUInt8 if config.unsigned else QuantType.QInt8
+    act = QuantType.QInt16 if getattr(config, "activations", "int8") == "int16" else qtype
     extra: dict[str, Any] = {"ActivationSymmetric": False, "WeightSymmetric": True}
     if config.calibrate == "percentile":
         extra["CalibPercentile"] = config.percentile
-    with _quiet_axis_warnings(getattr(data, "notes", None)):
-        _quantize_static(src, dst, data, config, cache, method, qtype, extra)
+    int16_nodes = getattr(config, "int16_nodes", ())
+    if int16_nodes:  # mixed int8/int16: these nodes' activation tensors (inputs and outputs) quantized to 16 bits
+        extra["TensorQuantOverrides"] = int16_overrides(src, int16_nodes)
+    with _quiet_axis_warnings(getattr(data, "notes", None)), _quiet_opset_bump(getattr(data, "notes", None)):
+        _quantize_static(src, dst, data, config, cache, method, qtype, extra, act)
     if getattr(config, "decode_heads", ()):  # a detector's last head layers write float for the float decode
         import onnx
 
@@ -100,8 +104,51 @@ def quantize(src: Path, dst: Path, data: Any, config: Any) -> None:
     shutil.rmtree(data.work / "augmented_model.onnx", ignore_errors=True)
 
 
+def int16_overrides(src: Path, nodes: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:
+    """onnxruntime's TensorQuantOverrides that make every activation NODES read or write int16 (not the weights and
+    biases, which stay int8 / int32): the mixed int8/int16 recipe's layers."""
+    import onnx
+    from onnxruntime.quantization import QuantType
+
+    model = onnx.load(str(src), load_external_data=False)
+    consts = {i.name for i in model.graph.initializer} | {
+        o for n in model.graph.node if n.op_type == "Constant" for o in n.output}
+    wanted = set(nodes)
+    tensors = [t for n in model.graph.node if n.name in wanted for t in (*n.input, *n.output) if t and t not in consts]
+    return {t: [{"quant_type": QuantType.QInt16}] for t in dict.fromkeys(tensors)}
+
+
+class _OpsetBump(logging.Filter):
+    """Drops onnxruntime's "update the model to opset >= 21" warning: 16-bit QuantizeLinear needs opset 21, and
+    onnxruntime raises the model's opset itself; the record's notes say so once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "opset" in record.getMessage() and "16-bit" in record.getMessage():
+            self.seen = True
+            return False
+        return True
+
+
+@contextlib.contextmanager
+def _quiet_opset_bump(notes: list[str] | None) -> Iterator[None]:
+    root, quiet = logging.getLogger(), _OpsetBump()
+    root.addFilter(quiet)
+    try:
+        yield
+    finally:
+        root.removeFilter(quiet)
+        note = ("opset raised to 21 by onnxruntime: 16-bit QuantizeLinear/DequantizeLinear are standard ONNX from "
+                "opset 21 (onnxruntime >= 1.18 runs them; older runtimes cannot load the model)")
+        if quiet.seen and notes is not None and note not in notes:
+            notes.append(note)
+
+
 def _quantize_static(src: Path, dst: Path, data: Any, config: Any, cache: Path | None, method: Any, qtype: Any,
-                     extra: dict[str, Any]) -> None:
+                     extra: dict[str, Any], act: Any = None) -> None:
     from onnxruntime.quantization import QuantFormat, quantize_static
 
     from edgekit.quantize.onnx.calibrate import chunked_reader, strided_options
@@ -114,10 +161,10 @@ def _quantize_static(src: Path, dst: Path, data: Any, config: Any, cache: Path |
         quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=config.reduce_range,
         # uint8 activations and weights (the uint8 recipe): onnxruntime's U8U8 kernels do not saturate, so full 8-bit
         # weights are safe on every CPU
-        activation_type=qtype, weight_type=qtype, calibrate_method=method,
+        activation_type=act or qtype, weight_type=qtype, calibrate_method=method,
         nodes_to_exclude=list(config.excluded()) or None, extra_options={**extra, **strided_options()},
         calibration_cache_path=str(cache) if cache is not None else None,
     )
 
 
-__all__ = ["Reader", "quantize"]
+__all__ = ["Reader", "int16_overrides", "quantize"]

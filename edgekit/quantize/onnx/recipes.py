@@ -9,7 +9,10 @@ A recipe turns the pre-processed fp32 ONNX (BatchNorm folded by onnxruntime) int
 - `equalize`: cross-layer equalization + bias absorption on the float graph first (edgekit.quantize.onnx.equalize);
 - `equalize+bias`: and then empirical bias correction (edgekit.quantize.onnx.bias_correct);
 - `mixed`: one of the above with the most sensitive layers left in float (`nodes_to_exclude`); the
-  layers are chosen by the search (edgekit.quantize.search), smallest set first.
+  layers are chosen by the search (edgekit.quantize.search), smallest set first;
+- `mixed16`: the same search, the chosen layers kept integer with 16-bit activations instead of float
+  (onnxruntime's `TensorQuantOverrides`): int8 weights everywhere, so about int8's size.
+The `w8a16` precision is `plain` with int16 activations everywhere (`W8A16`).
 """
 
 from __future__ import annotations
@@ -40,10 +43,14 @@ class OnnxRecipeConfig:
     percentile: float = 99.999
     reduce_range: bool = True  # 7-bit weights: x86 without VNNI saturates int8 x int8 (see edgekit.quantize.onnx.ort)
     unsigned: bool = False  # uint8 activations and weights: no saturation anywhere, so full 8-bit weights
+    # int16 | int8: the activations' type everywhere (w8a16: int16, QDQ at opset 21, edgekit.quantize.onnx.ort)
+    activations: str = "int8"
+    # nodes whose input and output activations are int16 in an int8 model (mixed int8/int16 precision: `mixed16`)
+    int16_nodes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "float_nodes": list(self.float_nodes), "decode_nodes": list(self.decode_nodes),
-                "decode_heads": list(self.decode_heads)}
+                "decode_heads": list(self.decode_heads), "int16_nodes": list(self.int16_nodes)}
 
     def excluded(self) -> tuple[str, ...]:
         """Every node onnxruntime leaves in float: the mixed-precision layers and the detection decode."""
@@ -78,6 +85,9 @@ class OnnxRecipe:
 
     def with_float(self, nodes: tuple[str, ...]) -> OnnxRecipe:
         return type(self)(replace(self.config, float_nodes=nodes))
+
+    def with_int16(self, nodes: tuple[str, ...]) -> OnnxRecipe:
+        return type(self)(replace(self.config, int16_nodes=nodes))
 
     def prepare(self, pre: Path, data: QuantData) -> Path:
         """The float model to quantize (PRE itself, or an equalized copy)."""
@@ -154,8 +164,12 @@ class BiasCorrect(OnnxRecipe):
     default = OnnxRecipeConfig(bias_correct=True)
 
 
+# the w8a16 precision: int8 weights (full 8 bits: no int8 x int8 kernel runs them, so nothing saturates), int16
+# activations everywhere
+W8A16 = OnnxRecipeConfig(activations="int16", reduce_range=False)
+
 # auto's order: float-free recipes, cheapest first; then mixed precision on the best of them
 ONNX_RECIPES: dict[str, type[OnnxRecipe]] = {r.name: r for r in (Plain, Uint8, Percentile, Mse, Entropy, BiasCorrect,
                                                                  Equalize, EqualizeBias)}
 
-__all__ = ["ONNX_RECIPES", "OnnxRecipe", "OnnxRecipeConfig", "QuantData", "Reader", "quantize"]
+__all__ = ["ONNX_RECIPES", "W8A16", "OnnxRecipe", "OnnxRecipeConfig", "QuantData", "Reader", "quantize"]

@@ -287,6 +287,25 @@ def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Lo
     return choice
 
 
+def quantize_w8a16(pre: Path, dst: Path, data: QuantData, requested: str, log: Log) -> RecipeChoice:
+    """PRE quantized to DST with int8 weights and int16 activations everywhere (the w8a16 precision); the record.
+
+    One recipe, not searched: 16-bit activations have 256 times int8's steps, which is what the int8 recipes
+    (other statistics, equalization, float layers) try to make up for; a detector's decode needs no float either
+    (one 16-bit scale holds pixel coordinates and scores). Validation judges it, by the w8a16 thresholds."""
+    from edgekit.quantize.onnx.recipes import W8A16, Plain
+
+    recipe = Plain(W8A16)
+    recipe.build(pre, dst, data)
+    notes = list(data.notes)
+    if requested not in ("plain", "auto"):
+        notes.append(f"--int8-recipe {requested} applies to int8 artifacts; w8a16 has one recipe")
+    log("w8a16: int8 weights (per channel), int16 activations (MinMax), QDQ")
+    return RecipeChoice(requested="w8a16", chosen="w8a16", config=recipe.config.to_dict(), met=None,
+                        judged_on=NOT_JUDGED, notes=tuple(dict.fromkeys(notes)),
+                        cost={"size_bytes": dst.stat().st_size, "fp32_size_bytes": pre.stat().st_size})
+
+
 def _decode_record(s: _Search) -> dict[str, Any] | None:
     """`int8_recipe.detection_decode`: the detector's decode kept in float (edgekit.quantize.detect_decode)."""
     if s.decode is None:
@@ -318,4 +337,4 @@ def _cost(s: _Search, dst: Path, pre: Path, chosen: str) -> dict[str, object]:
                        {k: latency_ms(p, s.x) for k, p in paths.items() if p is not None})
 
 
-__all__ = ["AUTO_ORDER", "NAMES", "KindSource", "check_name", "detection_decode", "quantize_onnx"]
+__all__ = ["AUTO_ORDER", "NAMES", "KindSource", "check_name", "detection_decode", "quantize_onnx", "quantize_w8a16"]

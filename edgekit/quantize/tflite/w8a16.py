@@ -1,0 +1,59 @@
+"""The TFLite w8a16 precision: int8 weights, int16 activations (TFLite's "16x8" full-integer mode), float I/O.
+
+What the converter does for `target_spec.supported_ops = [EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]`
+(tensorflow/lite/python/lite.py `_quantize`): 16-bit activations are not made by the MLIR quantizer the int8
+recipes use (`mlir_quantize`), but by the calibrator's own `calibrate_and_quantize` with `activations_type=int16`
+and 64-bit biases. It is called here on the run's float model (edgekit.tflite.cache), after the range fixes every
+int8 model gets (a -inf pad), so the artifact is the converter's own (measured equal to the converter's output on
+the bundled CNN).
+
+Float I/O (QUANTIZE / DEQUANTIZE at the ends): the artifact takes the arrays the fp32 artifact takes, and every
+runtime, bench and serve feeds it as it feeds a float model; int16 I/O would save two cheap ops and make each
+caller scale its inputs by a step of about 3e-5.
+
+Mixing int8 and int16 per layer is not possible here: the quantizer takes one activation type for the whole model.
+The mixed int8/int16 recipe is ONNX's (edgekit.quantize.onnx.search, `mixed16`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgekit.quantize.records import RecipeChoice
+from edgekit.quantize.search import NOT_JUDGED
+from edgekit.quantize.tflite.recipes import TfliteJob, float_model
+
+
+def quantize_w8a16(job: TfliteJob, requested: str) -> tuple[bytes, RecipeChoice]:
+    """The w8a16 model of JOB's float model, calibrated on JOB's samples, and the record of how it was made."""
+    from edgekit.quantize.tflite.int8_ranges import range_fixes
+
+    tf = job.tf
+    notes: list[str] = []
+    source, applied = range_fixes(job.fixed or float_model(job))
+    if applied:
+        notes.append("range fixes before calibration: " + ", ".join(f"{n} x {k}" for k, n in applied.items())
+                     + " (a pad with -inf would make the range infinite)")
+    if requested not in ("plain", "auto"):
+        notes.append(f"--int8-recipe {requested} applies to int8 artifacts; w8a16 has one recipe")
+    blob = _sixteen_by_eight(tf, source, job)
+    job.log("w8a16: int8 weights (per channel), int16 activations (symmetric), 64-bit biases, float I/O")
+    choice = RecipeChoice(
+        requested="w8a16", chosen="w8a16", met=None, judged_on=NOT_JUDGED, notes=tuple(notes),
+        config={"recipe": "w8a16", "activations": "int16", "weights": "int8 per channel", "bias": "int64",
+                "io_dtype": "float32", "calibrate": "minmax", "quantizer": "TFLite calibrator (16x8 mode)"},
+        cost={"size_bytes": len(blob), "fp32_size_bytes": len(float_model(job))})
+    return blob, choice
+
+
+def _sixteen_by_eight(tf: Any, float_bytes: bytes, job: TfliteJob) -> bytes:
+    """The converter's 16x8 stage: FLOAT_BYTES calibrated on JOB's samples and quantized with int16 activations."""
+    from tensorflow.lite.python.optimize import calibrator
+
+    with_intermediates = calibrator.add_intermediate_tensors(float_bytes)
+    cal = calibrator.Calibrator(with_intermediates)
+    return bytes(cal.calibrate_and_quantize(job.representative, tf.float32, tf.float32, False, tf.int16, tf.int64,
+                                            disable_per_channel=False))
+
+
+__all__ = ["quantize_w8a16"]

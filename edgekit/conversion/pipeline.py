@@ -92,8 +92,8 @@ def _convert(source: str | Path | None, progress: Callable[[str], None] | None, 
         from edgekit.conversion.outdir import refuse_if_busy
 
         refuse_if_busy(options_.out_dir)
-    # per-channel int8 QDQ (the onnx target's int8) needs opset 13: an older ONNX source is raised first
-    qdq = any(target == "onnx" and "int8" in made for target, made in wanted)
+    # per-channel int8 QDQ (the onnx target's int8 and w8a16) needs opset 13: an older ONNX source is raised first
+    qdq = any(target == "onnx" and {"int8", "w8a16"} & set(made) for target, made in wanted)
     load_opts = LoadOptions(factory=model, trust_model=options_.trust_model, input_shape=input_shape,
                             signature=options_.signature, input_shapes=options_.input_shapes, layout=options_.layout,
                             min_opset=13 if qdq else None)

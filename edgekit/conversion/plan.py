@@ -108,6 +108,11 @@ def check_request(options: ConvertOptions, family: str | None = None) -> list[tu
     wanted: list[tuple[str, list[str]]] = []
     for target in targets:
         spec = get_target(target)
+        refused = [p for p in precisions if p in spec.refused]
+        if refused:
+            raise UsageError(f"Target {target} cannot make {refused[0]}: {spec.refused[refused[0]]}.",
+                             hint=f"{target} makes {', '.join(spec.precisions)} only. Convert {refused[0]} in a run of "
+                             f"its own: --target {_makers(refused[0])} --quantize {refused[0]}.")
         made = spec.wanted(precisions)
         for precision in made:
             if precision not in spec.precisions:
@@ -125,6 +130,12 @@ def check_request(options: ConvertOptions, family: str | None = None) -> list[tu
     for name in dict.fromkeys(steps):
         get_step(name).check_options(options)
     return wanted
+
+
+def _makers(precision: str) -> str:
+    """The targets that offer PRECISION, comma-separated: where a refused one can be asked for."""
+    return ",".join(t for t in target_names() if precision in get_target(t).precisions
+                    and precision not in get_target(t).refused) or "(none)"
 
 
 ADOPT_STEP = "tflite_adopt"  # a source already in a target's artifact format that no route reaches (a .tflite)

@@ -27,6 +27,9 @@ class TargetSpec:
     precisions: tuple[str, ...]  # the precisions it offers (edgekit.core.precisions.PRECISIONS keys)
     # Made whatever --quantize asks (the Edge TPU runs int8 only); None: the precisions asked for
     fixed_precisions: tuple[str, ...] | None = None
+    # precision -> why this target cannot make it: asking for it is refused at plan time with that reason, where
+    # fixed_precisions would otherwise silently make another (the Edge TPU asked for w8a16)
+    refused: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # precision -> default I/O type, for the precisions whose I/O type the user may choose (--io-dtype)
     io_defaults: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # steps run on the validated artifact, each making a derived artifact (or saying how to finish it elsewhere)

@@ -43,6 +43,8 @@ TARGET = TargetSpec(
     steps=("tflite_convert",),
     precisions=("int8",),
     fixed_precisions=("int8",),
+    refused=MappingProxyType({"w8a16": "the Edge TPU runs 8-bit integer tensors only: its compiler maps no op with "
+                                       "16-bit activations, so a w8a16 model would run wholly on the host CPU"}),
     # Coral's convention; int8 I/O also compiles with current compilers (--io-dtype int8)
     io_defaults=MappingProxyType({"int8": "uint8"}),
     post_steps=("edgetpu_compile",),

@@ -9,13 +9,18 @@ import typer
 
 from edgekit.core.errors import UsageError
 from edgekit.core.parse import parse_ints, parse_names
+from edgekit.remote import options as ro
 
 HELP = """Measure one artifact on one device: load time and first inference apart, untimed warmup, then
 timed single-stream runs until both --runs and --min-seconds are reached; latency percentiles,
 throughput at --batch, memory, achieved GMAC/s and, where a power sensor can be read, energy per
 inference. --json prints the ProfileResult (schema: docs/profile.md) alone on stdout.
 
---device: auto, cpu, gpu, edgetpu, tpu, a device name (edgekit/measure/device_profiles/*.toml) or a .toml file."""
+--device: auto, cpu, gpu, edgetpu, tpu, a device name (edgekit/measure/device_profiles/*.toml) or a .toml file.
+
+--remote user@host: measure on that device over SSH (docs/remote.md): the artifact and its sidecar files are
+copied once into the device's cache, its own edgekit measures them, and the result comes back labelled with
+the device's facts. --input, --device and --option then name things on the device."""
 
 
 def parse_options(items: list[str] | None) -> dict[str, Any]:
@@ -68,6 +73,14 @@ def register(app: typer.Typer) -> None:
                                                 "(LiteRT), xnnpack=false, api=compiled, "
                                                 "edgetpu_device=usb:0, signature=NAME, tpu=NAME, fp16=true."),
         output: Path | None = typer.Option(None, "--output", "-o", help="Also write the JSON to this file."),
+        remote: list[str] | None = ro.REMOTE,
+        remote_python: str | None = ro.REMOTE_PYTHON,
+        remote_edgekit: str | None = ro.REMOTE_EDGEKIT,
+        remote_cache: str = ro.REMOTE_CACHE,
+        ssh_config: Path | None = ro.SSH_CONFIG,
+        identity: Path | None = ro.IDENTITY,
+        ssh_option: list[str] | None = ro.SSH_OPTION,
+        connect_timeout: int = ro.CONNECT_TIMEOUT,
     ) -> None:
         from edgekit.core.console import out, print_json, progress, quiet_stdout
         from edgekit.measure.profile import profile_artifact
@@ -84,9 +97,24 @@ def register(app: typer.Typer) -> None:
                                    input=input_data, raw_io=raw_io, idle_baseline=idle_baseline,
                                    idle_seconds=idle_seconds)
         sensors = parse_names(sensor)
-        with quiet_stdout():  # runtimes and TF log on stdout; results go there alone
-            result = profile_artifact(artifact, runtime=runtime, device=device, settings=settings, sensors=sensors,
-                                      options=opts, macs=macs, estimate_power=estimate_power, log=progress)
+        hosts = ro.remotes(remote, remote_python, remote_edgekit, remote_cache, ssh_config, identity, ssh_option,
+                           connect_timeout)
+        if len(hosts) > 1:
+            raise UsageError("profile measures on one device; --remote was given several.",
+                             hint="Compare devices with `edgekit bench OUT --remote HOST1 --remote HOST2`.")
+        if hosts:
+            from edgekit.remote.profile import profile_flags, profile_remote
+
+            settings.check()
+            flags = profile_flags(settings, runtime=runtime, device=device, sensors=sensors, options=option,
+                                  macs=macs, estimate_power=estimate_power, input_shape=input_shape, model=model,
+                                  trust_model=trust_model)
+            result = profile_remote(artifact, hosts[0], flags, log=progress)
+        else:
+            with quiet_stdout():  # runtimes and TF log on stdout; results go there alone
+                result = profile_artifact(artifact, runtime=runtime, device=device, settings=settings,
+                                          sensors=sensors, options=opts, macs=macs, estimate_power=estimate_power,
+                                          log=progress)
         data = result.to_dict()
         if output is not None:
             from edgekit.core.fsutil import atomic_write_json

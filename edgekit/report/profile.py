@@ -22,7 +22,7 @@ def profile_table(result: ProfileResult) -> Table:
     t.add_row("runtime", f"{rt.name} {rt.version or ''}  {_details(rt.details)}")
     t.add_row("device", f"{dev.name}" + (f" ({dev.accelerator})" if dev.accelerator else "")
               + f"  {dev.host.get('cpu_model')}, {dev.host.get('cpu_cores_logical')} logical cores"
-              + (f", profile {dev.profile}" if dev.profile else ""))
+              + (f", profile {dev.profile}" if dev.profile else "") + _remote(dev.host.get("remote")))
     t.add_row("settings", f"batch {st.batch}, threads {st.threads or 'default'}, warmup {st.warmup}, "
               f"min {st.runs} runs / {st.min_seconds:g} s, input {st.input}")
     t.add_row("load", f"{result.load_ms:.1f} ms")
@@ -52,6 +52,14 @@ def profile_table(result: ProfileResult) -> Table:
     for note in result.notes:
         t.add_row("note", note)
     return t
+
+
+def _remote(facts: Any) -> str:
+    """Where a remote measurement ran (`edgekit profile --remote`): the host and its edgekit."""
+    if not isinstance(facts, dict):
+        return ""
+    f = facts
+    return f"  [on {f.get('host')}: {f.get('machine')}, {f.get('os')}, edgekit {f.get('edgekit_version')}]"
 
 
 def _details(d: dict[str, Any]) -> str:

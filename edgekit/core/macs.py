@@ -35,6 +35,9 @@ MAC_OPS_ONNX = (
     "QLinearMatMul",
     "MatMulInteger",
 )
+# OpenVINO IR op types (opset names), counted as their ONNX counterparts are
+MAC_OPS_OPENVINO = ("Convolution", "GroupConvolution", "ConvolutionBackpropData", "GroupConvolutionBackpropData",
+                    "MatMul")
 
 
 def _prod(shape: Sequence[int]) -> int:
@@ -121,3 +124,29 @@ def onnx_node_macs(
     # MatMul / MatMulInteger: [..., M, K] x [..., K, N]
     a = in_shapes[0]
     return out * max(a[-1], 1) if a else 0
+
+
+def openvino_node_macs(
+    op_type: str,
+    in_shapes: list[list[int] | None],
+    out_shapes: list[list[int] | None],
+    attrs: Mapping[str, object],
+) -> int:
+    """MACs of one OpenVINO op from its ports' shapes (-1 dynamic), as the ONNX op it corresponds to.
+
+    Grouped convolutions' weights [G, Cout/G, Cin/G, k...] count as a Conv's [Cout, Cin/G, k...]; MatMul's
+    transpose_a picks the inner dimension as Gemm's transA does.
+    """
+    w = in_shapes[1] if len(in_shapes) > 1 else None
+    if op_type not in MAC_OPS_OPENVINO or not w or not in_shapes[0]:
+        return 0
+    if op_type.startswith("Group"):  # [G, Cout/G, Cin/G, k...] -> [Cout, Cin/G, k...] (backprop: [G, Cin/G, Cout/G])
+        w = [w[0] * w[1], *w[2:]] if len(w) >= 4 else None
+    shapes = [in_shapes[0], w]
+    if op_type == "MatMul":
+        a = list(in_shapes[0])
+        if attrs.get("transpose_a") and len(a) >= 2:
+            a[-1], a[-2] = a[-2], a[-1]
+        return onnx_node_macs("MatMul", [a, w], out_shapes, {})
+    onnx_op = "ConvTranspose" if "Backprop" in op_type else "Conv"
+    return onnx_node_macs(onnx_op, shapes, out_shapes, {})

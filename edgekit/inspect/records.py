@@ -1,10 +1,11 @@
-"""The inspection report: one record type for .tflite and .onnx files.
+"""The inspection report: one record type for .tflite, .onnx and OpenVINO IR files.
 
 `inspect_model` returns an `InspectReport`, `edgekit inspect --json` prints its `to_dict()`, and
 `profile` reads its one MAC field (`macs`). The keys of `to_dict()` are those the two hand-built
 reports always had: the common ones, plus `subgraphs`/`description`/`edgetpu_compiled`/`edgetpu`
-for .tflite and `opsets`/`ir_version`/`producer`/`external_data`/`unknown_shapes` for .onnx (a
-format-specific field is None for the other format and left out of the JSON).
+for .tflite, `opsets`/`ir_version`/`producer`/`external_data`/`unknown_shapes` for .onnx, and
+`ir_version`/`producer`/`precision` for an OpenVINO IR (a format-specific field is None for the other
+formats and left out of the JSON).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Literal
 from edgekit.core.artifact import QuantParams
 from edgekit.edgetpu.records import PreflightReport
 
-InspectFormat = Literal["tflite", "onnx"]
+InspectFormat = Literal["tflite", "onnx", "openvino"]
 
 
 @dataclass
@@ -114,6 +115,8 @@ class InspectReport:
     producer: str | None = None
     external_data: bool | None = None
     unknown_shapes: int | None = None  # node outputs whose shape inference could not tell
+    # OpenVINO IR only: the precision its graph computes in (int8: FakeQuantize ops or 8-bit weights; fp16 weights)
+    precision: str | None = None
     op_counts: dict[str, int] = field(init=False)
     macs: int = field(init=False)  # multiply-accumulates of one inference: the sum over ops
 
@@ -124,7 +127,8 @@ class InspectReport:
         self.op_counts = dict(sorted(counts.items(), key=lambda kv: -kv[1]))
         self.macs = sum(o.macs for o in self.ops)
 
-    _HEAD = ("subgraphs", "description", "edgetpu_compiled", "opsets", "ir_version", "producer", "external_data")
+    _HEAD = ("subgraphs", "description", "edgetpu_compiled", "opsets", "ir_version", "producer", "external_data",
+             "precision")
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {

@@ -53,6 +53,8 @@ def render(report: InspectReport, console: Console) -> None:
         f"{len(report.ops)} ops, {_macs(report.macs) or 0} MACs, "
         f"{report.params.count:,} parameters ({human_bytes(report.params.bytes)}), {shapes}"
     )
+    if report.precision:  # an OpenVINO IR: what its graph computes in
+        console.print(f"computes in {report.precision} ({report.producer or 'OpenVINO IR'}, IR v{report.ir_version})")
     if report.edgetpu_compiled:
         console.print(
             f"[bold]compiled for the Edge TPU[/bold] ({EDGETPU_CUSTOM_OP}): needs libedgetpu and a Coral device to run"

@@ -162,6 +162,7 @@ class OpenVINO(Runtime):
             except RuntimeError:  # a plugin that does not report this property
                 continue
             out[key] = _plain(value)
+        out["kernel_precisions"] = kernel_precisions(c)
         if self._ov_device != "CPU":
             out["gpu" if self._ov_device == "GPU" else "accelerator"] = str(
                 core().get_property(self._ov_device, "FULL_DEVICE_NAME"))
@@ -170,6 +171,24 @@ class OpenVINO(Runtime):
     def close(self) -> None:
         self.request = None
         self.compiled = None
+
+
+_MAC_LAYERS = ("Convolution", "Deconvolution", "FullyConnected", "MatMul")
+
+
+def kernel_precisions(compiled: Any) -> dict[str, str]:
+    """The precisions the compiled model's multiply-accumulate layers run in ({"Convolution": "u8"}): whether an
+    int8 model really runs int8 kernels, from the plugin's own runtime graph; {} where the plugin does not say."""
+    found: dict[str, set[str]] = {}
+    try:
+        for op in compiled.get_runtime_model().get_ordered_ops():
+            rt = op.get_rt_info()
+            kind = rt["layerType"].astype(str)
+            if kind in _MAC_LAYERS:
+                found.setdefault(kind, set()).add(rt["runtimePrecision"].astype(str))
+    except (RuntimeError, KeyError):  # a plugin without a runtime graph, or without these keys
+        return {}
+    return {k: ",".join(sorted(v)) for k, v in sorted(found.items())}
 
 
 def _plain(value: Any) -> Any:
@@ -202,4 +221,4 @@ def compile_config(device: str, threads: int | None, options: dict[str, Any]) ->
     return config
 
 
-__all__ = ["OpenVINO", "compile_config", "core", "ir_weights", "read_model", "tensor_spec"]
+__all__ = ["OpenVINO", "compile_config", "core", "ir_weights", "kernel_precisions", "read_model", "tensor_spec"]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-HELP = """Write the ONNX artifacts of a conversion as a Triton model repository: DIR/<stem>-<precision>/1/model.onnx
-and config.pbtxt (inputs, outputs, max_batch_size and dynamic batching where the batch is dynamic), plus
+HELP = """Write the artifacts of a conversion that Triton serves (ONNX, OpenVINO IR) as a Triton model repository:
+DIR/<stem>-<precision>/1/model.onnx (DIR/<stem>-openvino-<precision>/1/model.xml + model.bin) and config.pbtxt (inputs, outputs, max_batch_size and dynamic batching where the batch is dynamic), plus
 DIR/inferenceservice.yaml, a KServe InferenceService running Triton on it. Triton, KServe and `edgekit serve`
 speak the same KServe v2 protocol: a client written against one works against the others."""
 
@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
     @app.command("export", help=HELP)
     def export_cmd(
         path: Path = typer.Argument(..., help="An `edgekit convert` output folder (or its manifest.json, or one "
-                                    ".onnx beside it)."),
+                                    "artifact beside it)."),
         triton: Path = typer.Option(..., "--triton", help="The model repository folder to write."),
         max_batch: int = typer.Option(8, help="max_batch_size for models with a dynamic batch."),
         storage_uri: str | None = typer.Option(None, help="Where the cluster finds DIR (s3://..., gs://..., "

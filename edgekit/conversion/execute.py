@@ -23,8 +23,8 @@ from edgekit.conversion.plan import Plan, check_outputs, shown_path, stem_of
 from edgekit.core._deps import version_of
 from edgekit.core.artifact import Artifact, ArtifactFailure, Manifest, Preprocessing, RunFacts
 from edgekit.core.errors import EdgekitError, InternalError, UsageError
-from edgekit.core.formats import FORMATS
-from edgekit.core.fsutil import publish, sha256_file
+from edgekit.core.formats import FORMATS, companions
+from edgekit.core.fsutil import publish, sha256_path, size_path
 from edgekit.measure.machine import release_freed_memory
 from edgekit.steps import Intermediate, Step, StepContext
 
@@ -228,9 +228,11 @@ def _execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: 
         warnings = _warnings(artifacts.values())
         # publish: every file first, the manifest last, each with an atomic rename
         for name in made_ok:  # what is published must be what was validated
-            if sha256_file(work / name) != artifacts[name].sha256:
+            if sha256_path(work / name) != artifacts[name].sha256:
                 raise RuntimeError(f"{name} changed after it was validated; nothing was published")
-        for name in [*made_ok, *extra_files]:
+        # an artifact's companions (an IR's .bin) go before it: whoever finds the artifact finds them too
+        files = [*(c.name for name in made_ok for c in companions(work / name)), *made_ok, *extra_files]
+        for name in files:
             publish(work / name, out_dir / name)
     manifest = Manifest(
         source=source.describe(),
@@ -323,7 +325,7 @@ def _artifact(path: Path, fmt: str, inter: Intermediate, timeline: list[Timeline
             progress(f"{path.name}: {note}")
     return Artifact(
         path=path.name, format=fmt, precision=inter.precision, inputs=inputs, outputs=outputs,
-        size_bytes=path.stat().st_size, sha256=sha256_file(path), parent=_parent(timeline), fidelity=check.fidelity,
+        size_bytes=size_path(path), sha256=sha256_path(path), parent=_parent(timeline), fidelity=check.fidelity,
         seconds=round(_own_seconds(timeline) + extra["validation_seconds"], 3), extra=extra,
     )
 
@@ -350,7 +352,7 @@ def _derived(inter: Intermediate, fmt: str, parent: Artifact, timeline: list[Tim
     else:
         made = Artifact(
             path=inter.path.name, format=fmt, precision=inter.precision, inputs=parent.inputs, outputs=parent.outputs,
-            size_bytes=inter.path.stat().st_size, sha256=sha256_file(inter.path), parent=parent.path, fidelity=None,
+            size_bytes=size_path(inter.path), sha256=sha256_path(inter.path), parent=parent.path, fidelity=None,
             seconds=round(_own_seconds(timeline[-1:]), 3),
             extra={"steps": timeline, "validation": f"not run here: needs {_device_words(spec.devices)}; "
                                                     f"{parent.path}, which it was compiled from, was validated"},

@@ -126,10 +126,21 @@ def check_request(options: ConvertOptions, family: str | None = None) -> list[tu
             hint="Pass --calib with a folder of images, a .npy/.npz array, or 'mnist' for the bundled digits.",
         )
     options.check()
+    if any("int8" in made for _, made in wanted):
+        check_recipe(options.int8_recipe, [get_target(t) for t, made in wanted if "int8" in made])
     steps = [n for target, _ in wanted for n in (*get_target(target).steps, *get_target(target).post_steps)]
     for name in dict.fromkeys(steps):
         get_step(name).check_options(options)
     return wanted
+
+
+def check_recipe(name: str, specs: list[TargetSpec]) -> None:
+    """--int8-recipe NAME must be a recipe of one of the int8 targets asked for (each notes one it lacks and uses
+    auto's order instead); a typo gets a did-you-mean over all of theirs."""
+    known = list(dict.fromkeys(r for spec in specs for r in spec.recipe_names()))
+    if name not in known:
+        check_choice(name, known, "int8 recipe")  # a case slip is accepted by check_choice, but not by the steps
+        raise UsageError(f"Unknown int8 recipe '{name}'.", hint=f"Choose one of: {', '.join(known)}.")
 
 
 def _makers(precision: str) -> str:
@@ -174,7 +185,7 @@ def check_modules(targets: list[str], family: str) -> None:
     if missing:
         raise MissingDependency(
             f"Converting to {', '.join(targets)} needs {', '.join(missing)}, not installed here.",
-            hint=install_line(missing[0], "convert"),
+            hint=install_line(missing[0]),
         )
 
 

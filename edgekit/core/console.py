@@ -90,6 +90,11 @@ class captured_output:  # noqa: N801 - a context manager
         self._saved = (os.dup(1), os.dup(2))
         os.dup2(self._tmp.fileno(), 1)
         os.dup2(self._tmp.fileno(), 2)
+        # Python-level writers too: a live display (rich's, while edgekit shows progress) puts a proxy in sys.stdout
+        # that draws on the terminal later, past the descriptors (NNCF's progress bars came out that way)
+        self._saved_py = (sys.stdout, sys.stderr)
+        if sys.__stdout__ is not None and sys.__stderr__ is not None:
+            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -99,6 +104,7 @@ class captured_output:  # noqa: N801 - a context manager
             return
         sys.stdout.flush()
         sys.stderr.flush()
+        sys.stdout, sys.stderr = self._saved_py
         os.dup2(self._saved[0], 1)
         os.dup2(self._saved[1], 2)
         for fd in self._saved:

@@ -50,16 +50,31 @@ def sha256_tree(folder: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
 
 
 def sha256_path(path: str | os.PathLike[str]) -> str:
-    """sha256 of a file's bytes, or `sha256_tree` of a folder."""
-    return sha256_tree(path) if Path(path).is_dir() else sha256_file(path)
+    """sha256 of a file's bytes, or `sha256_tree` of a folder. A file with companions (an OpenVINO IR's .bin,
+    edgekit.core.formats.companions) is digested with them, in order: the IR is one artifact, and a changed .bin
+    is a changed model. The one digest of an artifact: the manifest's and a ProfileResult's agree."""
+    from edgekit.core.formats import companions
+
+    p = Path(path)
+    if p.is_dir():
+        return sha256_tree(p)
+    others = companions(p)
+    if not others:
+        return sha256_file(p)
+    h = hashlib.sha256()
+    for f in (p, *others):
+        h.update(sha256_file(f).encode() + b"\0")
+    return h.hexdigest()
 
 
 def size_path(path: str | os.PathLike[str]) -> int:
-    """Bytes of a file, or of every file under a folder."""
+    """Bytes of a file (with its companions: an IR's .bin), or of every file under a folder."""
+    from edgekit.core.formats import companions
+
     p = Path(path)
     if p.is_dir():
         return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
-    return p.stat().st_size
+    return p.stat().st_size + sum(f.stat().st_size for f in companions(p))
 
 
 def _fsync_dir(directory: Path) -> None:

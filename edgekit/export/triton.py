@@ -1,8 +1,9 @@
-"""A Triton model repository (and a KServe InferenceService) from the ONNX artifacts of a conversion.
+"""A Triton model repository (and a KServe InferenceService) from the artifacts of a conversion Triton can serve.
 
-The same artifacts move to a cluster without edgekit in the request path: Triton's onnxruntime
-backend serves `<name>/1/model.onnx` as its `config.pbtxt` describes it (inputs, outputs, data
-types; `max_batch_size` and `dynamic_batching` where the batch is dynamic, dims then without it),
+The same artifacts move to a cluster without edgekit in the request path: each format with a Triton backend
+(edgekit.core.formats.FORMATS `triton_backend`: ONNX by onnxruntime, the OpenVINO IR by openvino) is served from
+`<name>/1/model<suffix>` (and its companions: the IR's model.bin) as its `config.pbtxt` describes it (inputs,
+outputs, data types; `max_batch_size` and `dynamic_batching` where the batch is dynamic, dims then without it),
 and KServe's InferenceService points a Triton predictor at the repository. Both speak the same
 KServe v2 protocol as `edgekit serve`, so a client written against one works against the other.
 """
@@ -31,9 +32,18 @@ class TritonModel:
     max_batch_size: int  # 0: the batch is static (or absent) and part of dims
 
 
-def _name(stem: str, precision: str) -> str:
-    """A repository folder name that is also a valid Kubernetes name part: lower case, digits and '-'."""
-    return re.sub(r"[^a-z0-9-]+", "-", f"{stem}-{precision}".lower()).strip("-")
+def _name(stem: str, art: Artifact) -> str:
+    """A repository folder name that is also a valid Kubernetes name part: lower case, digits and '-'. ONNX models
+    are `<stem>-<precision>`; other formats name themselves (`<stem>-openvino-int8`)."""
+    label = f"{stem}-{art.precision}" if art.format == "onnx" else f"{stem}-{art.format}-{art.precision}"
+    return re.sub(r"[^a-z0-9-]+", "-", label.lower()).strip("-")
+
+
+def _backend(fmt: str) -> str | None:
+    from edgekit.core.formats import FORMATS
+
+    spec = FORMATS.get(fmt)
+    return spec.triton_backend if spec is not None else None
 
 
 def _dynamic_batch(art: Artifact) -> bool:
@@ -50,9 +60,9 @@ def _tensor(spec: TensorSpec, batched: bool, indent: str) -> str:
 
 
 def config_pbtxt(model: TritonModel, instances: int = 1) -> str:
-    """Triton's model configuration (protobuf text format) for one ONNX artifact."""
+    """Triton's model configuration (protobuf text format) for one artifact."""
     art, batched = model.artifact, model.max_batch_size > 0
-    lines = [f'name: "{model.name}"', 'backend: "onnxruntime"', f"max_batch_size: {model.max_batch_size}",
+    lines = [f'name: "{model.name}"', f'backend: "{_backend(art.format)}"', f"max_batch_size: {model.max_batch_size}",
              "input [", ",\n".join(_tensor(s, batched, "  ") for s in art.inputs), "]",
              "output [", ",\n".join(_tensor(s, batched, "  ") for s in art.outputs), "]"]
     if batched:
@@ -69,11 +79,12 @@ def inference_service(name: str, storage_uri: str) -> str:
 
 
 def plan_repository(path: Path, max_batch: int = 8) -> list[TritonModel]:
-    """The ONNX artifacts of PATH (a conversion folder, its manifest.json, or one .onnx beside a manifest)."""
+    """The artifacts of PATH Triton can serve (a conversion folder, its manifest.json, or one artifact file beside
+    a manifest)."""
     from edgekit.measure.artifact import manifest_for
 
     p = Path(path)
-    if p.suffix.lower() == ".onnx":
+    if p.is_file() and p.name != "manifest.json":
         found = manifest_for(p)
         if found is None:
             raise UsageError(f"{p} has no manifest.json beside it to read its inputs and outputs from.",
@@ -82,18 +93,20 @@ def plan_repository(path: Path, max_batch: int = 8) -> list[TritonModel]:
     else:
         manifest = Manifest.read(p)
         mf = p if p.name == "manifest.json" else p / "manifest.json"
-        arts = [a for a in manifest.artifacts if a.ok and a.format == "onnx"]
-    if not arts:
-        raise UsageError(f"{p} holds no ONNX artifact: Triton's repository is written for ONNX.",
-                         hint="Convert with --target onnx.")
+        arts = [a for a in manifest.artifacts if a.ok and _backend(a.format)]
+    if not arts or not all(_backend(a.format) for a in arts):
+        raise UsageError(f"{p} holds no artifact Triton serves (ONNX or OpenVINO IR).",
+                         hint="Convert with --target onnx (or openvino).")
     stem = Path(manifest.source.path).name.split(".")[0] if manifest.source.path else "model"
-    return [TritonModel(_name(stem, a.precision), a, manifest.resolve(a, mf),
+    return [TritonModel(_name(stem, a), a, manifest.resolve(a, mf),
                         max_batch if _dynamic_batch(a) else 0) for a in arts]
 
 
 def write_repository(models: list[TritonModel], out: Path, storage_uri: str | None = None,
                      force: bool = False) -> list[Path]:
-    """OUT/<name>/1/model.onnx (+ external data), OUT/<name>/config.pbtxt, OUT/inferenceservice.yaml."""
+    """OUT/<name>/1/model.<suffix> (+ ONNX external data, an IR's model.bin), OUT/<name>/config.pbtxt,
+    OUT/inferenceservice.yaml."""
+    from edgekit.core.formats import companions
     out = Path(out)
     written: list[Path] = []
     for m in models:
@@ -102,13 +115,15 @@ def write_repository(models: list[TritonModel], out: Path, storage_uri: str | No
             raise UsageError(f"{folder} exists already.", hint="Pass --force to replace it, or choose another DIR.")
         version = folder / "1"
         version.mkdir(parents=True, exist_ok=True)
-        written.append(atomic_write_bytes(version / "model.onnx", m.source.read_bytes()))
+        written.append(atomic_write_bytes(version / f"model{m.source.suffix.lower()}", m.source.read_bytes()))
+        for companion in companions(m.source):  # an IR's weights: model.bin beside model.xml, as Triton reads them
+            written.append(atomic_write_bytes(version / f"model{companion.suffix}", companion.read_bytes()))
         data = m.source.with_name(m.source.name + ".data")
         if data.is_file():  # external weights keep the name the model refers to
             shutil.copyfile(data, version / data.name)
             written.append(version / data.name)
         written.append(atomic_write_text(folder / "config.pbtxt", config_pbtxt(m)))
-    service = re.sub(r"-(fp32|fp16|int8|dynamic)$", "", models[0].name) or "edgekit"
+    service = re.sub(r"-(openvino-)?(fp32|fp16|int8|dynamic)$", "", models[0].name) or "edgekit"
     uri = storage_uri or f"pvc://models/{out.name}"
     written.append(atomic_write_text(out / "inferenceservice.yaml", inference_service(service, uri)))
     return written

@@ -10,14 +10,7 @@ from typing import Any
 from edgekit.core.errors import EdgekitError, InternalError, RuntimeFailure
 from edgekit.quantize.records import Diagnosis
 
-# A miss is diagnosed unasked, on fewer samples than --explain's (up to 32): each sample is a run of both models
-# with every layer's tensors exposed, which took 10-24 s per artifact on PP-OCR's detector at 32 samples (and kept
-# its recogniser's whole matrix past the zoo's 3 minutes). A layer's SQNR is a noise power over every element of
-# every sample, so 16 pages or images rank the layers as 32 do.
-UNASKED_SAMPLES = 16
-# The TFLite quantization debugger is dearer per sample: it runs every op in float and int8 and keeps every layer's
-# tensor of every sample (4.5 s a sample on a Keras ResNet50V2 at 160x160: 72 s of a 322 s zoo row at 16 samples).
-UNASKED_TFLITE_SAMPLES = 8
+# How many samples an unasked diagnosis reads, per format: edgekit.core.formats.Int8Diagnosis.unasked_samples.
 
 
 def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[str], None],
@@ -41,12 +34,17 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
         return None
     if fid.passed and not options.explain:
         return None
+    how = _diagnosis_of(art.format)
+    if how is None:  # a format without a layer-by-layer diagnosis (FORMATS): said, never a TFLite run on it
+        art.diagnosis_run.note = f"no layer-by-layer int8 diagnosis exists for {art.format} artifacts"
+        return None
     from edgekit.core.console import captured_output
+    from edgekit.core.registry import resolve
     from edgekit.steps.base import to_layout
 
     x = x_all = to_layout(ref.x, ref.layout, inter.layout).astype("float32")
     if not options.explain:  # unasked: the ranking of a few layers, not the last digit of their SQNR
-        x = x[:UNASKED_SAMPLES if art.format == "onnx" else UNASKED_TFLITE_SAMPLES]
+        x = x[:how.unasked_samples]
     key = _key(art.format, choice, len(x))
     fixes = sum((choice.edgetpu_fixes or {}).get("applied", {}).values()) if choice.edgetpu_fixes else 0
     # the run's float-free diagnosis of this format and recipe, whichever calibrated model it read
@@ -69,14 +67,8 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
         return same
     try:
         with captured_output(), _border(art.format, "The int8 diagnosis"):  # the debugger and LiteRT print on stdout
-            if art.format == "onnx":
-                from edgekit.quantize.onnx.diagnose import diagnose
-
-                diag = diagnose(Path(choice.float_model), Path(inter.path), x, ref.inputs_name)
-            else:
-                from edgekit.quantize.tflite.recipes import diagnose_tflite
-
-                diag = diagnose_tflite(choice, x, ref.inputs_name)
+            diagnose = resolve({art.format: how.diagnose}, art.format, "int8 diagnosis")
+            diag = diagnose(choice, Path(inter.path), x, ref.inputs_name)
     except InternalError:  # a bug in edgekit (a TypeError here or in the diagnosis): visible, never a manifest key
         raise
     except EdgekitError as exc:  # advice must not fail an artifact that was made and validated
@@ -141,13 +133,22 @@ def _noise_measured(art: Any, choice: Any, x: Any, ref: Any, seen: dict[str, tup
     return dataclasses.replace(choice, float_input_noise_agreement=noise)
 
 
+def _diagnosis_of(fmt: str) -> Any:
+    """FMT's Int8Diagnosis (edgekit.core.formats.FORMATS), or None."""
+    from edgekit.core.formats import FORMATS
+
+    spec = FORMATS.get(fmt)
+    return spec.int8_diagnosis if spec is not None else None
+
+
 def _border(fmt: str, what: str) -> Any:
-    """The vendor border around the diagnosis (onnxruntime for ONNX, TensorFlow's debugger and LiteRT otherwise):
-    what the library raises becomes a RuntimeFailure, recorded as advice that could not be given; an exception
-    raised in edgekit's own code becomes InternalError (edgekit.core.border), which explain lets through."""
+    """The vendor border around the diagnosis (the library FMT's Int8Diagnosis drives): what the library raises
+    becomes a RuntimeFailure, recorded as advice that could not be given; an exception raised in edgekit's own code
+    becomes InternalError (edgekit.core.border), which explain lets through."""
     from edgekit.core.border import vendor_errors
 
-    return vendor_errors("onnxruntime" if fmt == "onnx" else "tensorflow", error=RuntimeFailure, what=f"{what} failed")
+    how = _diagnosis_of(fmt)
+    return vendor_errors(how.vendor if how else "numpy", error=RuntimeFailure, what=f"{what} failed")
 
 
 NOISE_KEY = "float input noise"  # SEEN's entry for the run's one input-noise agreement: (artifact, figure)

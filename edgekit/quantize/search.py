@@ -21,7 +21,6 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -349,18 +348,15 @@ def twin_noise_agreement(fmt: str, float_model: str, x: np.ndarray) -> float | N
     """input_noise_agreement of an int8 artifact's float twin (FLOAT_MODEL, an ONNX or calibrated TFLite model,
     in format FMT) with itself, on up to NOISE_SAMPLES of X (in the twin's layout): for the records whose
     search did not measure it (a named recipe, judged by validation alone), measured only where it is read."""
+    from edgekit.core.formats import FORMATS
+    from edgekit.core.registry import resolve
+
+    how = FORMATS[fmt].int8_diagnosis if fmt in FORMATS else None
+    if how is None:  # no float twin runner for this format
+        return None
     x = x[:NOISE_SAMPLES]
     both = np.concatenate([x, noisy(x)])  # one run of the twin (one LiteRT child) for the clean and noisy inputs
-    if fmt == "onnx":
-        from edgekit.quantize.onnx.graph import run_batches, session
-
-        y = run_batches(session(float_model), both)[0]
-    else:
-        from edgekit.quantize.tflite.run import run_tflite
-
-        y = run_tflite([Path(float_model)], both)[0]
-        if y is None:
-            raise RuntimeError(f"LiteRT could not run {float_model}")
+    y = resolve({fmt: how.run_float}, fmt, "float twin runner")(float_model, both)
     return _top1_kept(y[:len(x)], y[len(x):])
 
 

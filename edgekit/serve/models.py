@@ -1,8 +1,9 @@
 """What is served: each PATH (an artifact, or a conversion folder / manifest) to one model with a name.
 
-A conversion folder's manifest lists many artifacts; the one served is the best for the device:
-an Edge TPU artifact on the Edge TPU, ONNX on a GPU, and on a CPU the smallest that passed
-validation (int8 TFLite first, as on a Raspberry Pi), or the one `--precision` names. Each model
+A conversion folder's manifest lists many artifacts; the one served is the best for the device, by the
+ranks each format declares (edgekit.core.formats.FORMATS `serve`): an Edge TPU artifact on the Edge TPU, ONNX
+on a GPU, and on a CPU the int8 OpenVINO IR where OpenVINO runs (x86), else the int8 TFLite (as on a Raspberry
+Pi), among those that passed validation and whose runtime runs here, or the one `--precision` names. Each model
 answers to `<stem>` (while that is unique) and to `<stem>-<precision>`. Nothing is loaded here: the
 result is plain data, so the choice can be tested and printed before any runtime starts.
 """
@@ -17,13 +18,17 @@ from pathlib import Path
 from edgekit.core.artifact import Artifact, Manifest, Preprocessing, SourceInfo
 from edgekit.core.errors import UsageError
 
-# (format, precision) in order of preference for a device kind
-PREFERENCE: dict[str, list[tuple[str, str]]] = {
-    "edgetpu": [("edgetpu", "int8")],
-    "gpu": [("onnx", "fp16"), ("onnx", "fp32"), ("onnx", "int8"), ("onnx", "dynamic")],
-    "cpu": [("tflite", "int8"), ("onnx", "int8"), ("tflite", "dynamic"), ("onnx", "dynamic"),
-            ("tflite", "fp16"), ("tflite", "fp32"), ("onnx", "fp32"), ("onnx", "fp16")],
-}
+
+def preference(kind: str) -> dict[tuple[str, str], tuple[int, int]]:
+    """(format, precision) -> its rank on device KIND, lower first: each format's `serve` ranks in
+    edgekit.core.formats.FORMATS (ties go to the table's order). A kind no format names ranks as a CPU."""
+    from edgekit.core.formats import FORMATS
+
+    if not any(kind in spec.serve for spec in FORMATS.values()):
+        kind = "cpu"
+    return {(name, precision): (rank, spec.order) for name, spec in FORMATS.items()
+            for precision, rank in spec.serve.get(kind, {}).items()}
+
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 log = logging.getLogger(__name__)
@@ -86,8 +91,7 @@ def choose_artifact(manifest: Manifest, device: str, precision: str | None, runt
                          hint="Convert again, or serve one artifact file directly.")
     kind = _auto_kind(ok) if device == "auto" else _device_kind(device)[0]
     wanted = get_precision(precision).name if precision else None
-    order = PREFERENCE.get(kind, PREFERENCE["cpu"])
-    rank = {fp: i for i, fp in enumerate(order)}
+    rank = preference(kind)
     candidates = [a for a in ok if (a.format, a.precision) in rank and (wanted is None or a.precision == wanted)
                   and (runtime is None or _runtime_loads(runtime, a.format))]
     if not candidates:
@@ -95,9 +99,23 @@ def choose_artifact(manifest: Manifest, device: str, precision: str | None, runt
         raise UsageError(f"No artifact in the manifest fits --device {device}"
                          + (f" --precision {precision}" if precision else "") + f" (it has: {have}).",
                          hint="Choose another --precision or --device, or serve an artifact file directly.")
-    # the int8 TFLite with int8 I/O before the uint8-I/O one: the same model, the common case first
+    # an artifact whose runtime runs here before one whose runtime does not (OpenVINO where it is installed, the
+    # TFLite where LiteRT is); the int8 TFLite with int8 I/O before the uint8-I/O one: the same model, the common
+    # case first
     log.debug("device kind %s: candidates %s", kind, [a.path for a in candidates])
-    return min(candidates, key=lambda a: (rank[(a.format, a.precision)], a.extra.get("io_dtype") == "uint8"))
+    runs = _runs_here(kind, {a.format for a in candidates})
+    return min(candidates, key=lambda a: (not runs[a.format], rank[(a.format, a.precision)],
+                                          a.extra.get("io_dtype") == "uint8"))
+
+
+def _runs_here(kind: str, formats: set[str]) -> dict[str, bool]:
+    """Whether each format's default runtime is available for device KIND on this machine (installed, and the
+    device present); only asked where several formats compete."""
+    from edgekit.runtimes import pick_runtime
+
+    if len(formats) < 2:
+        return dict.fromkeys(formats, True)
+    return {fmt: bool(pick_runtime(fmt).available(kind)[0]) for fmt in formats}
 
 
 def _runtime_loads(runtime: str, fmt: str) -> bool:
@@ -204,4 +222,4 @@ def read_labels(path: Path | None) -> list[str] | None:
     return [ln.strip() for ln in lines]
 
 
-__all__ = ["PREFERENCE", "ModelChoice", "choose_artifact", "name_models", "read_labels", "resolve_models"]
+__all__ = ["ModelChoice", "choose_artifact", "name_models", "preference", "read_labels", "resolve_models"]

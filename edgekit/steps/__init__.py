@@ -7,8 +7,10 @@ of the last form is its TargetSpec (edgekit.targets).
 
 from __future__ import annotations
 
+from typing import Any
+
 from edgekit.core.registry import resolve
-from edgekit.steps.base import ConvertOptions, Intermediate, Step, StepContext, StepParams
+from edgekit.steps.base import Intermediate, Step, StepContext, StepParams
 
 STEPS: dict[str, str] = {
     "torch_to_onnx": "edgekit.steps.torch_to_onnx:TorchToOnnx",
@@ -31,6 +33,15 @@ CONVERSIONS: dict[tuple[str, str], str] = {
     ("keras", "onnx"): "keras_to_onnx",
     ("savedmodel", "onnx"): "savedmodel_to_onnx",
 }
+
+
+def __getattr__(name: str) -> Any:
+    """`ConvertOptions`, on first use (edgekit.steps.base says why)."""
+    if name == "ConvertOptions":
+        from edgekit.conversion.options import ConvertOptions
+
+        return ConvertOptions
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_step(name: str) -> type[Step]:

@@ -23,7 +23,7 @@ import numpy as np
 from edgekit.core._deps import require
 from edgekit.core.border import vendor_errors
 from edgekit.core.errors import ConversionError
-from edgekit.steps.base import ConvertOptions, Intermediate, Step, StepContext
+from edgekit.steps.base import Intermediate, Step, StepContext
 
 
 def _single_file(src: Path, dst: Path) -> None:
@@ -69,12 +69,6 @@ class OnnxQuantize(Step):
 
     def outputs(self, stem: str) -> list[str]:
         return [f"{stem}.{self.params.precision}.onnx"]
-
-    @classmethod
-    def check_options(cls, options: ConvertOptions) -> None:
-        from edgekit.quantize.onnx.search import check_name
-
-        check_name(options.int8_recipe)
 
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
         precision = self.params.precision

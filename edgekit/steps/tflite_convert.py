@@ -24,7 +24,7 @@ import numpy as np
 
 from edgekit.core._deps import require
 from edgekit.core.border import vendor_errors, vendor_message
-from edgekit.steps.base import ConvertOptions, Intermediate, Step, StepContext, to_layout
+from edgekit.steps.base import Intermediate, Step, StepContext, to_layout
 from edgekit.tflite.cache import float_model
 
 # Ops that only appear when a dimension stayed dynamic; an edge artifact must not contain them.
@@ -53,12 +53,6 @@ class TfliteConvert(Step):
     def outputs(self, stem: str) -> list[str]:
         io = (self.params.io_dtype or "int8") if self.params.precision == "int8" else None
         return [artifact_name(stem, self.params.precision, io)]
-
-    @classmethod
-    def check_options(cls, options: ConvertOptions) -> None:
-        from edgekit.quantize.onnx.search import check_name
-
-        check_name(options.int8_recipe)  # the ONNX-only ones are noted and replaced by auto's for TFLite
 
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
         tf = require("tensorflow", purpose="convert to TFLite")

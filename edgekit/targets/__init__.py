@@ -13,6 +13,7 @@ TARGETS: dict[str, str] = {
     "onnx": "edgekit.targets.onnx:TARGET",
     "tflite": "edgekit.targets.tflite:TARGET",
     "edgetpu": "edgekit.targets.edgetpu:TARGET",
+    "openvino": "edgekit.targets.openvino:TARGET",
 }
 
 

@@ -38,6 +38,8 @@ class TargetSpec:
     integer_only: bool = False
     # its own options: a dataclass of edgekit.core.option_field.option() fields (None: it has none)
     options: type | None = None
+    # the --int8-recipe names its steps know, as "module:attr" naming a tuple (read only when a request is checked)
+    int8_recipes: str | None = None
 
     def wanted(self, asked: list[str]) -> list[str]:
         """The precisions this target makes for a request of ASKED."""
@@ -48,6 +50,14 @@ class TargetSpec:
         if precision not in self.io_defaults:
             return None
         return asked or self.io_defaults[precision]
+
+    def recipe_names(self) -> tuple[str, ...]:
+        """The --int8-recipe names this target's steps know (auto always)."""
+        if self.int8_recipes is None:
+            return ("auto",)
+        from edgekit.core.registry import resolve
+
+        return ("auto", *resolve({self.name: self.int8_recipes}, self.name, "int8 recipe table"))
 
 
 __all__ = ["TargetSpec"]

@@ -50,4 +50,5 @@ TARGET = TargetSpec(
     post_steps=("edgetpu_compile",),
     integer_only=True,
     options=EdgeTpuOptions,
+    int8_recipes="edgekit.quantize.onnx.search:NAMES",  # TFLite notes the ONNX-only ones and uses auto's order
 )

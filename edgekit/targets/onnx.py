@@ -11,4 +11,5 @@ TARGET = TargetSpec(
     format="onnx",
     steps=("onnx_quantize",),
     precisions=PRECISION_NAMES,
+    int8_recipes="edgekit.quantize.onnx.search:NAMES",
 )

@@ -15,4 +15,5 @@ TARGET = TargetSpec(
     precisions=PRECISION_NAMES,
     # full-integer models take and give int8 unless --io-dtype says otherwise
     io_defaults=MappingProxyType({"int8": "int8"}),
+    int8_recipes="edgekit.quantize.onnx.search:NAMES",  # TFLite notes the ONNX-only ones and uses auto's order
 )

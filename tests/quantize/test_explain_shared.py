@@ -17,6 +17,7 @@ import pytest
 from edgekit.conversion.options import ConvertOptions
 from edgekit.conversion.validate import Reference
 from edgekit.core.artifact import Artifact, Fidelity
+from edgekit.core.formats import FORMATS
 from edgekit.quantize import explain as explain_mod
 from edgekit.quantize.records import Diagnosis, RecipeChoice
 from edgekit.quantize.search import NOT_JUDGED
@@ -72,7 +73,7 @@ def test_the_second_artifact_of_one_calibration_reuses_the_diagnosis(tmp_path: P
     int8, tpu, fixed = _art("m.int8.tflite"), _art("m.int8-uint8io.tflite"), _art("m.fixed.tflite")
     for art, inter in ((int8, _inter(cal, "int8")), (tpu, _inter(cal, "uint8")), (fixed, _inter(other, "uint8"))):
         explain_mod.explain(art, inter, ref, options, lambda _m: None, seen)
-    assert calls == [explain_mod.UNASKED_TFLITE_SAMPLES] * 2  # int8 and the other calibration; not the twin
+    assert calls == [FORMATS["tflite"].int8_diagnosis.unasked_samples] * 2  # int8 and the other calibration; not the twin
     assert tpu.fidelity.diagnosis == int8.fidelity.diagnosis and tpu.diagnosis_run.same_as == "m.int8.tflite"
     assert fixed.diagnosis_run.same_as is None
 
@@ -90,7 +91,7 @@ def test_an_edge_tpu_model_its_fixes_changed_gets_the_run_s_diagnosis_unasked(tm
     if explain:  # asked: each model on its own
         assert len(debugger) == 2 and tpu.diagnosis_run.same_as is None
     else:
-        assert debugger == [explain_mod.UNASKED_TFLITE_SAMPLES]
+        assert debugger == [FORMATS["tflite"].int8_diagnosis.unasked_samples]
         assert tpu.fidelity.diagnosis == int8.fidelity.diagnosis and tpu.diagnosis_run.same_as == "m.int8.tflite"
         assert "3 Edge TPU graph fix(es) apart" in tpu.diagnosis_run.note
 

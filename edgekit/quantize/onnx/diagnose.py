@@ -65,4 +65,9 @@ def diagnose(float_path: Path, qdq_path: Path, x: np.ndarray, inputs: str) -> Di
     return rank(measures, "onnxruntime intermediate tensors", min(len(x), MAX_SAMPLES), inputs)
 
 
-__all__ = ["LAYER_OPS", "diagnose", "measure"]
+def diagnose_int8(choice: Any, path: Path, x: np.ndarray, inputs: str) -> Diagnosis:
+    """FORMATS' diagnosis of an int8 ONNX artifact at PATH: against the float model its recipe quantized."""
+    return diagnose(Path(choice.float_model), Path(path), x, inputs)
+
+
+__all__ = ["LAYER_OPS", "diagnose", "diagnose_int8", "measure"]

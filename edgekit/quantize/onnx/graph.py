@@ -160,4 +160,10 @@ def with_outputs(model: Any, names: list[str]) -> Any:
     return m
 
 
-__all__ = ["Graph", "latency_ms", "name_nodes", "node_macs", "run_batches", "session", "with_outputs"]
+def run_first_output(path: str | Path, x: np.ndarray) -> np.ndarray:
+    """The first output of the ONNX model at PATH on every sample of X (a float twin, for the input-noise figure)."""
+    return run_batches(session(str(path)), x)[0]
+
+
+__all__ = ["Graph", "latency_ms", "name_nodes", "node_macs", "run_batches", "run_first_output", "session",
+           "with_outputs"]

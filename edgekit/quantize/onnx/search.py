@@ -252,7 +252,9 @@ def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Lo
 
     KINDS: what decides each output's kind (the source's metadata, --output-kind): a detection output's decode
     stays float in every recipe, and the search judges candidates by their boxes."""
-    check_name(requested)
+    if requested not in ("auto", *NAMES):  # another target's recipe (planner-checked): noted, auto's order used
+        data.notes.append(f"recipe '{requested}' is not one of ONNX's ({', '.join(NAMES)}); auto's order used")
+        requested = "auto"
     searching = requested in ("auto", "mixed")
     s = _Search(pre, data, log, searching, kinds)
     names = AUTO_ORDER if requested == "auto" else ("plain",) if requested == "mixed" else (requested,)

@@ -221,4 +221,11 @@ def _finite(v: Any) -> float | None:
     return f if np.isfinite(f) else None
 
 
-__all__ = ["AUTO_ORDER", "BIAS_CORRECTING", "EQUALIZING", "TFLITE_RECIPES", "TfliteJob", "diagnose_tflite"]
+def diagnose_int8(choice: RecipeChoice, path: Path, x: np.ndarray, inputs: str) -> Diagnosis:
+    """FORMATS' diagnosis of an int8 TFLite (or Edge TPU) artifact: the debugger on the calibrated model CHOICE names
+    (PATH, the artifact itself, differs from it only in its I/O types)."""
+    return diagnose_tflite(choice, x, inputs)
+
+
+__all__ = ["AUTO_ORDER", "BIAS_CORRECTING", "EQUALIZING", "TFLITE_RECIPES", "TfliteJob", "diagnose_int8",
+           "diagnose_tflite"]

@@ -102,4 +102,12 @@ def latency_ms(path: str, runs: int = 20) -> float:
     return float(1000 * np.median(times))
 
 
-__all__ = ["RunRequest", "latency_ms", "run_tflite"]
+def run_first_output(path: str | Path, x: np.ndarray) -> np.ndarray:
+    """The first output of the .tflite at PATH on every sample of X, run by LiteRT in its child process."""
+    y = run_tflite([Path(path)], x)[0]
+    if y is None:
+        raise RuntimeError(f"LiteRT could not run {path}")
+    return y
+
+
+__all__ = ["RunRequest", "latency_ms", "run_first_output", "run_tflite"]

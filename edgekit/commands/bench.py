@@ -7,12 +7,16 @@ from pathlib import Path
 import typer
 
 from edgekit.core.parse import parse_names
+from edgekit.remote import options as ro
 
 HELP = """Profile every artifact of a conversion run (its manifest.json or output folder) on every runtime
 and device available here, plus the source model where it can run, and print one table: format,
 precision, size, agreement (top-1; a detector's box recall / precision and mAP50) and accuracy (from the
 manifest), p50/p90 latency, throughput, energy per inference and speed-up. Writes bench.json, bench.md
-and bench.png (latency against size) into --out (default: <folder>/bench)."""
+and bench.png (latency against size) into --out (default: <folder>/bench).
+
+--remote user@host (repeat): the same rows measured on each device over SSH as well, one row set per device in
+the same table (docs/remote.md); --no-local leaves this machine's rows out."""
 
 
 def register(app: typer.Typer) -> None:
@@ -32,6 +36,15 @@ def register(app: typer.Typer) -> None:
         in_process: bool = typer.Option(False, "--in-process", help="Measure every row in this process (faster "
                                         "start; peak memory figures then accumulate across rows)."),
         as_json: bool = typer.Option(False, "--json", help="Print the bench report JSON alone on stdout."),
+        remote: list[str] | None = ro.REMOTE,
+        no_local: bool = typer.Option(False, "--no-local", help="With --remote: measure on the devices only."),
+        remote_python: str | None = ro.REMOTE_PYTHON,
+        remote_edgekit: str | None = ro.REMOTE_EDGEKIT,
+        remote_cache: str = ro.REMOTE_CACHE,
+        ssh_config: Path | None = ro.SSH_CONFIG,
+        identity: Path | None = ro.IDENTITY,
+        ssh_option: list[str] | None = ro.SSH_OPTION,
+        connect_timeout: int = ro.CONNECT_TIMEOUT,
     ) -> None:
         from edgekit.core.console import out as stdout
         from edgekit.core.console import print_json, progress, quiet_stdout
@@ -40,8 +53,10 @@ def register(app: typer.Typer) -> None:
         settings = BenchSettings(runs=runs, min_seconds=min_seconds, warmup=warmup, threads=threads, batch=batch,
                                  runtimes=parse_names(runtime), devices=parse_names(device), isolate=not in_process,
                                  include_source=not no_source)
+        hosts = ro.remotes(remote, remote_python, remote_edgekit, remote_cache, ssh_config, identity, ssh_option,
+                           connect_timeout)
         with quiet_stdout():
-            report = bench(target, settings, out_dir=out, log=progress)
+            report = bench(target, settings, out_dir=out, log=progress, remotes=hosts, local=not (no_local and hosts))
         if as_json:
             print_json(report.to_dict())
         else:

@@ -16,13 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgekit.core.artifact import Artifact, Manifest, SourceInfo
 from edgekit.core.errors import EdgekitError, NotAvailable, UsageError
 from edgekit.measure.bench_report import BenchReport, BenchRow, BenchSettings, Reference
 from edgekit.measure.child import Status
 from edgekit.measure.profile import ProfileResult
+
+if TYPE_CHECKING:
+    from edgekit.remote.host import Remote
 
 
 @dataclass
@@ -43,8 +46,11 @@ class Job:
 
     def cli_args(self, settings: BenchSettings) -> list[str]:
         """The `edgekit profile` command line that measures this row with SETTINGS."""
-        args = ["profile", str(self.path), "--json", "--runtime", self.runtime, "--device", self.device,
-                *settings.cli_args()]
+        return ["profile", str(self.path), "--json", *self.flags(settings)]
+
+    def flags(self, settings: BenchSettings) -> list[str]:
+        """The `edgekit profile` flags after the path and --json (the same here and on a --remote device)."""
+        args = ["--runtime", self.runtime, "--device", self.device, *settings.cli_args()]
         if self.macs:
             args += ["--macs", str(self.macs)]
         if self.options.get("input_shape"):
@@ -96,8 +102,12 @@ def load_target(target: str | Path) -> tuple[Manifest, Path]:
     return Manifest(source=SourceInfo(), artifacts=arts), p / "manifest.json"
 
 
-def plan_jobs(manifest: Manifest, manifest_path: Path, settings: BenchSettings) -> list[Job]:
-    """The rows to measure, in table order; rows that cannot run here carry their reason."""
+def plan_jobs(manifest: Manifest, manifest_path: Path, settings: BenchSettings, here: bool = True) -> list[Job]:
+    """The rows to measure, in table order; rows that cannot run here carry their reason.
+
+    HERE False plans for a --remote device: what runs there is its edgekit's to say (a row it cannot run comes
+    back "not available"), so rows are not checked against this machine and default to its CPU.
+    """
     from edgekit.core import formats, precisions
     from edgekit.measure.artifact import artifact_macs
     from edgekit.runtimes import get_runtime, normalize_device, runtimes_for_format
@@ -125,6 +135,8 @@ def plan_jobs(manifest: Manifest, manifest_path: Path, settings: BenchSettings) 
                 devices = [d for d in wanted_dev if d in cls.devices]
             elif spec is not None and spec.devices:  # a format made for fixed devices (Edge TPU models)
                 devices = list(spec.devices)
+            elif not here:
+                devices = ["cpu"]
             else:
                 devices = ["cpu"] + [d for d in cls.auto_devices if cls.available(d)[0]]
             for dev in devices:
@@ -132,12 +144,12 @@ def plan_jobs(manifest: Manifest, manifest_path: Path, settings: BenchSettings) 
                           device=dev, artifact=art)
                 if not path.exists():
                     job.skip = f"file not written ({_how_to_finish(art) or path.name})"
-                else:
+                elif here:
                     ok, why = cls.available(dev)
                     job.skip = None if ok else f"not available here: {why}"
                 jobs.append(job)
     if settings.include_source:
-        src = _source_job(manifest, manifest_path, macs_per_sample, wanted_dev)
+        src = _source_job(manifest, manifest_path, macs_per_sample, wanted_dev, here)
         if src is not None:
             jobs.insert(0, src)
     return jobs
@@ -161,7 +173,8 @@ def _source_format(kind: str) -> str | None:
     return None
 
 
-def _source_job(manifest: Manifest, manifest_path: Path, macs: int | None, wanted_dev: list[str] | None) -> Job | None:
+def _source_job(manifest: Manifest, manifest_path: Path, macs: int | None, wanted_dev: list[str] | None,
+                here: bool = True) -> Job | None:
     """The source model as a row, where a runtime here can run it (torch for PyTorch, tf for SavedModel)."""
     from edgekit.core.formats import FORMATS
     from edgekit.runtimes import get_runtime
@@ -178,7 +191,7 @@ def _source_job(manifest: Manifest, manifest_path: Path, macs: int | None, wante
     if path is None:
         job.skip = f"source file not found ({manifest.source.path})"
         return job
-    ok, why = get_runtime(runtime).available(dev)
+    ok, why = get_runtime(runtime).available(dev) if here else (True, "")
     if not ok:
         job.skip = f"not available here: {why}"
         return job
@@ -222,8 +235,8 @@ def run_job(job: Job, s: BenchSettings) -> tuple[Status, ProfileResult | None, s
     return "ok", r, None
 
 
-def _row(job: Job, status: Status, result: ProfileResult | None, message: str | None,
-         source: dict[str, float | None]) -> BenchRow:
+def make_row(job: Job, status: Status, result: ProfileResult | None, message: str | None,
+             source: dict[str, float | None]) -> BenchRow:
     """One table row: JOB's figures from the manifest (SOURCE's for the source model's row) and its speed."""
     from edgekit.report.fidelity import FIGURES
 
@@ -246,32 +259,51 @@ def _row(job: Job, status: Status, result: ProfileResult | None, message: str | 
 
 
 def bench(target: str | Path, settings: BenchSettings | None = None, out_dir: str | Path | None = None,
-          log: Callable[[str], None] | None = None) -> BenchReport:
-    """Measure every row, write bench.json / bench.md / bench.png into OUT_DIR, return the report."""
+          log: Callable[[str], None] | None = None, remotes: list[Remote] | None = None,
+          local: bool = True) -> BenchReport:
+    """Measure every row, write bench.json / bench.md / bench.png into OUT_DIR, return the report.
+
+    REMOTES: devices reached over SSH (edgekit.remote), each measuring the same artifacts as one more row set;
+    every device is reached and checked before anything is measured. LOCAL False: only their rows.
+    """
+    from contextlib import ExitStack
+
     from edgekit._version import __version__
     from edgekit.measure.devices import host_info
+    from edgekit.remote.bench import remote_rows
+    from edgekit.remote.device import Device
 
     s = settings or BenchSettings()
     log = log or (lambda _m: None)
     manifest, mpath = load_target(target)
-    jobs = plan_jobs(manifest, mpath, s)
     source = _source_figures(manifest)
     rows: list[BenchRow] = []
     results: list[ProfileResult] = []
-    for i, job in enumerate(jobs, 1):
-        log(f"bench {i}/{len(jobs)}: {job.label} on {job.runtime}/{job.device}")
-        status, result, message = run_job(job, s)
-        rows.append(_row(job, status, result, message, source))
-        if result:
-            results.append(result)
-    reference = _reference(rows)
+    with ExitStack() as stack:
+        devices = [stack.enter_context(Device(r, log)) for r in remotes or []]
+        if local or not devices:
+            jobs = plan_jobs(manifest, mpath, s)
+            for i, job in enumerate(jobs, 1):
+                log(f"bench {i}/{len(jobs)}: {job.label} on {job.runtime}/{job.device}")
+                status, result, message = run_job(job, s)
+                rows.append(make_row(job, status, result, message, source))
+                if result:
+                    results.append(result)
+        for dev in devices:
+            more, measured = remote_rows(dev, plan_jobs(manifest, mpath, s, here=False), s, source, log)
+            rows += more
+            results += measured
+    references = {host: _reference([r for r in rows if r.host == host]) for host in dict.fromkeys(r.host for r in rows)}
     for row in rows:
-        if reference and row.p50_ms:
-            row.speedup = reference.p50_ms / row.p50_ms
+        ref = references.get(row.host)
+        if ref and row.p50_ms:
+            row.speedup = ref.p50_ms / row.p50_ms
     energy = [r for r in results if r.power.measured]
+    hosts = [{**dev.facts.to_dict(), "reference": (references.get(dev.remote.label) or Reference()).to_dict()}
+             for dev in devices if dev.facts is not None]
     report = BenchReport(edgekit_version=__version__, manifest=str(mpath), source=manifest.source, host=host_info(),
-                         settings=s, reference=reference, rows=rows, results=results,
-                         energy_note=None if energy else _energy_note(results))
+                         settings=s, reference=next(iter(references.values()), None), rows=rows, results=results,
+                         energy_note=None if energy else _energy_note(results), hosts=hosts)
     out = Path(out_dir) if out_dir else mpath.parent / "bench"
     report.files = write_outputs(report, out)
     return report

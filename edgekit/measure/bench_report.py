@@ -45,6 +45,7 @@ class BenchRow(Record):
     precision: str | None = None
     runtime: str = ""
     device: str = ""
+    host: str | None = None  # the --remote device (user@host:port) it was measured on; None: this machine
     path: str = ""
     size_bytes: int | None = None
     top1_agreement: float | None = None
@@ -64,6 +65,12 @@ class BenchRow(Record):
     reference_map50: float | None = None
     map50_95: float | None = None
     reference_map50_95: float | None = None
+    # probability maps (the mask kind): pixels on the same side of the threshold, regions kept (edgekit.fidelity.mask)
+    mask_agreement: float | None = None
+    region_recall: float | None = None
+    region_precision: float | None = None
+    regions: int | None = None
+    mask_threshold: float | None = None
     status: Status = "ok"
     note: str | None = None  # why not measured, or the ProfileResult's notes
     p50_ms: float | None = None
@@ -91,6 +98,8 @@ class BenchReport(Record):
     manifest: str = ""  # the manifest.json benched (made up for a folder without one)
     source: SourceInfo = field(default_factory=SourceInfo)  # the manifest's source
     host: dict[str, Any] = field(default_factory=dict)  # edgekit.measure.devices.host_info()
+    # one per --remote device: edgekit.remote.device.DeviceFacts, plus "reference", the row its speed-ups are against
+    hosts: list[dict[str, Any]] = field(default_factory=list)
     settings: BenchSettings = field(default_factory=BenchSettings)
     reference: Reference | None = None
     rows: list[BenchRow] = field(default_factory=list)

@@ -15,10 +15,20 @@ COLUMNS = ("Model", "Format", "Precision", "Runtime", "Device", "Size", "Agreeme
            "p90 ms", "Throughput/s", "mJ/inf", "Speed-up")
 TEXT_COLUMNS = ("Model", "Format", "Precision", "Runtime", "Device")  # left-aligned; the figures right-aligned
 DEVICE_MARKERS = {"cpu": "o", "gpu": "s", "edgetpu": "^", "tpu": "D"}  # chart marker per device
+HOST_MARKERS = ("P", "X", "v", "*", "p", "h")  # chart marker per --remote device
+
+
+def columns(report: BenchReport) -> tuple[str, ...]:
+    """The table's columns: a Host column after Device where some rows were measured on a --remote device."""
+    if not any(r.host for r in report.rows):
+        return COLUMNS
+    at = COLUMNS.index("Device") + 1
+    return (*COLUMNS[:at], "Host", *COLUMNS[at:])
 
 
 def table_rows(report: BenchReport) -> list[list[str]]:
     """The table's cells as text, one list per row (shared by the Markdown file and the screen)."""
+    hosts = "Host" in columns(report)
     out = []
     for r in report.rows:
         energy = millijoules(r.joules_per_inference)
@@ -29,7 +39,8 @@ def table_rows(report: BenchReport) -> list[list[str]]:
         else:
             tail = [num(r.p50_ms, ".3f"), num(r.p90_ms, ".3f"), num(r.throughput_per_s, ".1f"), energy,
                     num(r.speedup, ".2f") + ("x" if r.speedup else "")]
-        out.append([r.label, r.format, r.precision or "?", r.runtime, r.device, human_bytes(r.size_bytes),
+        where = [r.host or "here"] if hosts else []
+        out.append([r.label, r.format, r.precision or "?", r.runtime, r.device, *where, human_bytes(r.size_bytes),
                     agreement(r), pct(r.accuracy), *tail])
     return out
 
@@ -43,6 +54,7 @@ def footnotes(report: BenchReport) -> list[str]:
              f"{s.min_seconds:g} s per row after {s.warmup} warmup runs; latency is single-stream."]
     notes.append(f"Speed-up: p50 of the {ref.kind} ({ref.label}, {ref.p50_ms:.3f} ms) / p50 of the row."
                  if ref else "Speed-up: no reference row could be measured.")
+    notes += [_device_note(d) for d in report.hosts]
     notes.append("Agreement (top-1; px: per pixel; step: per step) and accuracy: from the conversion's validation "
                  "(manifest), not re-measured.")
     if any(r.detection_recall is not None or r.map50 is not None for r in report.rows):
@@ -54,9 +66,22 @@ def footnotes(report: BenchReport) -> list[str]:
     return notes
 
 
+def _device_note(d: dict[str, Any]) -> str:
+    """One --remote device: what it is, its edgekit, and what its rows' speed-ups are against."""
+    ref = d.get("reference") or {}
+    against = (f"its speed-ups against its {ref.get('kind')} ({ref.get('label')}, {ref.get('p50_ms', 0):.3f} ms)"
+               if ref.get("label") else "no reference row measured there")
+    version = d.get("edgekit_version")
+    mismatch = (f" (this machine: {d.get('local_edgekit_version')}: versions differ)"
+                if version and version != d.get("local_edgekit_version") else "")
+    return (f"Device {d.get('host')}: {d.get('machine')}, {d.get('cores')} cores, {d.get('os')}; edgekit "
+            f"{version}{mismatch}; {against}.")
+
+
 def markdown(report: BenchReport) -> str:
     """bench.md: a heading, the table, the footnotes."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
+    cols = columns(report)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in table_rows(report)]
     return "\n".join(["# edgekit bench", "", *lines, "", *[f"- {n}" for n in footnotes(report)]]) + "\n"
 
@@ -66,8 +91,8 @@ def print_report(report: BenchReport, console: Any) -> None:
     from rich.table import Table
 
     t = Table(title="edgekit bench", title_justify="left")
-    for c in COLUMNS:
-        t.add_column(c, justify="left" if c in TEXT_COLUMNS else "right", overflow="fold")
+    for c in columns(report):
+        t.add_column(c, justify="left" if c in (*TEXT_COLUMNS, "Host") else "right", overflow="fold")
     for row in table_rows(report):
         t.add_row(*row)
     console.print(t)
@@ -93,16 +118,18 @@ def chart_png(report: BenchReport) -> bytes | None:
     from edgekit.core.formats import FORMATS, FormatSpec
 
     grey = FormatSpec.__dataclass_fields__["colour"].default
+    hosts = [h for h in dict.fromkeys(r.host for r in ok) if h]
     fig = Figure(figsize=(7, 4.5), dpi=110)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     for fmt in dict.fromkeys(r.format for r in ok):
         pts = [r for r in ok if r.format == fmt]
         colour = FORMATS[fmt].colour if fmt in FORMATS else grey
-        for dev in dict.fromkeys(r.device for r in pts):
-            sel = [r for r in pts if r.device == dev]
+        for dev, host in dict.fromkeys((r.device, r.host) for r in pts):
+            sel = [r for r in pts if r.device == dev and r.host == host]
+            marker = HOST_MARKERS[hosts.index(host) % len(HOST_MARKERS)] if host else DEVICE_MARKERS.get(dev, "o")
             ax.scatter([r.size_bytes / 1024 for r in sel], [r.p50_ms for r in sel], s=60,
-                       c=colour, marker=DEVICE_MARKERS.get(dev, "o"), label=f"{fmt} ({dev})")
+                       c=colour, marker=marker, label=f"{fmt} ({dev}" + (f" on {host})" if host else ")"))
     for r in ok:
         ax.annotate(r.precision or "?", (r.size_bytes / 1024, r.p50_ms), textcoords="offset points",
                     xytext=(5, 4), fontsize=8)
@@ -112,7 +139,8 @@ def chart_png(report: BenchReport) -> bytes | None:
         ax.set_yscale("log")
     ax.set_xlabel("artifact size (KiB, log scale)")
     ax.set_ylabel("p50 latency (ms)" + (", log scale" if ax.get_yscale() == "log" else ""))
-    ax.set_title(f"edgekit bench: latency vs size on {report.host['cpu_model']}", fontsize=10)
+    where = report.host["cpu_model"] if not hosts else f"{len(hosts) + any(not r.host for r in ok)} devices"
+    ax.set_title(f"edgekit bench: latency vs size on {where}", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -121,4 +149,4 @@ def chart_png(report: BenchReport) -> bytes | None:
     return buf.getvalue()
 
 
-__all__ = ["COLUMNS", "chart_png", "footnotes", "markdown", "print_report", "table_rows"]
+__all__ = ["COLUMNS", "chart_png", "columns", "footnotes", "markdown", "print_report", "table_rows"]

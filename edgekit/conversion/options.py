@@ -44,6 +44,12 @@ def _shapes(value: list[str] | str | None, flag: str) -> tuple[list[int] | None,
     return parse_input_shapes(value)
 
 
+def _mask_thresholds(value: list[str] | str | None, flag: str) -> dict[str, float] | None:
+    from edgekit.fidelity.kinds import parse_mask_thresholds
+
+    return parse_mask_thresholds(value)
+
+
 def _kinds(value: list[str] | str | None, flag: str) -> dict[str, str] | None:
     from edgekit.fidelity.kinds import parse_output_kinds
 
@@ -92,6 +98,11 @@ class CommonOptions:
         None, "How an output is judged, by output name: classes, dense, sequence or regression (--output-kind "
         "name=kind); default from its shape.", flags=("--output-kind",), cli_type=list[str] | None, multiple=True,
         parse=_kinds, cli_help=" Repeat per output.")
+    mask_thresholds: dict[str, float] | None = option(
+        None, "Where a single-channel probability map (the mask kind: text detectors, saliency) is cut before its mask "
+        "and regions are compared: 0.3 for every mask output, or name=0.3 (which also judges that output as a mask); "
+        "default 0.5.", flags=("--mask-threshold",), cli_type=list[str] | None, multiple=True,
+        parse=_mask_thresholds, cli_help=" Repeat per output.")
 
     def check(self) -> None:
         """Range checks on plain numbers (names of targets, precisions, ... are checked by the planner)."""

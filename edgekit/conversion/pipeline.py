@@ -170,17 +170,22 @@ def reference(src: Source, feeds: dict[str, Any], labels: Any, inputs_name: str,
 
     outputs = src.run_outputs(feeds)
     kinds = dict(options.output_kinds or {})
+    cuts = dict(options.mask_thresholds or {})
+    for name in cuts:  # a threshold named for an output judges it as a mask, unless --output-kind says otherwise
+        if name != "*":
+            kinds.setdefault(name, "mask")
     unknown = [k for k in kinds if k not in outputs]
     if unknown:
-        raise UsageError(f"--output-kind names {unknown}, which the model does not output; its outputs are "
-                         f"{list(outputs)}.", hint="Name an output as the manifest's source.outputs lists it.")
+        raise UsageError(f"--output-kind / --mask-threshold name {unknown}, which the model does not output; its "
+                         f"outputs are {list(outputs)}.",
+                         hint="Name an output as the manifest's source.outputs lists it.")
     masks = held_out_masks(options.calib, options.calib_size, options.val_size)
     boxes = held_out_boxes(options.calib, options.calib_size, options.val_size)
     first = next(iter(feeds.values()))
     choices = decide_kinds(outputs, src.layout, kinds, src.metadata)
     return Reference(x=first, y_ref=next(iter(outputs.values())), labels=labels, layout=src.layout,
                      inputs_name=inputs_name, outputs=outputs, feeds=feeds if len(feeds) > 1 else None,
-                     masks=masks, kinds=kinds, choices=choices, boxes=boxes)
+                     masks=masks, kinds=kinds, choices=choices, boxes=boxes, mask_thresholds=cuts)
 
 
 __all__ = ["API_NAMES", "ConvertResult", "convert", "run"]

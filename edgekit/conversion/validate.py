@@ -58,6 +58,11 @@ class Reference:
     # outputs when first compared. BOXES: labelled boxes of the held-out inputs, (M, 6) [image, class, x1, y1, x2, y2]
     choices: dict[str, Any] = field(default_factory=dict)
     boxes: np.ndarray | None = None
+    # where each `mask` output is cut, by source output name ("*": every one; --mask-threshold), default 0.5
+    mask_thresholds: dict[str, float] = field(default_factory=dict)
+
+    def mask_threshold(self, name: str) -> float | None:
+        return self.mask_thresholds.get(name, self.mask_thresholds.get("*"))
 
     def input_arrays(self, name: str = "input") -> dict[str, np.ndarray]:
         return dict(self.feeds) if self.feeds else {name: self.x}
@@ -158,7 +163,7 @@ def compare(ref: Reference, y: np.ndarray | dict[str, np.ndarray], precision: st
             fid = judge(a, got[m.artifact], kind=kind, precision=precision, channel_axis=-1 if ref.layout == "NHWC"
                         else 1, labels=ref.labels if m.source == first_classes else None,
                         masks=ref.masks if kind == "dense" else None, thresholds=thresholds, inputs=ref.inputs_name,
-                        name=m.source)
+                        name=m.source, mask_threshold=ref.mask_threshold(m.source) if kind == "mask" else None)
         if several:
             fid.failures = [f"output '{m.source}': {f}" for f in fid.failures]
         spec = (specs or {}).get(m.artifact or "")

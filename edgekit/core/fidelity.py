@@ -50,6 +50,13 @@ class Fidelity(Record):
     map50_95: float | None = None
     reference_map50_95: float | None = None
     head: dict[str, Any] | None = None  # how the head was decoded: format, classes, cuts (Head.to_dict())
+    # single-channel probability maps (kind "mask", edgekit.fidelity.mask): both maps thresholded at mask_threshold
+    mask_threshold: float | None = None
+    mask_agreement: float | None = None  # pixels on the same side of the threshold
+    mask_iou: float | None = None  # IoU of the two foregrounds
+    region_recall: float | None = None  # the source's connected regions matched by the artifact's at IoU >= 0.5
+    region_precision: float | None = None  # the artifact's regions matched by the source's
+    regions: int | None = None  # the source's regions on the held-out inputs
     notes: list[str] = field(default_factory=list)  # what the verdict rests on where it is not the usual measure
     outputs: list[OutputFidelity] = field(default_factory=list)
     # int8: the layers that lose the most, ranked, with their fix (edgekit.quantize.records.Diagnosis.to_dict())

@@ -10,7 +10,9 @@ a sequence (issue 27). So the decision reads, in order:
    HEADS), only where that is unambiguous: pixel-range boxes beside [0, 1] scores, many more anchors than rows;
 4. names that say what an output holds (box, landmark, embedding ...), and sibling heads: beside an output
    that holds probabilities, an output whose values are not a distribution is a regression;
-5. the shape (edgekit.fidelity.kinds.kind_of).
+5. a single-channel map whose values all lie in [0, 1] is a probability map, judged by its thresholded mask
+   (edgekit.fidelity.mask): a text detector's, a saliency map, a one-class segmenter's;
+6. the shape (edgekit.fidelity.kinds.kind_of).
 Every decision carries its reason, which the manifest records (`kind_reason`).
 """
 
@@ -25,6 +27,7 @@ import numpy as np
 from edgekit.core.errors import UsageError
 from edgekit.fidelity.detection import HEADS, ROLES, Head
 from edgekit.fidelity.kinds import kind_of, parse_asked
+from edgekit.fidelity.mask import probability_map
 
 _REGRESSION_NAME = re.compile(r"(^|[^a-z])(box|boxes|bbox|bboxes|reg|regression|landmarks?|ldmk|lmk|kpts?|keypoints?|"
                               r"embed|embedding|embeddings|features?|coords?|offsets?|deltas?|loc)([^a-z]|$)", re.I)
@@ -186,12 +189,21 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
             choices[name] = KindChoice("regression", f"its sibling output '{sib}' holds the class probabilities and "
                                                      "this one's values are not a distribution (box regression, "
                                                      "landmarks or embeddings)")
+        elif shape_kind == "regression" and probability_map(y, layout) and not _REGRESSION_NAME.search(name):
+            choices[name] = KindChoice("mask", f"shape {list(y.shape)}: one channel over {_spatial(y, layout)} pixels, "
+                                               "every value in [0, 1]: a probability map its user thresholds "
+                                               "(--mask-threshold, default 0.5), judged by the mask and its regions")
         elif shape_kind == "classes" and y.shape[1] >= 64 and float(np.nanmin(y)) < 0 and np.allclose(
                 np.linalg.norm(y.reshape(len(y), -1), axis=1), 1.0, atol=1e-2):
             choices[name] = KindChoice("regression", "its rows are unit vectors: an embedding")
         else:
             choices[name] = KindChoice(shape_kind, _shape_words(shape_kind, y.shape))
     return {n: choices[n] for n in outputs}
+
+
+def _spatial(y: np.ndarray, layout: str) -> str:
+    h, w = (y.shape[1], y.shape[2]) if layout.upper() == "NHWC" else (y.shape[2], y.shape[3])
+    return f"{h}x{w}"
 
 
 def _class_axis(y: np.ndarray, layout: str) -> int:

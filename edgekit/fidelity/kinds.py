@@ -13,7 +13,10 @@ is: docs/fidelity.md.
 - detection  a detector head (edgekit.fidelity.detection): decoded to boxes, NMS, and each source box matched
              to a same-class artifact box at IoU >= 0.5: recall and precision of the source's boxes (+ mAP
              with labelled boxes).
-- regression everything else (single-channel maps, boxes, landmarks, embeddings, scalars): cosine
+- mask       (N, 1, H, W) probability maps (text detectors, saliency, one-class segmenters): the thresholded
+             mask's per-pixel agreement and its connected regions matched at IoU >= 0.5 (edgekit.fidelity.mask),
+             cosine recorded; the threshold per output (--mask-threshold, default 0.5).
+- regression everything else (single-channel maps not in [0, 1], boxes, landmarks, embeddings, scalars): cosine
              and relative error ||y - y_ref|| / ||y_ref||, which also catches a wrong scale.
 
 The "classes" row is the precisions table (edgekit.core.precisions): a classifier is judged as it always was.
@@ -29,12 +32,14 @@ from edgekit.core.precisions import thresholds as precision_thresholds
 from edgekit.core.registry import suggest
 from edgekit.fidelity.detection import HEADS
 
-KINDS: tuple[str, ...] = ("classes", "dense", "sequence", "detection", "regression")
+KINDS: tuple[str, ...] = ("classes", "dense", "sequence", "detection", "mask", "regression")
 
 # kind -> precision -> thresholds. Keys: top1_agreement / pixel_agreement / step_agreement (fractions, at
 # least), cosine (at least), relative_error (at most), accuracy_drop / miou_drop (fraction points below the
 # source's, at most), detection_recall / detection_precision (fractions of the source's / the artifact's
-# boxes matched, at least), map50_drop (mAP50 points below the source's, with labelled boxes, at most).
+# boxes matched, at least), map50_drop (mAP50 points below the source's, with labelled boxes, at most),
+# mask_agreement / region_recall / region_precision (fractions of pixels on the same side of the mask threshold, and
+# of the source's / the artifact's regions matched at IoU 0.5, at least).
 # A metric not listed for a kind is measured and recorded, not judged.
 THRESHOLDS: dict[str, dict[str, dict[str, float]]] = {
     "dense": {
@@ -60,6 +65,16 @@ THRESHOLDS: dict[str, dict[str, dict[str, float]]] = {
         "dynamic": {"detection_recall": 0.95, "detection_precision": 0.95},
         "int8": {"detection_recall": 0.95, "detection_precision": 0.95, "map50_drop": 0.03},
         "w8a16": {"detection_recall": 0.98, "detection_precision": 0.98, "map50_drop": 0.01},
+    },
+    # The user of a probability map reads its thresholded mask and the regions in it: a float artifact keeps nearly
+    # every pixel's side of the threshold; int8 keeps 98% of pixels and 95% of the regions (issue 29's bar for a
+    # text detector: a one-pixel band along region edges flips first), w8a16 nearly all of them. Cosine is recorded.
+    "mask": {
+        "fp32": {"mask_agreement": 0.999, "region_recall": 0.99, "region_precision": 0.99},
+        "fp16": {"mask_agreement": 0.995, "region_recall": 0.98, "region_precision": 0.98},
+        "dynamic": {"mask_agreement": 0.99, "region_recall": 0.95, "region_precision": 0.95},
+        "int8": {"mask_agreement": 0.98, "region_recall": 0.95, "region_precision": 0.95},
+        "w8a16": {"mask_agreement": 0.995, "region_recall": 0.98, "region_precision": 0.98},
     },
     "regression": {
         "fp32": {"cosine": 0.9999, "relative_error": 0.001},
@@ -117,6 +132,31 @@ def parse_output_kinds(items: Sequence[str] | str | None) -> dict[str, str] | No
     return out or None
 
 
+def parse_mask_thresholds(items: Sequence[str] | str | None) -> dict[str, float] | None:
+    """["0.3"] -> {"*": 0.3} (every mask output); ["maps=0.3", "sal=0.5"] -> {"maps": 0.3, "sal": 0.5}.
+
+    A named output is judged as a mask (as --output-kind name=mask) unless --output-kind says otherwise."""
+    if not items:
+        return None
+    if isinstance(items, str):
+        items = [items]
+    out: dict[str, float] = {}
+    for item in (part.strip() for chunk in items for part in str(chunk).split(",")):
+        if not item:
+            continue
+        name, sep, value = item.rpartition("=")
+        key = name.strip() if sep else "*"
+        try:
+            cut = float(value)
+        except ValueError:
+            cut = float("nan")
+        if (sep and not key) or not 0.0 < cut < 1.0:
+            raise UsageError(f"--mask-threshold '{item}' is not a threshold between 0 and 1 (or name=threshold).",
+                             hint="For example: --mask-threshold 0.3 (every mask output) or --mask-threshold maps=0.3.")
+        out[key] = cut
+    return out or None
+
+
 def parse_asked(value: str) -> tuple[str, str | None]:
     """"detection:yolov8" -> ("detection", "yolov8"); "regression" -> ("regression", None)."""
     kind, _, fmt = value.partition(":")
@@ -143,4 +183,5 @@ def check_kind(kind: str) -> str:
                      hint=(f"did you mean '{guess}'? " if guess else "") + f"Kinds: {', '.join(KINDS)}.")
 
 
-__all__ = ["KINDS", "THRESHOLDS", "check_kind", "kind_of", "parse_asked", "parse_output_kinds", "thresholds"]
+__all__ = ["KINDS", "THRESHOLDS", "check_kind", "kind_of", "parse_asked", "parse_mask_thresholds",
+           "parse_output_kinds", "thresholds"]

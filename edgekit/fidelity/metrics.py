@@ -58,11 +58,13 @@ def mean_iou(pred: np.ndarray, truth: np.ndarray, classes: int) -> float:
 
 def judge(y_ref: np.ndarray, y: np.ndarray, *, kind: str, precision: str, channel_axis: int = 1,
           labels: np.ndarray | None = None, masks: np.ndarray | None = None,
-          thresholds: dict[str, float] | None = None, inputs: str = "held-out", name: str | None = None) -> Fidelity:
+          thresholds: dict[str, float] | None = None, inputs: str = "held-out", name: str | None = None,
+          mask_threshold: float | None = None) -> Fidelity:
     """Fidelity of artifact outputs Y against the source's Y_REF (same shape), judged as KIND at PRECISION.
 
     CHANNEL_AXIS: the class axis of a dense map (1 for NCHW, -1 for NHWC). LABELS: one class index per
-    sample (classes: accuracy). MASKS: (N, H, W) class indices (dense: mIoU; < 0 is ignored).
+    sample (classes: accuracy). MASKS: (N, H, W) class indices (dense: mIoU; < 0 is ignored). MASK_THRESHOLD:
+    where a `mask` output is cut (edgekit.fidelity.mask.DEFAULT_THRESHOLD where None).
     """
     th = kind_thresholds(kind, precision)
     th.update(thresholds or {})
@@ -93,6 +95,8 @@ def judge(y_ref: np.ndarray, y: np.ndarray, *, kind: str, precision: str, channe
                 fid.miou, fid.reference_miou = mean_iou(pb, truth, classes), mean_iou(pa, truth, classes)
     elif kind == "sequence" and a.ndim == 3 and a.shape[-1] > 1:
         fid.step_agreement = argmax_agreement(a, b, -1)
+    elif kind == "mask":
+        th = _judge_mask(fid, a, b, th, channel_axis, mask_threshold)
     fid.failures = _failures(fid, th, finite)
     fid.passed = not fid.failures
     return fid
@@ -148,13 +152,35 @@ def judge_detection(y_ref: list[np.ndarray], y: list[np.ndarray], head: Head, *,
     return fid
 
 
+def _judge_mask(fid: Fidelity, a: np.ndarray, b: np.ndarray, th: dict[str, float], channel_axis: int,
+                threshold: float | None) -> dict[str, float]:
+    """Fill FID's mask measures (edgekit.fidelity.mask); the thresholds to judge by (the regions' dropped, and the
+    record's notes saying why, where the source has too few regions to show them)."""
+    from edgekit.fidelity.mask import DEFAULT_THRESHOLD, MIN_REGIONS, compare_masks
+
+    cut = DEFAULT_THRESHOLD if threshold is None else float(threshold)
+    cmp = compare_masks(a, b, cut, channel_axis)
+    fid.mask_threshold, fid.mask_agreement, fid.mask_iou = cut, cmp.agreement, cmp.iou
+    fid.region_recall, fid.region_precision, fid.regions = cmp.region_recall, cmp.region_precision, cmp.regions
+    if cmp.regions < MIN_REGIONS:
+        fid.notes.append(f"the source's mask (threshold {cut:g}) has {cmp.regions} regions on {len(a)} held-out "
+                         f"inputs, too few to judge regions by (at least {MIN_REGIONS}): only the mask's pixel "
+                         "agreement is judged; pass --calib inputs with more objects, or --mask-threshold")
+        th = {k: v for k, v in th.items() if k not in ("region_recall", "region_precision")}
+        fid.thresholds = th
+    return th
+
+
 def _failures(f: Fidelity, th: dict[str, float], finite: bool) -> list[str]:
     out: list[str] = []
     if not finite:
         out.append("outputs contain NaN or inf")
     for key, value, words in (("top1_agreement", f.top1_agreement, "top-1 agreement"),
                               ("pixel_agreement", f.pixel_agreement, "per-pixel argmax agreement"),
-                              ("step_agreement", f.step_agreement, "per-step argmax agreement")):
+                              ("step_agreement", f.step_agreement, "per-step argmax agreement"),
+                              ("mask_agreement", f.mask_agreement, f"mask agreement (at {f.mask_threshold})"),
+                              ("region_recall", f.region_recall, "source mask regions kept (IoU >= 0.5)"),
+                              ("region_precision", f.region_precision, "artifact mask regions that are the source's")):
         if value is not None and key in th and value < th[key]:
             out.append(f"{words} {value:.2%} < {th[key]:.2%}")
     if f.detection_recall is not None and f.detection_recall < th.get("detection_recall", 0.0):

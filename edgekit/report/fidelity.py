@@ -4,7 +4,8 @@
 bench.json read a `BenchRow`, which carries the same figures (FIGURES, copied from the manifest's
 record). Both go through `agreement`, so one artifact reads the same in both tables: a classifier
 "99.20%" (top-1 agreement), a segmenter "97.10% px", a recognizer "95.00% step", and a detector
-"recall 97.1% prec 96.0% mAP50 61.2% (-0.8)", as Ultralytics' benchmark shows mAP per format. A
+"recall 97.1% prec 96.0% mAP50 61.2% (-0.8)", as Ultralytics' benchmark shows mAP per format, and a probability
+map "mask 98.9% regions 96.0%" (pixels on the same side of the threshold, regions kept). A
 detector is shown by the boxes it keeps because its raw tensors' agreement says nothing a user reads
 (edgekit.fidelity.detection).
 """
@@ -20,7 +21,7 @@ from edgekit.report.text import pct
 FIGURES: tuple[str, ...] = (
     "kind", "top1_agreement", "pixel_agreement", "step_agreement", "relative_error", "detection_recall",
     "detection_precision", "box_iou", "score_change", "detections", "map50", "reference_map50", "map50_95",
-    "reference_map50_95",
+    "reference_map50_95", "mask_agreement", "region_recall", "region_precision", "regions", "mask_threshold",
 )
 
 
@@ -37,6 +38,9 @@ class Figures(Protocol):
     detections: int | None
     map50: float | None
     reference_map50: float | None
+    mask_agreement: float | None
+    region_recall: float | None
+    regions: int | None
 
 
 def map_words(f: Figures) -> str | None:
@@ -61,13 +65,28 @@ def detection_words(f: Figures) -> str | None:
     return f"{words} {more}" if more else words
 
 
+def mask_words(f: Figures) -> str | None:
+    """"mask 98.9% regions 96.0%": pixels on the same side of the mask threshold, and the source's regions kept ("on
+    12 regions" where there were too few to judge by); None where the record has no mask figures."""
+    if f.mask_agreement is None:
+        return None
+    from edgekit.fidelity.mask import MIN_REGIONS
+
+    words = f"mask {f.mask_agreement:.1%}"
+    if f.region_recall is not None:
+        words += f" regions {f.region_recall:.1%}"
+    if f.regions is not None and f.regions < MIN_REGIONS:
+        words += f" on {f.regions} regions"
+    return words
+
+
 def agreement(f: Figures | None) -> str:
     """How the artifact agrees with its source, by the measure its (worst) output's kind is judged by:
     "99.20%" (top-1), "97.10% px", "95.00% step", "recall 97.1% prec 96.0%" (+ "mAP50 ..."), else the
     relative error; "-" for no record."""
     if f is None:
         return "-"
-    boxes = detection_words(f)
+    boxes = detection_words(f) or mask_words(f)
     if boxes is not None:
         return boxes
     for value, unit in ((f.top1_agreement, ""), (f.pixel_agreement, " px"), (f.step_agreement, " step")):
@@ -79,4 +98,4 @@ def agreement(f: Figures | None) -> str:
     return "-" if f.relative_error is None else f"rel.err {f.relative_error:.3g}"
 
 
-__all__ = ["FIGURES", "Figures", "agreement", "detection_words", "map_words"]
+__all__ = ["FIGURES", "Figures", "agreement", "detection_words", "map_words", "mask_words"]

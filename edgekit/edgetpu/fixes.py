@@ -24,6 +24,10 @@ first unsupported op: everything after runs on the CPU).
 - GELU (not in Coral's table; ConvNeXt, PoolFormer, ViT MLPs) becomes x * LOGISTIC(1.702 x): MUL, LOGISTIC,
   MUL. The only fix that is not exact in float: at most 0.0203 from the exact GELU (at x = -2.27), below one
   int8 step of a GELU output whose range exceeds 5.2; validation measures what it costs.
+- Data movement through 5-D tensors (ShuffleNetV2's channel shuffle, a transformer's qkv split) rewritten in at most
+  4 dimensions: edgekit.edgetpu.fixes_layout.
+- SQRT, and DIV by a tensor that cannot be negative (ConvNeXt-V2's global response norm), as RSQRT and MUL:
+  edgekit.edgetpu.fixes_norm.
 
 Every other fix is exact in float. `apply_fixes` returns the edited model and what it changed; the pre-flight of
 the quantized model before and after proves the effect (edgekit.quantize.tflite.recipes records both).
@@ -36,6 +40,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from edgekit.edgetpu.fixes_layout import five_d_moves
+from edgekit.edgetpu.fixes_norm import div_as_rsqrt, sqrt_as_rsqrt
 from edgekit.tflite.flatbuffer import FlatModel
 
 _RELU, _RELU6 = 1, 3
@@ -73,7 +79,7 @@ def _transpose_into_fc(f: FlatModel) -> int:
         op = f.sg.operators[k]
         x, t = int(op.inputs[0]), int(op.outputs[0])
         perm = f.const(int(op.inputs[1])) if len(op.inputs) > 1 else None
-        perm = _int_const(f, int(op.inputs[1])) if perm is None else perm.astype(np.int64)
+        perm = f.int_const(int(op.inputs[1])) if perm is None else perm.astype(np.int64)
         nxt = f.only_reader(t)
         if perm is None or nxt is None or int(perm[0]) != 0:
             continue
@@ -98,14 +104,6 @@ def _transpose_into_fc(f: FlatModel) -> int:
         f.reindex()
         done += 1
     return done
-
-
-def _int_const(f: FlatModel, tensor: int) -> np.ndarray | None:
-    t = f.sg.tensors[tensor]
-    data = f.model.buffers[t.buffer].data if 0 < t.buffer < len(f.model.buffers) else None
-    if data is None or t.type not in (2, 4):  # INT32, INT64
-        return None
-    return np.frombuffer(bytes(np.asarray(data, np.uint8)), np.int32 if t.type == 2 else np.int64).astype(np.int64)
 
 
 def _non_negative(f: FlatModel, tensor: int) -> bool:
@@ -154,7 +152,7 @@ def _padv2_into_same_pool(f: FlatModel) -> int:
             continue
         op = f.sg.operators[k]
         value = f.const(int(op.inputs[2])) if len(op.inputs) > 2 else None
-        pads = _int_const(f, int(op.inputs[1]))
+        pads = f.int_const(int(op.inputs[1]))
         pool = f.only_reader(int(op.outputs[0]))
         if value is None or value.size != 1 or float(value.reshape(-1)[0]) > _NEGATIVE or pads is None \
                 or pads.size != 8 or pool is None or f.name(pool) != "MAX_POOL_2D":
@@ -229,16 +227,9 @@ def _as_conv(f: FlatModel, op: object) -> list[object] | None:
     f.sg.tensors[x4].shape = np.array([1, 1, n, int(xs[2])], np.int32)
     f.sg.tensors[y4].shape = np.array([1, 1, n, int(ys[2])], np.int32)
     f.sg.tensors[x4].shapeSignature = f.sg.tensors[y4].shapeSignature = None
-    return [_reshape(f, x, x4, [1, 1, n, int(xs[2])], base + "/in"),
+    return [f.reshape_op(x, x4, [1, 1, n, int(xs[2])], base + "/in"),
             f.make_op("CONV_2D", [x4, int(op.inputs[1]), bias], [y4], conv, conv_type),
-            _reshape(f, y4, y, [1, n, int(ys[2])], base + "/out")]
-
-
-def _reshape(f: FlatModel, x: int, y: int, shape: list[int], name: str) -> object:
-    opts = f.schema.ReshapeOptionsT()
-    opts.newShape = list(shape)
-    return f.make_op("RESHAPE", [x, f.add_int32(f"{name}_shape", np.array(shape, np.int32))], [y], opts,
-                     f.schema.BuiltinOptions.ReshapeOptions)
+            f.reshape_op(y4, y, [1, n, int(ys[2])], base + "/out")]
 
 
 def _replace_each(f: FlatModel, op_name: str, rewrite: Callable[[int, int, str], list[object]]) -> int:
@@ -313,6 +304,9 @@ FIXES: dict[str, Callable[[FlatModel], int]] = {
     "GELU -> MUL, LOGISTIC, MUL (x sigmoid(1.702 x))": _gelu,
     "NEG -> MUL by -1": _neg,
     "SQUARE -> MUL(x, x)": _square,
+    "5-D RESHAPE/TRANSPOSE/SLICE -> SLICE or CONV_2D 1x1 selection, RESHAPE, TRANSPOSE in 4-D": five_d_moves,
+    "SQRT -> MUL(x, RSQRT(MAXIMUM(x, 1e-30)))": sqrt_as_rsqrt,
+    "DIV by a non-negative tensor -> MUL by RSQRT(b)^2": div_as_rsqrt,
 }
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-FLOAT32, INT32 = 0, 2  # TensorType.FLOAT32, TensorType.INT32
+FLOAT32, INT32, INT64 = 0, 2, 4  # TensorType.FLOAT32, INT32, INT64
 
 
 def text(value: Any) -> str:
@@ -56,6 +56,15 @@ class FlatModel:
             return None
         shape = [int(d) for d in t.shape] if t.shape is not None else []
         return np.frombuffer(bytes(np.asarray(data, np.uint8)), np.float32).reshape(shape).copy()
+
+    def int_const(self, tensor: int) -> np.ndarray | None:
+        """The int32/int64 constant held by TENSOR as int64 (a shape, perm, axis or padding), or None."""
+        t = self.sg.tensors[tensor]
+        data = self.model.buffers[t.buffer].data if 0 < t.buffer < len(self.model.buffers) else None
+        if data is None or t.type not in (INT32, INT64):
+            return None
+        return np.frombuffer(bytes(np.asarray(data, np.uint8)), np.int32 if t.type == INT32 else np.int64
+                             ).astype(np.int64)
 
     def weight(self, tensor: int) -> np.ndarray | None:
         """A float32 constant read by one op only (safe to change for that op)."""
@@ -111,6 +120,13 @@ class FlatModel:
         op.inputs, op.outputs = np.array(inputs, np.int32), np.array(outputs, np.int32)
         op.builtinOptionsType, op.builtinOptions = options_type, options
         return op
+
+    def reshape_op(self, x: int, y: int, shape: list[int], name: str) -> Any:
+        """A RESHAPE of X into Y with SHAPE (its shape tensor a new constant called NAME_shape)."""
+        opts = self.schema.ReshapeOptionsT()
+        opts.newShape = list(shape)
+        return self.make_op("RESHAPE", [x, self.add_int32(f"{name}_shape", np.array(shape, np.int32))], [y], opts,
+                            self.schema.BuiltinOptions.ReshapeOptions)
 
     def fused(self, builtin: str, activation: int = 0) -> tuple[Any, int]:
         """(options, options type) of ADD / MUL with a fused activation (0 none, 1 RELU, 3 RELU6)."""

@@ -9,12 +9,17 @@
 a malformed, mistyped or oversized file is bad input (exit 2). A broken budget exits EXIT_CHECK (7).
 Output formats: text and markdown (edgekit.check.render), github and junit (edgekit.check.ci), json
 (the CheckReport's to_dict(), with its schema_version).
+
+`edgekit.check(current, baseline=..., budget=...)` is `check` below: this package is callable as it
+(edgekit.api.handles.callable_package), since the name is both a subpackage and a public function.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from edgekit.api.handles import callable_package, run_folder, run_manifest
 from edgekit.check.records import CheckReport
 from edgekit.core.errors import UsageError
 
@@ -31,6 +36,20 @@ def run_check(current: str | Path, baseline: str | None = None, budget: str | Pa
     now = from_folder(Path(current))
     base = load_baseline(baseline) if baseline else None
     return evaluate(now, base, budgets)
+
+
+def check(current: str | Path | Any, baseline: str | Path | Any | None = None,
+          budget: str | Path | None = None) -> CheckReport:
+    """The CI gate from Python: a conversion's files against BASELINE and BUDGET, as `edgekit check` runs it.
+
+    CURRENT: a run's output folder, its manifest.json, or the Conversion `edgekit.convert()` returned (its
+    bench/bench.json is read where a bench wrote one). BASELINE: a baseline JSON, another run (its folder
+    or Conversion), or git:REV:PATH; None checks the absolute budgets alone. BUDGET: a TOML file or a
+    pyproject.toml (default: ./pyproject.toml's [tool.edgekit.check], else the defaults). Returns the
+    CheckReport: `verdict` ("pass", "warn" or "fail"), `exit_code`, and `checks`, worst first.
+    """
+    base = None if baseline is None else str(run_folder(baseline))
+    return run_check(run_manifest(current), base, budget)
 
 
 def update_baseline(current: str | Path, baseline: str) -> tuple[Path, int]:
@@ -79,4 +98,6 @@ def format_report(report: CheckReport, fmt: str) -> str:
     return buf.getvalue()
 
 
-__all__ = ["FORMATS", "format_report", "run_check", "update_baseline"]
+__all__ = ["FORMATS", "check", "format_report", "run_check", "update_baseline"]
+
+callable_package(__name__, check)  # edgekit.check(...) calls check(...)

@@ -9,8 +9,9 @@ MACs, whether every shape is static, and for .tflite the Edge TPU pre-flight.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from edgekit.api.handles import artifact_file, callable_package
 from edgekit.core.errors import UnsupportedModel, UsageError
 from edgekit.core.sniff import is_openvino_ir, is_tflite_head, looks_like_onnx, read_head
 
@@ -48,4 +49,16 @@ def inspect_model(path: str | Path, min_runtime: int | None = None) -> InspectRe
     )
 
 
-__all__ = ["inspect_model"]
+def inspect(artifact: str | Path | Any, min_runtime: int | None = None) -> InspectReport:
+    """`edgekit inspect` from Python: ops, shapes, MACs, parameters and, for .tflite, the Edge TPU pre-flight.
+
+    ARTIFACT: a model file, or a ConvertedArtifact of `edgekit.convert()`'s result. MIN_RUNTIME: the Edge TPU
+    runtime version to pre-flight against (default 14). Returns the InspectReport (`to_dict()` is the JSON of
+    `edgekit inspect --json`). This package is callable as this function: `edgekit.inspect(path)`.
+    """
+    return inspect_model(artifact_file(artifact), min_runtime=min_runtime)
+
+
+__all__ = ["inspect", "inspect_model"]
+
+callable_package(__name__, inspect)  # edgekit.inspect(...) calls inspect(...) (edgekit.api.handles)

@@ -6,7 +6,7 @@ SCHEMA_VERSION. `check` and CI read bench.json back with `BenchReport.read` / `f
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +133,16 @@ class BenchReport(Record):
     def read(cls, path: Path) -> BenchReport:
         """bench.json at PATH (edgekit.core.filedoc: size cap, bounded nesting), through from_dict."""
         return cls.from_dict(read_json(path, "bench report"), f"The bench report {path}")
+
+    def to_pandas(self) -> Any:
+        """The rows as a pandas DataFrame, one column per BenchRow field (figures as numbers, not text).
+
+        pandas is not a dependency of edgekit: MissingDependency with the pip line where it is not installed."""
+        from edgekit.core._deps import require
+
+        pandas = require("pandas", purpose="make a DataFrame of the bench rows")
+        return pandas.DataFrame([row.to_dict() for row in self.rows], columns=[f.name for f in fields(BenchRow)])
+
 
 def _result(d: Any) -> ProfileResult | None:
     """One row's full ProfileResult; None for a partial one (a hand-made report: the row's own figures still

@@ -1,0 +1,99 @@
+"""`edgekit.convert(model, ...)`: a model file, or the model object a notebook holds, to validated artifacts.
+
+A path goes straight to the conversion pipeline (edgekit.conversion.pipeline.convert), as `edgekit convert`
+does. A model held in memory (a torch.nn.Module, an ExportedProgram, a Keras model, a tf.Module or
+tf.function, an onnx.ModelProto) is first written into the output folder in its file form
+(edgekit.sources.memory: `OUT/source/`), and that file is converted: same plan, validation and manifest as
+the saved file would give, and a run anyone can repeat from the files. Calibration data given as numpy
+arrays is written there too, as the .npy/.npz that `--calib` reads. Everything the request can be judged
+on (option names and values, targets, precisions, calibration) is judged before anything is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgekit.api.progress import reporter
+from edgekit.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from edgekit.api.result import Conversion
+
+DEFAULT_NAME = "model"
+
+
+def convert(model: Any, targets: str | list[str] | None = None, quantize: str | list[str] | None = None, *,
+            example_inputs: Any = None, name: str | None = None, quiet: bool = False, **options: Any) -> Conversion:
+    """Convert MODEL to every target and precision asked for, validate each artifact against it, write the manifest.
+
+    MODEL: a model file or folder (.pt2, TorchScript, .onnx, .keras, .h5, a SavedModel, .tflite), or the model
+    itself: a torch.nn.Module (with EXAMPLE_INPUTS, a tensor or tuple of them, or `input_shape=`), a
+    torch.export.ExportedProgram, a keras.Model, a tf.Module / tf.function / concrete function, or an
+    onnx.ModelProto. A model in memory is written into `OUT/source/` (NAME, default "model", names it and its
+    artifacts) and converted from there. TARGETS and QUANTIZE: comma lists or lists ("onnx,tflite",
+    "fp32,int8"). OPTIONS: `edgekit convert`'s options by name (`out`, `calib`, `input_shape`, `force`, ...);
+    `calib` may also be a numpy array of samples, an (x, y) pair with labels, or a dict of arrays by input
+    name. QUIET: no progress display.
+
+    Returns a Conversion: the artifacts (`result["tflite", "int8"]`), the manifest, the Edge TPU state.
+    Raises edgekit errors (UsageError for bad input, before anything is written; FidelityError with
+    `strict=True` when an artifact misses its thresholds, its `result` the Conversion).
+    """
+    from edgekit.api.result import Conversion
+    from edgekit.conversion.options import API_NAMES, ConvertOptions
+    from edgekit.conversion.outdir import output_lock
+    from edgekit.conversion.pipeline import convert as run_pipeline
+    from edgekit.conversion.plan import check_request
+    from edgekit.core.errors import FidelityError
+    from edgekit.sources import memory
+
+    kind = memory.memory_kind(model)
+    keyword = {API_NAMES.get(k, k): k for k in options}  # option field -> the keyword it was given as
+    arrays = memory.calibration_arrays(options.get(keyword["calib"])) if "calib" in keyword else None
+    if kind is None and example_inputs is not None:
+        raise UsageError("example_inputs= is for a model held in memory; a model file records its inputs.",
+                         hint="Leave it out (input_shape= fills a dynamic dimension of a file's input).")
+    if kind is None and name is not None:
+        raise UsageError("name= names a model held in memory; a file's artifacts are named after the file.",
+                         hint="Leave it out, or rename the file.")
+    try:
+        with reporter(quiet, "convert") as say:
+            if kind is None and arrays is None:  # a file, nothing in memory: the pipeline as the CLI runs it
+                return Conversion.of(run_pipeline(model, targets, quantize, progress=say, **options))
+            given = dict(options)
+            if arrays is not None:
+                given[keyword["calib"]] = "in-memory arrays"  # judged as given; written below
+            requested = ConvertOptions.from_keywords(**given, **_targets(targets, quantize))
+            check_request(requested)  # names, values, calibration: before anything is written
+            stem = memory.check_name(name or DEFAULT_NAME) if kind else _stem(Path(model))
+            out_dir = Path(requested.out_dir) if requested.out_dir else Path("edgekit-out") / stem
+            with output_lock(out_dir):
+                memory.refuse_earlier(out_dir, requested.force)
+                if kind:
+                    say(f"writing the {kind} model to {memory.source_folder(out_dir)} ...")
+                src, calib, consumed = memory.write_source(
+                    model, kind, out_dir, stem, example_inputs=example_inputs,
+                    input_shape=requested.input_shape, calib=arrays, signature=requested.signature)
+                run_options = {k: v for k, v in options.items() if not (consumed and API_NAMES.get(k) == "input_shape")}
+                run_options[keyword.get("out_dir", "out_dir")] = out_dir
+                if calib is not None:
+                    run_options[keyword["calib"]] = str(calib)
+                return Conversion.of(run_pipeline(src or model, targets, quantize, progress=say, **run_options))
+    except FidelityError as exc:  # --strict: the outputs were written; the error carries the result, as the API's
+        done = getattr(exc, "result", None)
+        if done is not None and not isinstance(done, Conversion):
+            exc.result = Conversion.of(done)  # type: ignore[attr-defined]
+        raise
+
+
+def _targets(targets: str | list[str] | None, quantize: str | list[str] | None) -> dict[str, Any]:
+    return {k: v for k, v in (("targets", targets), ("quantize", quantize)) if v is not None}
+
+
+def _stem(path: Path) -> str:
+    """The name a file's artifacts are called after (edgekit.conversion.plan.stem_of, before loading)."""
+    return path.name if path.is_dir() else path.stem
+
+
+__all__ = ["DEFAULT_NAME", "convert"]

@@ -1,0 +1,107 @@
+"""`edgekit.profile`, `edgekit.bench` and `edgekit.load`: measuring and running artifacts from Python.
+
+`profile` and `bench` return the record their command prints or writes (ProfileResult, BenchReport), and
+`edgekit profile` / `edgekit bench` call these same functions, so a command and its function are one
+behaviour. (`edgekit.inspect` and `edgekit.check` are the functions of those packages.) Where a command
+takes a file, its function takes the path, or the object the API handed out for it (a `ConvertedArtifact`
+for an artifact file, a `Conversion` for a run: edgekit.api.handles).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgekit.api.handles import artifact_file, run_manifest
+from edgekit.api.progress import reporter
+
+if TYPE_CHECKING:
+    from edgekit.api.runnable import Layout, LoadedModel
+    from edgekit.measure.bench_report import BenchReport
+    from edgekit.measure.profile import ProfileResult
+
+
+def _names(value: str | list[str] | None) -> list[str] | None:
+    from edgekit.core.parse import parse_names
+
+    return parse_names(value) if isinstance(value, str) else list(value) if value else None
+
+
+def profile(artifact: str | Path | Any, device: str = "auto", *, runtime: str | None = None, runs: int = 100,
+            min_seconds: float = 1.0, warmup: int = 10, batch: int = 1, threads: int | None = None,
+            input: str | None = None, raw_io: bool = False, idle_baseline: bool = False,  # noqa: A002
+            idle_seconds: float = 2.0, sensors: str | list[str] | None = None, estimate_power: bool = False,
+            macs: int | None = None, options: dict[str, Any] | None = None, output: str | Path | None = None,
+            quiet: bool = False) -> ProfileResult:
+    """Measure one artifact on DEVICE: `edgekit profile` (latency percentiles, throughput, memory, compute, power).
+
+    DEVICE: auto, cpu, gpu, edgetpu, tpu, a device name or a .toml file. Timed single-stream runs go on until
+    both RUNS and MIN_SECONDS are reached, after WARMUP untimed runs; INPUT names real inputs ('mnist', an
+    image folder, a .npy/.npz; default random data), OPTIONS the runtime's load options (`--option`), SENSORS
+    the power sensors to try. OUTPUT also writes the JSON there. Returns the ProfileResult (docs/profile.md).
+    """
+    from edgekit.measure.profile import profile_artifact
+    from edgekit.measure.settings import MeasureSettings
+
+    settings = MeasureSettings(runs=runs, min_seconds=min_seconds, warmup=warmup, threads=threads, batch=batch,
+                               input=input, raw_io=raw_io, idle_baseline=idle_baseline, idle_seconds=idle_seconds)
+    with reporter(quiet, "profile") as say:
+        result = profile_artifact(artifact_file(artifact), runtime=runtime, device=device, settings=settings,
+                                  sensors=_names(sensors), options=dict(options or {}), macs=macs,
+                                  estimate_power=estimate_power, log=say)
+    if output is not None:
+        from edgekit.core.fsutil import atomic_write_json
+
+        atomic_write_json(output, result.to_dict())
+    return result
+
+
+def bench(target: str | Path | Any, *, runtimes: str | list[str] | None = None,
+          devices: str | list[str] | None = None, out: str | Path | None = None, runs: int = 50,
+          min_seconds: float = 0.5, warmup: int = 5, batch: int = 1, threads: int | None = None,
+          include_source: bool = True, in_process: bool = False, quiet: bool = False) -> BenchReport:
+    """Profile every artifact of a conversion run on every runtime and device here: `edgekit bench`.
+
+    TARGET: the run's folder, its manifest.json, or the Conversion. RUNTIMES / DEVICES keep only those (a
+    comma list or a list); INCLUDE_SOURCE adds the source model's row where it can run; IN_PROCESS measures
+    every row in this process instead of one child process per row. Writes bench.json, bench.md and bench.png
+    into OUT (default: <folder>/bench). Returns the BenchReport (`to_pandas()` makes a DataFrame of its rows).
+    """
+    from edgekit.measure.bench import BenchSettings
+    from edgekit.measure.bench import bench as run_bench
+
+    settings = BenchSettings(runs=runs, min_seconds=min_seconds, warmup=warmup, threads=threads, batch=batch,
+                             runtimes=_names(runtimes), devices=_names(devices), isolate=not in_process,
+                             include_source=include_source)
+    with reporter(quiet, "bench") as say:
+        return run_bench(run_manifest(target), settings, out_dir=out, log=say)
+
+
+def load(path: str | Path | Any, device: str = "cpu", *, runtime: str | None = None, threads: int | None = None,
+         layout: Layout = "source", **options: Any) -> LoadedModel:
+    """Load an artifact file on DEVICE: a callable on numpy arrays, `model(x)` -> {output name: array}.
+
+    Where the file's folder holds its conversion's manifest.json, inputs and outputs go by the source
+    model's names and 4-D inputs in the source's layout (LAYOUT="artifact": the file's own), as
+    `ConvertedArtifact.load` does; without one, by the file's own names and layout.
+    """
+    from edgekit.api.runnable import LoadedModel
+    from edgekit.core.artifact import Manifest
+    from edgekit.core.errors import UsageError
+
+    if hasattr(path, "load") and hasattr(path, "record"):
+        return path.load(device, runtime=runtime, threads=threads, layout=layout, **options)  # type: ignore[no-any-return]
+    p = Path(path)
+    record = manifest = None
+    if (p.parent / "manifest.json").is_file():
+        try:
+            manifest = Manifest.read(p.parent / "manifest.json")
+        except UsageError:  # not a manifest edgekit can read: the file's own names, as without one
+            manifest = None
+        record = next((a for a in manifest.artifacts if a.path == p.name), None) if manifest else None
+    return LoadedModel(p, device=device, runtime=runtime, threads=threads, artifact=record,
+                       source=manifest.source if record is not None and manifest else None, layout=layout,
+                       options=options)
+
+
+__all__ = ["bench", "load", "profile"]

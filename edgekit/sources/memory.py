@@ -1,0 +1,217 @@
+"""Models held in memory, written in their file form so that they go the file route (`edgekit.convert(model)`).
+
+A notebook user holds a `torch.nn.Module`, a Keras model or an `onnx.ModelProto`, not a file. Rather than a
+second conversion path beside the file one, the object is written into the run's output folder in the form
+the file route reads (a torch.export `.pt2`, a `.keras` archive, a SavedModel folder, an `.onnx`), and that
+file is converted as any other: the same loader, plan, validation and manifest, and a run that can be
+repeated from the files alone (`edgekit convert OUT/source/model.pt2`). Nothing is pickled.
+
+The folder `OUT/source/` holds the written model, any calibration arrays given as numpy arrays, and
+`source.json` saying what was written from what. It is published whole (built in a hidden folder beside
+it, then renamed into place), so an interrupted write leaves no half model; an earlier run's folder is
+replaced only with `force`, as every output is.
+
+Which kind an object is, is judged from its class's modules (no framework is imported to say "wrong type").
+The writers, one per framework, are edgekit.sources.memory_writers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgekit.core.errors import UsageError
+from edgekit.core.fsutil import atomic_write_json
+from edgekit.core.records import Record
+
+SOURCE_FOLDER = "source"  # OUT/source/: the model as written, its calibration arrays, source.json
+RECORD_FILE = "source.json"
+ACCEPTED = ("a model file or folder path; a torch.nn.Module (with example_inputs= or input_shape=); a "
+            "torch.export.ExportedProgram; a keras.Model; a tf.Module, tf.function or concrete function; an "
+            "onnx.ModelProto")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")
+
+# (class module prefix, class name) -> memory kind; the first class of the object's MRO that matches wins,
+# so a Keras 3 model (a tf AutoTrackable too) is a Keras model, and a torch module a torch module
+_KINDS: tuple[tuple[str, str, str], ...] = (
+    ("torch.export", "ExportedProgram", "torch-exported-program"),
+    ("torch.nn", "Module", "torch-module"),
+    ("keras", "Model", "keras"),
+    ("tf_keras", "Model", "keras"),
+    ("onnx", "ModelProto", "onnx"),
+    ("tensorflow", "ConcreteFunction", "tf-function"),
+    ("tensorflow", "Function", "tf-function"),
+    ("tensorflow", "Module", "tf-module"),
+)
+
+
+def memory_kind(model: Any) -> str | None:
+    """None for a path (the file route); the kind of an in-memory model; UsageError naming what is accepted."""
+    if isinstance(model, (str, os.PathLike)):
+        return None
+    for cls in type(model).__mro__:
+        module = cls.__module__ or ""
+        for prefix, name, kind in _KINDS:
+            if cls.__name__ == name and (module == prefix or module.startswith(prefix + ".")):
+                return kind
+    raise UsageError(f"edgekit.convert() cannot take a {type(model).__module__}.{type(model).__qualname__}.",
+                     hint=f"It takes {ACCEPTED}.")
+
+
+def check_name(name: str) -> str:
+    """NAME as the stem of the written model and its artifacts, or UsageError."""
+    if not isinstance(name, str) or not _NAME.match(name) or name in (".", ".."):
+        raise UsageError(f"name={name!r} cannot name a model file.",
+                         hint="Use letters, digits, '_', '-' and '.', e.g. name='mnist_cnn'.")
+    return name
+
+
+@dataclass(frozen=True)
+class ExampleInput(Record):
+    """One example input the model was exported or traced with: its shape and dtype."""
+
+    shape: list[int] = field(default_factory=list)
+    dtype: str = ""
+
+
+@dataclass(frozen=True)
+class WrittenSource(Record):
+    """`OUT/source/source.json`: what edgekit.convert() wrote for an in-memory model, and from what."""
+
+    written_by: str = "edgekit.convert"
+    kind: str = ""  # memory kind: torch-module, torch-exported-program, keras, tf-module, tf-function, onnx
+    object: str = ""  # the object's class, module-qualified
+    file: str | None = None  # the model as written, relative to the source folder (None: a path was given)
+    how: str = ""  # how it was written ("torch.export.export + torch.export.save")
+    example_inputs: list[ExampleInput] = field(default_factory=list)
+    calibration: str | None = None  # calibration arrays given in memory, as written
+    framework_version: str | None = None
+
+
+@dataclass
+class Written:
+    """What a writer made inside the staging folder: the model's file or folder name, and how."""
+
+    name: str
+    how: str
+    example_inputs: list[ExampleInput] = field(default_factory=list)
+    framework_version: str | None = None
+    consumed_input_shape: bool = False  # input_shape built the example inputs; the file now records it
+
+
+Writer = Callable[[Any, Path, str, Any, list[int] | None, str], Written]
+
+# memory kind -> its writer ("module:function" strings: the writers import this module's records)
+WRITERS: dict[str, str] = {
+    "torch-module": "edgekit.sources.memory_writers:write_torch_module",
+    "torch-exported-program": "edgekit.sources.memory_writers:write_exported_program",
+    "keras": "edgekit.sources.memory_writers:write_keras",
+    "tf-module": "edgekit.sources.memory_writers:write_tf_module",
+    "tf-function": "edgekit.sources.memory_writers:write_tf_function",
+    "onnx": "edgekit.sources.memory_writers:write_onnx",
+}
+
+
+def source_folder(out_dir: Path) -> Path:
+    return out_dir / SOURCE_FOLDER
+
+
+def refuse_earlier(out_dir: Path, force: bool) -> None:
+    """UsageError when OUT_DIR holds an earlier run's source folder or manifest and FORCE is not given."""
+    if force:
+        return
+    folder = source_folder(out_dir)
+    clash = [n for n, p in ((f"{SOURCE_FOLDER}/", folder), ("manifest.json", out_dir / "manifest.json")) if p.exists()]
+    if folder.exists() and not (folder / RECORD_FILE).is_file():
+        raise UsageError(f"{folder} exists and was not written by edgekit.convert(); edgekit does not overwrite it.",
+                         hint="Pass out= another folder.")
+    if clash:
+        raise UsageError(f"{out_dir} already holds {', '.join(clash)} from an earlier run; edgekit does not "
+                         "overwrite outputs.", hint="Pass force=True to replace them, or out= to write elsewhere.")
+
+
+def calibration_arrays(calib: Any) -> dict[str, np.ndarray] | None:
+    """Calibration given in memory as arrays to write: x (an array), x and y (a pair), or one per input (a dict)."""
+    if isinstance(calib, np.ndarray):
+        return {"x": calib}
+    if isinstance(calib, tuple) and len(calib) == 2 and all(isinstance(a, np.ndarray) for a in calib):
+        return {"x": calib[0], "y": calib[1]}
+    if isinstance(calib, dict) and calib and all(isinstance(a, np.ndarray) for a in calib.values()):
+        return {str(k): v for k, v in calib.items()}
+    if calib is None or isinstance(calib, (str, os.PathLike)):
+        return None
+    raise UsageError(f"calib= cannot be a {type(calib).__name__}.",
+                     hint="Pass a path ('mnist', an image folder, a .npy/.npz), a numpy array of samples, an (x, y) "
+                     "pair of arrays with labels, or a dict of arrays by input name.")
+
+
+def _write_calibration(arrays: dict[str, np.ndarray], folder: Path) -> str:
+    if list(arrays) == ["x"]:
+        np.save(folder / "calibration.npy", np.ascontiguousarray(arrays["x"]), allow_pickle=False)
+        return "calibration.npy"
+    np.savez(folder / "calibration.npz", **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
+    return "calibration.npz"
+
+
+def write_source(model: Any, kind: str | None, out_dir: Path, name: str, *, example_inputs: Any = None,
+                 input_shape: list[int] | None = None, calib: dict[str, np.ndarray] | None = None,
+                 signature: str = "serving_default") -> tuple[Path | None, Path | None, bool]:
+    """Write MODEL (of memory KIND; None: it is a path, written is only CALIB) and CALIB into OUT_DIR/source/.
+
+    Returns (the written model's path or None, the calibration file's path or None, whether INPUT_SHAPE was
+    consumed to build example inputs). The caller holds OUT_DIR's lock and has called `refuse_earlier`.
+    """
+    from edgekit.core.registry import resolve
+
+    if calib is not None and any(a.dtype == object for a in calib.values()):
+        raise UsageError("calib= arrays of Python objects cannot be written.", hint="Pass numeric arrays.")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".edgekit-source-", dir=out_dir))
+    umask = os.umask(0)
+    os.umask(umask)
+    stage.chmod(0o777 & ~umask)  # mkdtemp's 0700 is for a scratch folder; this one is published
+    try:
+        writer: Writer | None = resolve(WRITERS, kind, "in-memory model kind") if kind else None
+        written = writer(model, stage, name, example_inputs, input_shape, signature) if writer else None
+        calib_name = _write_calibration(calib, stage) if calib else None
+        record = WrittenSource(kind=kind or "path", object=f"{type(model).__module__}.{type(model).__qualname__}",
+                               file=written.name if written else None, how=written.how if written else "",
+                               example_inputs=written.example_inputs if written else [], calibration=calib_name,
+                               framework_version=written.framework_version if written else None)
+        atomic_write_json(stage / RECORD_FILE, record.to_dict())
+        _swap_in(stage, source_folder(out_dir))
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    folder = source_folder(out_dir)
+    return (folder / written.name if written else None, folder / calib_name if calib_name else None,
+            bool(written and written.consumed_input_shape))
+
+
+def _swap_in(stage: Path, dest: Path) -> None:
+    """Put the finished STAGE folder at DEST in one rename; an earlier DEST is moved aside first, then removed."""
+    old = None
+    if dest.exists():
+        old = dest.parent / f".edgekit-source-old-{os.getpid()}-{id(stage):x}"
+        os.replace(dest, old)
+    try:
+        os.replace(stage, dest)
+    except BaseException:
+        if old is not None:
+            with contextlib.suppress(OSError):
+                os.replace(old, dest)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+__all__ = ["ACCEPTED", "RECORD_FILE", "SOURCE_FOLDER", "WRITERS", "ExampleInput", "Writer", "Written", "WrittenSource",
+           "calibration_arrays", "check_name", "memory_kind", "refuse_earlier", "source_folder", "write_source"]

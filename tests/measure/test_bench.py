@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 
 from edgekit.core.artifact import Artifact, Fidelity, Manifest, SourceInfo, TensorSpec
-from edgekit.core.fsutil import sha256_file
+from edgekit.core.fsutil import sha256_file, sha256_path
 from edgekit.measure.bench import BenchReport, BenchSettings, bench, load_target
+from edgekit.runtimes.openvino import OpenVINO
 
 FAST = dict(runs=10, min_seconds=0.02, warmup=1)
+HAVE_OPENVINO = OpenVINO.available("cpu")[0]  # then ONNX artifacts get an openvino row too, and IRs are benched
 
 
 @pytest.fixture(autouse=True)
@@ -25,7 +27,7 @@ def _artifact(path: Path, fmt: str, precision: str, top1: float | None, acc: flo
     fid = Fidelity(samples=100, top1_agreement=top1, cosine=0.999, max_abs_error=0.01, accuracy=acc,
                    reference_accuracy=0.5) if top1 is not None else None
     return Artifact(path=path.name, format=fmt, precision=precision, size_bytes=path.stat().st_size if path.exists()
-                    else 0, sha256=sha256_file(path) if path.exists() else "", fidelity=fid, extra=extra,
+                    else 0, sha256=sha256_path(path) if path.exists() else "", fidelity=fid, extra=extra,
                     inputs=[TensorSpec("input", [-1, 1, 28, 28], "float32", "NCHW")] if fmt == "onnx" else [],
                     outputs=[])
 
@@ -44,6 +46,11 @@ def run_dir(tiny_models: dict[str, Any], tmp_path: Path) -> Path:
             _artifact(out / "tiny.int8.tflite", "tflite", "int8", 0.97, 0.48),
             _artifact(out / "tiny_edgetpu.tflite", "edgetpu", "int8", None, None,
                       edgetpu={"how_to_finish": "run edgetpu_compiler on tiny.int8.tflite"})]
+    if HAVE_OPENVINO:  # an OpenVINO IR: model.xml and its model.bin
+        xml = Path(m["openvino-fp32"])
+        shutil.copy(xml, out / "tiny.fp32.xml")
+        shutil.copy(xml.with_suffix(".bin"), out / "tiny.fp32.bin")
+        arts.append(_artifact(out / "tiny.fp32.xml", "openvino", "fp32", 1.0, 0.5))
     src = Path(m["torch-pt2"])
     Manifest(source=SourceInfo(path=str(src), sha256=sha256_file(src), kind="torch-exported"),
              artifacts=arts).write(out / "manifest.json")
@@ -55,12 +62,15 @@ def test_bench_rows_reference_and_files(run_dir: Path) -> None:
     report = bench(run_dir, BenchSettings(isolate=False, **FAST)).to_dict()
     rows = {(r["label"], r["runtime"], r["device"]): r for r in report["rows"]}
     labels = [r["label"] for r in report["rows"]]
-    assert labels == ["source (torch-exported)", "onnx fp32", "tflite fp32", "tflite int8", "edgetpu int8"]
+    ov = ["openvino"] if HAVE_OPENVINO else []
+    assert labels == ["source (torch-exported)", "onnx fp32", *["onnx fp32" for _ in ov], "tflite fp32", "tflite int8",
+                      "edgetpu int8", *["openvino fp32" for _ in ov]]
+    assert [r["runtime"] for r in report["rows"] if r["label"] == "onnx fp32"] == ["onnxruntime", *ov]
     src = rows[("source (torch-exported)", "torch", "cpu")]
     assert src["status"] == "ok" and src["accuracy"] == 0.5 and src["speedup"] == pytest.approx(1.0)
     ref = report["reference"]
     assert ref["kind"] == "source model" and ref["p50_ms"] == src["p50_ms"]
-    for r in report["rows"][1:4]:
+    for r in [r for r in report["rows"][1:] if r["label"] != "edgetpu int8"]:
         assert r["status"] == "ok" and r["p50_ms"] > 0 and r["p90_ms"] >= r["p50_ms"]
         assert r["speedup"] == pytest.approx(ref["p50_ms"] / r["p50_ms"])
         assert r["joules_per_inference"] is None  # no sensor here: not measured, not 0
@@ -68,7 +78,7 @@ def test_bench_rows_reference_and_files(run_dir: Path) -> None:
     assert int8["top1_agreement"] == 0.97 and int8["accuracy"] == 0.48
     tpu = rows[("edgetpu int8", "litert", "edgetpu")]
     assert tpu["status"] == "not available" and "edgetpu_compiler" in tpu["note"]
-    assert len(report["results"]) == 4
+    assert len(report["results"]) == 4 + 2 * len(ov)
     assert report["energy_note"].startswith("Energy not measured: ")
 
     files = report["files"]
@@ -76,7 +86,7 @@ def test_bench_rows_reference_and_files(run_dir: Path) -> None:
     assert data["rows"] == report["rows"] and data["schema_version"] == 1
     assert BenchReport.from_dict(data).to_dict() == data == report  # bench.json reads back to the same record
     md = Path(files["markdown"]).read_text()
-    assert "| Model | Format | Precision |" in md and md.count("\n| ") == 1 + 5
+    assert "| Model | Format | Precision |" in md and md.count("\n| ") == 1 + len(labels)
     assert "Speed-up: p50 of the source model" in md and "not available" in md
     assert Path(files["chart"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert Path(files["json"]).parent == run_dir / "bench"

@@ -48,7 +48,7 @@ def check(current: str | Path | Any, baseline: str | Path | Any | None = None,
     pyproject.toml (default: ./pyproject.toml's [tool.edgekit.check], else the defaults). Returns the
     CheckReport: `verdict` ("pass", "warn" or "fail"), `exit_code`, and `checks`, worst first.
     """
-    base = None if baseline is None else str(run_folder(baseline))
+    base = baseline if baseline is None or isinstance(baseline, str) else str(run_folder(baseline))  # as typed
     return run_check(run_manifest(current), base, budget)
 
 

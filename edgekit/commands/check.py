@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         update: bool = typer.Option(False, "--update-baseline", help="Write CURRENT's facts to the --baseline "
                                     "file (to commit) instead of checking."),
     ) -> int:
-        from edgekit.check import FORMATS, format_report, run_check, update_baseline
+        from edgekit.check import FORMATS, check, format_report, update_baseline
         from edgekit.core.console import err, out
         from edgekit.core.errors import UsageError
         from edgekit.core.registry import check_choice
@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
             err.print(f"wrote baseline {path} ({n} artifacts): commit it so pull requests are checked against it",
                       highlight=False)
             return 0
-        report = run_check(current, baseline, budget)
+        report = check(current, baseline, budget)  # edgekit.check(), the Python API's
         if output is None and fmt == "text":
             from edgekit.check.render import text as print_table
 

@@ -23,9 +23,9 @@ def register(app: typer.Typer) -> None:
 
         Runs without TensorFlow: a device install (edgekit[runtime]) is enough.
         """
-        from edgekit.inspect import inspect_model
+        from edgekit.inspect import inspect  # edgekit.inspect(), the Python API's
 
-        report = inspect_model(artifact, min_runtime=min_runtime)
+        report = inspect(artifact, min_runtime=min_runtime)
         if as_json:
             from edgekit.core.console import print_json
 

@@ -83,7 +83,6 @@ def register(app: typer.Typer) -> None:
         connect_timeout: int = ro.CONNECT_TIMEOUT,
     ) -> None:
         from edgekit.core.console import out, print_json, progress, quiet_stdout
-        from edgekit.measure.profile import profile_artifact
         from edgekit.measure.settings import MeasureSettings
 
         opts = parse_options(option)
@@ -111,10 +110,13 @@ def register(app: typer.Typer) -> None:
                                   trust_model=trust_model)
             result = profile_remote(artifact, hosts[0], flags, log=progress)
         else:
+            from edgekit.api.measure import profile
+
             with quiet_stdout():  # runtimes and TF log on stdout; results go there alone
-                result = profile_artifact(artifact, runtime=runtime, device=device, settings=settings,
-                                          sensors=sensors, options=opts, macs=macs, estimate_power=estimate_power,
-                                          log=progress)
+                result = profile(artifact, device, runtime=runtime, runs=runs, min_seconds=min_seconds, warmup=warmup,
+                                 batch=batch, threads=threads, input=input_data, raw_io=raw_io,
+                                 idle_baseline=idle_baseline, idle_seconds=idle_seconds, sensors=sensors,
+                                 estimate_power=estimate_power, macs=macs, options=opts)
         data = result.to_dict()
         if output is not None:
             from edgekit.core.fsutil import atomic_write_json

@@ -59,7 +59,7 @@ def _remote(facts: Any) -> str:
     if not isinstance(facts, dict):
         return ""
     f = facts
-    return f"  [on {f.get('host')}: {f.get('machine')}, {f.get('os')}, edgekit {f.get('edgekit_version')}]"
+    return f"; measured on {f.get('host')} ({f.get('machine')}, {f.get('os')}, edgekit {f.get('edgekit_version')})"
 
 
 def _details(d: dict[str, Any]) -> str:

@@ -87,6 +87,8 @@ def start(folder: Path, aliases: tuple[str, ...] = ("edgekit-test-device",)) -> 
         f"AuthorizedKeysFile {folder / 'authorized_keys'}", "StrictModes no", "PasswordAuthentication no",
         "KbdInteractiveAuthentication no", "UsePAM no", "PermitRootLogin prohibit-password", f"AllowUsers {user}",
         "Subsystem sftp internal-sftp", "LogLevel ERROR", "MaxSessions 50", "MaxStartups 50",
+        # the device's edgekit caches its facts (CPU peak) here, not in the user's ~/.cache
+        f"SetEnv EDGEKIT_CACHE_DIR={folder / 'device-cache'}",
     ]) + "\n")
     host_pub = Path(f"{host_key}.pub").read_text().split()
     known = folder / "known_hosts"

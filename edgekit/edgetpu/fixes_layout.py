@@ -144,7 +144,10 @@ def _picked(f: FlatModel, root: int, p: np.ndarray, base: str) -> tuple[int, lis
 
 
 def _rewrite(f: FlatModel, root: int, leaf: int, idx: np.ndarray) -> list[object] | None:
-    found = _factor(idx, _shape(f, root))
+    lead = idx.shape[:-4]
+    if any(d != 1 for d in lead):
+        return None
+    found = _factor(idx.reshape(idx.shape[len(lead):]), _shape(f, root))
     if found is None:
         return None
     p, zshape, q = found
@@ -155,13 +158,14 @@ def _rewrite(f: FlatModel, root: int, leaf: int, idx: np.ndarray) -> list[object
     t, ops = picked
     steps = [] if _shape(f, t) == zshape else ["reshape"]
     steps += [] if q == sorted(q) else ["transpose"]
-    if not steps:  # nothing left but the copy itself: the leaf must be written by an op
-        steps = ["reshape"]
+    if lead or not steps:  # back to the leaf's 5-D shape (leading 1s); or the leaf must be written by an op
+        steps.append("reshape")
+    shapes = {"reshape": zshape, "transpose": [zshape[i] for i in q]}
     for n, step in enumerate(steps):
         last = n == len(steps) - 1
-        out = leaf if last else f.add_like(f"{base}/as_{len(zshape)}d", leaf)
+        out = leaf if last else f.add_like(f"{base}/as_4d_{n}", leaf)
         if not last:
-            f.sg.tensors[out].shape = np.array(zshape, np.int32)
+            f.sg.tensors[out].shape = np.array(shapes[step], np.int32)
             f.sg.tensors[out].shapeSignature = None
         if step == "reshape":
             ops.append(f.reshape_op(t, out, _shape(f, out), f"{base}/{n}"))

@@ -92,7 +92,7 @@ class CommonOptions:
     strict: bool = option(False, "Exit 5 when an artifact misses its fidelity thresholds.")
     int8_recipe: str = option("plain", "How int8 is made: plain, or auto (plain, then the recovery recipes until the "
                               "int8 thresholds are met: minutes on a real model), uint8, equalize, equalize+bias, "
-                              "bias, percentile, mse, entropy, mixed.")
+                              "bias, percentile, mse, entropy, nncf (ONNX: NNCF's own), mixed.")
     explain: bool = option(False, "Diagnose every int8 artifact layer by layer (always done when one misses).")
     output_kinds: dict[str, str] | None = option(
         None, "How an output is judged, by output name: classes, dense, sequence or regression (--output-kind "

@@ -88,6 +88,8 @@ VENDORS: dict[str, Vendor] = {
     "litert": Vendor("LiteRT", ()),
     "openvino": Vendor("OpenVINO", _OV),
     "numpy": Vendor("numpy", ()),
+    "nncf": Vendor("NNCF", tuple(f"nncf.errors:{n}" for n in ("ValidationError", "InternalError",
+                                                              "UnsupportedModelError", "UnsupportedDatasetError"))),
     "pynvml": Vendor("NVML", ("pynvml:NVMLError",)),
     "edgetpu_compiler": Vendor("edgetpu_compiler", ()),
 }

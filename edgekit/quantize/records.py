@@ -44,6 +44,8 @@ class RecipeTrial:
     # detectors: judged by their boxes (edgekit.fidelity.detection), not by top-1
     detection_recall: float | None = None
     detection_precision: float | None = None
+    # maps and sequences: the agreement their kind is judged by (per-pixel, per-step or thresholded-mask)
+    agreement: float | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RecipeTrial:

@@ -67,13 +67,28 @@ class Judged:
     recall: float | None = None
     precision: float | None = None
     detections: int | None = None
+    # maps and sequences: the agreement their kind is judged by (`kind_agreement`)
+    agreement: float | None = None
 
     def score(self) -> tuple[float, float]:
-        """What ranks candidates: top-1 agreement (classes) or the worse of box recall and precision (detectors),
-        then cosine."""
+        """What ranks candidates: top-1 agreement (classes), the worse of box recall and precision (detectors), or
+        the per-step / per-pixel / mask agreement (sequences, maps), then cosine. Cosine alone ranked a recognizer's
+        candidates by a measure its user never reads (PP-OCRv4, issue 29: higher cosine, fewer steps kept)."""
         if self.recall is not None or self.precision is not None:
             return (min(self.recall or 0.0, self.precision or 0.0), self.cosine)
+        if self.top1 is None and self.agreement is not None:
+            return (self.agreement, self.cosine)
         return (self.top1 if self.top1 is not None else 0.0, self.cosine)
+
+
+def kind_agreement(fid: Any) -> float | None:
+    """The agreement an output's kind is judged by, where it is not top-1 or boxes: per-step (sequence), per-pixel
+    (dense) or thresholded-mask (mask) agreement; None for the other kinds."""
+    for key in ("step_agreement", "pixel_agreement", "mask_agreement"):
+        v = getattr(fid, key, None)
+        if v is not None:
+            return float(v)
+    return None
 
 
 def judge(y_ref: np.ndarray, y: np.ndarray, precision: str = "int8", z: float = MARGIN_Z,
@@ -105,7 +120,8 @@ def judge(y_ref: np.ndarray, y: np.ndarray, precision: str = "int8", z: float = 
 
         failures += box_bounds(fid, z, wilson_low)
     return Judged(fid.passed and not failures, float(fid.cosine), fid.top1_agreement, failures, len(y_ref),
-                  top1_margins(y_ref, y), fid.detection_recall, fid.detection_precision, fid.detections)
+                  top1_margins(y_ref, y), fid.detection_recall, fid.detection_precision, fid.detections,
+                  kind_agreement(fid))
 
 
 def top1_margins(y_ref: np.ndarray, y: np.ndarray) -> dict[str, float | int] | None:
@@ -219,7 +235,8 @@ def trial(name: str, judged: Judged, float_nodes: int, macs_fraction: float, sta
                        detection_recall=None if judged.recall is None else round(judged.recall, 4),
                        detection_precision=None if judged.precision is None else round(judged.precision, 4),
                        float_nodes=float_nodes, macs_float_fraction=round(macs_fraction, 4),
-                       seconds=round(time.perf_counter() - started, 2), failures=tuple(judged.failures))
+                       seconds=round(time.perf_counter() - started, 2), failures=tuple(judged.failures),
+                       agreement=None if judged.agreement is None else round(judged.agreement, 4))
 
 
 def say(log: Callable[[str], None], label: str, judged: Judged, float_ops: int) -> None:
@@ -228,6 +245,8 @@ def say(log: Callable[[str], None], label: str, judged: Judged, float_ops: int) 
     if judged.recall is not None or judged.precision is not None:
         words = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
         top1 = f"box recall {words(judged.recall)}, precision {words(judged.precision)} ({judged.detections} boxes), "
+    elif judged.top1 is None and judged.agreement is not None:
+        top1 = f"agreement {judged.agreement:.1%}, "
     more = f" ({float_ops} ops in float)" if float_ops else ""
     log(f"int8 recipe {label}{more}: {top1}cosine {judged.cosine:.4f} -> {'meets' if judged.passed else 'misses'} "
         "the int8 thresholds on the samples the search judges")
@@ -392,7 +411,7 @@ def best_float_free(trials: list[tuple[Judged | None, int, object]]) -> int:
 Log = Callable[[str], None]
 
 __all__ = ["AUTO_FLOAT_CAP", "AUTO_MACS_TARGET", "Judged", "NOT_JUDGED", "Reach", "best", "best_float_free",
-           "cap_share", "cost_record", "error_share", "has_classes", "input_noise_agreement", "judge",
+           "cap_share", "cost_record", "error_share", "has_classes", "input_noise_agreement", "judge", "kind_agreement",
            "largest_within", "macs_fraction", "margin_z", "needed_samples", "out_of_reach", "prefix_nodes",
            "ranked_units", "say", "smallest_float_set", "split", "top1_margins", "trial", "twin_noise_agreement",
            "wilson_low"]

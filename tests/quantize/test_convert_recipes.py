@@ -70,9 +70,11 @@ def test_explain_diagnoses_a_pass_too_and_auto_recovers(spread_model: Path, cali
     rec = art.extra["int8_recipe"]
     assert rec["trials"][0]["recipe"] == "plain" and not rec["trials"][0]["passed"]
     # under the bound that grows with the candidates tried, equalization's ~98% may need a few layers in float
-    # (as in tests/quantize/test_search.py): the search ends on equalization's family
+    # (as in tests/quantize/test_search.py): the search ends on equalization's family, or on NNCF's recipe (its
+    # last float-free candidate, which recovers the wide channels too: 99.4% in tests/quantize/test_nncf_recipe.py)
     chosen = rec["chosen"]
-    assert chosen in ("equalize", "equalize+bias") or chosen.startswith("mixed[equalize"), chosen
+    assert chosen in ("equalize", "equalize+bias", "nncf") or chosen.startswith(("mixed[equalize", "mixed[nncf")), \
+        chosen
     assert art.fidelity is not None and art.fidelity.passed
     assert art.fidelity.diagnosis is not None and art.fidelity.diagnosis["layers_total"] == 4
     assert art.fidelity.diagnosis["samples"] == min(32, art.fidelity.samples) > 16  # asked: the full sample

@@ -47,14 +47,17 @@ def head_mixed(head_model: Path, samples: np.ndarray,
 
 
 def test_auto_on_the_channel_range_problem_keeps_equalize_bias_when_none_meets_the_margin(
-        spread_model: Path, samples: np.ndarray, tmp_path: Path) -> None:
+        spread_model: Path, samples: np.ndarray, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Equalization recovers top-1 from 57% to 98%, but no candidate shows the thresholds at the search's margin,
-    so auto tries every recipe, then mixed precision under the float cap, and keeps the best float-free one."""
+    so auto tries every recipe, then mixed precision under the float cap, and keeps the best float-free one.
+    (Without NNCF, as where it is not installed: its recipe recovers 99.4% here, test_nncf_recipe.py.)"""
+    from edgekit.quantize.onnx import nncf_recipe
     from edgekit.quantize.onnx.search import AUTO_ORDER
 
+    monkeypatch.setattr(nncf_recipe, "available", lambda: False)
     choice = _search(spread_model, samples, tmp_path, "auto")
     names = [t.recipe for t in choice.trials]
-    assert names == [*AUTO_ORDER, "mixed[equalize+bias]"]
+    assert names == [*(n for n in AUTO_ORDER if n != "nncf"), "mixed[equalize+bias]"]
     assert not any(t.passed for t in choice.trials)
     top1 = {t.recipe: t.top1_agreement or 0 for t in choice.trials}
     # equalization recovers 57% -> 98% on the 160 judged samples; as the third candidate it must show 97% at 1.6

@@ -8,6 +8,7 @@ A recipe turns the pre-processed fp32 ONNX (BatchNorm folded by onnxruntime) int
 - `mse`: the same with each activation's least-squared-error range (edgekit.quantize.onnx.mse: onnxruntime has none);
 - `equalize`: cross-layer equalization + bias absorption on the float graph first (edgekit.quantize.onnx.equalize);
 - `equalize+bias`: and then empirical bias correction (edgekit.quantize.onnx.bias_correct);
+- `nncf`: NNCF's post-training quantization with its full bias correction (edgekit.quantize.onnx.nncf_recipe);
 - `mixed`: one of the above with the most sensitive layers left in float (`nodes_to_exclude`); the
   layers are chosen by the search (edgekit.quantize.search), smallest set first;
 - `mixed16`: the same search, the chosen layers kept integer with 16-bit activations instead of float
@@ -43,6 +44,7 @@ class OnnxRecipeConfig:
     percentile: float = 99.999
     reduce_range: bool = True  # 7-bit weights: x86 without VNNI saturates int8 x int8 (see edgekit.quantize.onnx.ort)
     unsigned: bool = False  # uint8 activations and weights: no saturation anywhere, so full 8-bit weights
+    tool: str = "onnxruntime"  # what quantizes: onnxruntime's quantize_static, or nncf (nncf.quantize)
     # int16 | int8: the activations' type everywhere (w8a16: int16, QDQ at opset 21, edgekit.quantize.onnx.ort)
     activations: str = "int8"
     # nodes whose input and output activations are int16 in an int8 model (mixed int8/int16 precision: `mixed16`)
@@ -168,8 +170,21 @@ class BiasCorrect(OnnxRecipe):
 # activations everywhere
 W8A16 = OnnxRecipeConfig(activations="int16", reduce_range=False)
 
+class Nncf(OnnxRecipe):
+    """nncf.quantize (its ONNX backend) with its full bias correction: edgekit.quantize.onnx.nncf_recipe says why."""
+
+    name = "nncf"
+    default = OnnxRecipeConfig(bias_correct=True, reduce_range=False, tool="nncf")
+
+    def build(self, pre: Path, dst: Path, data: QuantData) -> Path:
+        from edgekit.quantize.onnx.nncf_recipe import nncf_quantize
+
+        nncf_quantize(pre, dst, data, self.config)
+        return pre
+
+
 # auto's order: float-free recipes, cheapest first; then mixed precision on the best of them
 ONNX_RECIPES: dict[str, type[OnnxRecipe]] = {r.name: r for r in (Plain, Uint8, Percentile, Mse, Entropy, BiasCorrect,
-                                                                 Equalize, EqualizeBias)}
+                                                                 Equalize, EqualizeBias, Nncf)}
 
 __all__ = ["ONNX_RECIPES", "W8A16", "OnnxRecipe", "OnnxRecipeConfig", "QuantData", "Reader", "quantize"]

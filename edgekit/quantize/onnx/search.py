@@ -1,15 +1,15 @@
 """The ONNX int8 recipe search: the recipe asked for, or `auto`'s order, judged against the float model.
 
-auto: plain, then the float-free recipes (uint8, equalize, equalize+bias, percentile, mse, entropy, bias), then
-mixed precision on the best of those. The recipes calibrate on part of the calibration samples and are
-judged on the rest (edgekit.quantize.search.split). Mixed precision measures each layer group's own damage
-(only that group quantized, reusing the base recipe's calibration ranges; a group is a layer with the
-layer that feeds it, since onnxruntime keeps a tensor quantized while its producer or a reader is), ranks
-the groups by damage per MAC and bisects for the smallest prefix that meets the thresholds, past the 10%
-of MACs where the model needs it, up to edgekit.quantize.search.AUTO_FLOAT_CAP (the record says how much). The
-first candidate that meets the int8 thresholds is chosen; where none does, the best float-free one is kept and
-the record says it missed and how much float did not suffice (validation then judges it on held-out samples,
-and the diagnosis says why).
+auto: plain, then the float-free recipes (uint8, equalize, equalize+bias, percentile, mse, entropy, bias, nncf: the
+last where NNCF is installed), then mixed precision on the best of those. The recipes calibrate on part of the
+calibration samples and are judged on the rest (edgekit.quantize.search.split). Mixed precision measures each layer
+group's own damage (only that group quantized, reusing the base recipe's calibration ranges; a group is a layer
+with the layer that feeds it, since onnxruntime keeps a tensor quantized while its producer or a reader is), ranks
+the groups by damage per MAC and bisects for the smallest prefix that meets the thresholds, past the 10% of MACs
+where the model needs it, up to edgekit.quantize.search.AUTO_FLOAT_CAP (the record says how much). The first
+candidate that meets the int8 thresholds is chosen; where none does, the best float-free one is kept and the record
+says it missed and how much float did not suffice (validation then judges it on held-out samples, and the diagnosis
+says why).
 
 A named recipe (`--int8-recipe plain|equalize|...`) is built on every calibration sample and not judged here:
 validation judges every artifact on held-out samples anyway, and judging it in-sample first ran both models on
@@ -62,7 +62,7 @@ class KindSource:
     layout: str = "NCHW"
 
 
-AUTO_ORDER = ("plain", "uint8", "equalize", "equalize+bias", "percentile", "mse", "entropy", "bias")
+AUTO_ORDER = ("plain", "uint8", "equalize", "equalize+bias", "percentile", "mse", "entropy", "bias", "nncf")
 NAMES = (*ONNX_RECIPES, "mixed")
 # ops between two layers that onnxruntime quantizes too: left in float with them, or the tensor stays int8
 PASS_THROUGH = ("Relu", "Clip", "Identity", "Flatten", "Reshape", "GlobalAveragePool", "AveragePool", "MaxPool")
@@ -76,6 +76,16 @@ def check_name(requested: str) -> None:
 
         check_choice(requested, ("auto", *NAMES), "int8 recipe")
         raise UsageError(f"Unknown int8 recipe '{requested}'.")
+
+
+def _nncf_here(notes: list[str]) -> bool:
+    """Whether NNCF is installed (the `nncf` candidate needs it); where not, a note says auto went on without it."""
+    from edgekit.quantize.onnx.nncf_recipe import available
+
+    if available():
+        return True
+    notes.append("the nncf recipe was not tried: NNCF is not installed (pip install 'edgekit[convert]')")
+    return False
 
 
 def _run(path: Path, x: np.ndarray) -> np.ndarray:
@@ -167,6 +177,8 @@ class _Search:
 
     def try_recipe(self, name: str) -> bool:
         if not self.reachable():
+            return False
+        if name == "nncf" and not _nncf_here(self.data.notes):
             return False
         recipe = ONNX_RECIPES[name](decode=self.decode_nodes, heads=self.decode_heads)
         return self.candidate(name, recipe, lambda out, data: recipe.build(self.pre, out, data))

@@ -1,5 +1,6 @@
 # `make demo`: create .venv, install edgekit with every extra, convert the bundled model and bench it.
-# `make test`: create .venv if needed, install, lint, run the test suite (what CI runs).
+# `make test`: create .venv if needed, install, lint, run the test suite (what CI runs); as root with apt it also
+# installs Debian's openssh-server where missing, for the tests against a real sshd (tests/remote; else skipped).
 # `make test-fast`: the same without the tests marked slow (real conversions, torch/TensorFlow models).
 PYTHON ?= python3
 VENV ?= .venv
@@ -25,6 +26,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 test: $(STAMP)
+	@sh .ci/ssh-server.sh || true  # best effort: openssh-server for tests/remote where root + apt; else they skip
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 

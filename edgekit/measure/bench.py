@@ -25,6 +25,7 @@ from edgekit.measure.child import Status
 from edgekit.measure.profile import ProfileResult
 
 if TYPE_CHECKING:
+    from edgekit.remote.device import Device
     from edgekit.remote.host import Remote
 
 
@@ -213,12 +214,16 @@ def _source_job(manifest: Manifest, manifest_path: Path, macs: int | None, wante
     return job
 
 
-def run_job(job: Job, s: BenchSettings) -> tuple[Status, ProfileResult | None, str | None]:
-    """(status, ProfileResult, message): status is ok, not available, or failed."""
+def run_job(job: Job, s: BenchSettings, on: Device | None = None,
+            where: dict[Path, str] | None = None) -> tuple[Status, ProfileResult | None, str | None]:
+    """(status, ProfileResult, message): status is ok, not available, or failed. ON: a --remote device, WHERE
+    the artifacts' paths there (Device.upload)."""
     if job.failed:
         return "failed", None, job.failed
     if job.skip:
         return "not available", None, job.skip
+    if on is not None:
+        return _run_remote(job, s, on, (where or {})[job.path])
     if s.isolate:
         from edgekit.measure.child import profile_in_child
 
@@ -233,6 +238,19 @@ def run_job(job: Job, s: BenchSettings) -> tuple[Status, ProfileResult | None, s
     except EdgekitError as exc:
         return "failed", None, exc.message
     return "ok", r, None
+
+
+def _run_remote(job: Job, s: BenchSettings, dev: Device, where: str) -> tuple[Status, ProfileResult | None, str | None]:
+    """One row on a --remote device: its own `edgekit profile --json`, labelled; exit 3 there: not available there."""
+    from edgekit.core.errors import EXIT_MISSING
+    from edgekit.remote.errors import RemoteRunFailed
+    from edgekit.remote.profile import labelled
+
+    try:
+        data = dev.profile(where, job.flags(s), timeout=s.timeout)
+    except RemoteRunFailed as exc:  # "edgekit profile failed on HOST: its message": the row's host says where
+        return ("not available" if exc.exit_code == EXIT_MISSING else "failed"), None, exc.message.split(": ", 1)[-1]
+    return "ok", labelled(data, dev.facts, job.path, where), None
 
 
 def make_row(job: Job, status: Status, result: ProfileResult | None, message: str | None,
@@ -270,7 +288,6 @@ def bench(target: str | Path, settings: BenchSettings | None = None, out_dir: st
 
     from edgekit._version import __version__
     from edgekit.measure.devices import host_info
-    from edgekit.remote.bench import remote_rows
     from edgekit.remote.device import Device
 
     s = settings or BenchSettings()
@@ -281,18 +298,17 @@ def bench(target: str | Path, settings: BenchSettings | None = None, out_dir: st
     results: list[ProfileResult] = []
     with ExitStack() as stack:
         devices = [stack.enter_context(Device(r, log)) for r in remotes or []]
-        if local or not devices:
-            jobs = plan_jobs(manifest, mpath, s)
+        for dev in ([None] if local or not devices else []) + devices:
+            jobs = plan_jobs(manifest, mpath, s, here=dev is None)
+            where = dev.upload([j.path for j in jobs if not j.skip and not j.failed]) if dev else None
+            host = dev.remote.label if dev else None
             for i, job in enumerate(jobs, 1):
-                log(f"bench {i}/{len(jobs)}: {job.label} on {job.runtime}/{job.device}")
-                status, result, message = run_job(job, s)
+                log(f"bench {i}/{len(jobs)}: {job.label} on {job.runtime}/{job.device}" + (f" on {host}" * bool(host)))
+                status, result, message = run_job(job, s, dev, where)
                 rows.append(make_row(job, status, result, message, source))
+                rows[-1].host = host
                 if result:
                     results.append(result)
-        for dev in devices:
-            more, measured = remote_rows(dev, plan_jobs(manifest, mpath, s, here=False), s, source, log)
-            rows += more
-            results += measured
     references = {host: _reference([r for r in rows if r.host == host]) for host in dict.fromkeys(r.host for r in rows)}
     for row in rows:
         ref = references.get(row.host)

@@ -69,9 +69,23 @@ def read_model(path: Path) -> Any:
     if is_openvino_ir(path):
         return core().read_model(str(path), str(ir_weights(path)))
     if path.suffix.lower() == ".onnx" or looks_like_onnx(read_head(path)):
-        return core().read_model(str(path))
+        model = core().read_model(str(path))
+        _refuse_16bit_qdq(model, path)
+        return model
     raise UnsupportedModel(f"{path} is neither an OpenVINO IR (.xml with a <net> root) nor an ONNX model.",
                            hint=LOAD_HINT)
+
+
+def _refuse_16bit_qdq(model: Any, path: Path) -> None:
+    """UnsupportedModel for an ONNX model with 16-bit Q/DQ pairs (edgekit's w8a16): OpenVINO 2026.4 reads them as
+    FakeQuantize with 65536 levels and computes them wrongly, with no error (cosine 0.53-0.79 against the float
+    model on edgekit's tiny CNN, where onnxruntime gives 0.9999): a wrong answer is refused, never measured."""
+    wide = [op.get_friendly_name() for op in model.get_ordered_ops()
+            if op.get_type_name() == "FakeQuantize" and int(op.get_attributes().get("levels", 256)) > 256]
+    if wide:
+        raise UnsupportedModel(f"{path.name} has {len(wide)} 16-bit quantize/dequantize pairs (a w8a16 model): "
+                               "OpenVINO computes them wrongly (measured: cosine 0.53-0.79 against the float model).",
+                               hint="Run it with onnxruntime (the default for .onnx), or use the int8 artifact.")
 
 
 def tensor_spec(port: Any, index: int, kind: str) -> TensorSpec:

@@ -142,7 +142,8 @@ class InterpreterBackend:
         out = []
         for d, spec in zip(self._in, self.inputs, strict=True):
             x = input_array(inputs, spec, self.inputs)
-            if tuple(x.shape) != tuple(d["shape"]) and self._resized.get(d["index"]) != tuple(x.shape):
+            # against the shape the input has now: after a batch of 7, a batch of 1 resizes it back
+            if tuple(x.shape) != self._resized.get(d["index"], tuple(d["shape"])):
                 it.resize_tensor_input(d["index"], list(x.shape))
                 it.allocate_tensors()
                 self._resized[d["index"]] = tuple(x.shape)

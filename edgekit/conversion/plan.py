@@ -150,6 +150,7 @@ def _makers(precision: str) -> str:
 
 
 ADOPT_STEP = "tflite_adopt"  # a source already in a target's artifact format that no route reaches (a .tflite)
+QUANTIZE_STEP = "tflite_quantize"  # a float .tflite source made int8 / w8a16 with the calibration data
 
 
 def target_steps(family: str, spec: TargetSpec) -> tuple[list[str], list[str]]:
@@ -189,6 +190,19 @@ def check_modules(targets: list[str], family: str) -> None:
         )
 
 
+def quantized_tflite(source: Source, precision: str, options: ConvertOptions) -> list[str]:
+    """The step that makes PRECISION from a .tflite source: taken as it is, or a float one quantized (which needs
+    the calibration data, refused here where none was given)."""
+    have = source.extra.get("precision")
+    if have not in ("fp32", "fp16") or have == precision or not PRECISIONS[precision].needs_calibration:
+        return [ADOPT_STEP]
+    if not options.calib:
+        raise UsageError(f"{source.path.name} is a {have} .tflite: making it {precision} needs calibration data, and "
+                         "none was given. edgekit never calibrates on random data.",
+                         hint="Pass --calib with a folder of images or a .npy/.npz array of the model's inputs.")
+    return [QUANTIZE_STEP]
+
+
 def make_plan(source: Source, options: ConvertOptions) -> Plan:
     """Every chain the request needs, or the reason it cannot run, before any step runs."""
     chains: list[Chain] = []
@@ -201,7 +215,8 @@ def make_plan(source: Source, options: ConvertOptions) -> Plan:
         for precision in precisions:
             io = spec.io_dtype(precision, options.io_dtype)
             params = StepParams(precision=precision, io_dtype=io, integer_only=spec.integer_only or None)
-            chains.append(Chain(target, precision, [*prefix, *(get_step(n)(params) for n in own_steps)], io,
+            names = quantized_tflite(source, precision, options) if own_steps == [ADOPT_STEP] else own_steps
+            chains.append(Chain(target, precision, [*prefix, *(get_step(n)(params) for n in names)], io,
                                 [get_step(n)(params) for n in spec.post_steps], spec.format))
     stem = stem_of(source)
     outputs: list[str] = []

@@ -87,9 +87,9 @@ def div_as_rsqrt(f: FlatModel) -> int:
         ops = [_rsqrt(f, b, r), f.make_op("MUL", [r, r], [r2], sq_opts, mul_type),
                f.make_op("MUL", [a, r2], [y], out_opts, mul_type)]
         f.sg.operators[k:k + 1] = ops
+        f.reindex()  # the next divisor's producers are looked up by op index
         k += len(ops)
         done += 1
-    f.reindex()
     return done
 
 

@@ -103,7 +103,7 @@ def load(path: Path | None, opts: LoadOptions, kind: str = "tflite") -> Source:
         path=path, kind="tflite", family="tflite", layout=guess_layout(shape), input_name=first.name,
         input_shape=shape, input_dtype=first.dtype, predict=predict, model=path, sha256=sha256_file(path),
         output_names=[t.name for t in (model.tensor(i) for i in model.outputs) if t is not None],
-        extra={"runtime": rt},  # kept alive as long as predict
+        extra={"runtime": rt, "precision": precision_of(model)},  # runtime: kept alive as long as predict
     )
 
 

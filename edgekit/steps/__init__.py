@@ -22,6 +22,7 @@ STEPS: dict[str, str] = {
     "savedmodel_to_onnx": "edgekit.steps.savedmodel_to_onnx:SavedModelToOnnx",
     "edgetpu_compile": "edgekit.steps.edgetpu_compile:EdgeTpuCompile",
     "tflite_adopt": "edgekit.steps.tflite_adopt:TfliteAdopt",  # a .tflite source taken as it is (plan.py)
+    "tflite_quantize": "edgekit.steps.tflite_quantize:TfliteQuantize",  # a float .tflite source to int8 (plan.py)
 }
 
 # (from kind, to kind) -> step name: the intermediate conversions. The planner takes the shortest

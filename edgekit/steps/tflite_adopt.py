@@ -35,8 +35,8 @@ class TfliteAdopt(Step):
         if have != want:
             raise UsageError(
                 f"{inp.path.name} is a {have} .tflite; a .tflite source is taken as it is, so it cannot become {want}.",
-                hint="Convert the original model (PyTorch, Keras, SavedModel or ONNX) with --quantize "
-                f"{want}{' and --calib' if want == 'int8' else ''}; the Edge TPU needs a full-integer int8 .tflite.",
+                hint="A float (fp32 or fp16) .tflite becomes int8 or w8a16 with --calib; for anything else convert the "
+                f"original model (PyTorch, Keras, SavedModel or ONNX) with --quantize {want}.",
             )
         first = model.tensor(model.inputs[0]) if model.inputs else None
         io = first.dtype if first is not None and first.dtype in ("int8", "uint8", "float32") else None

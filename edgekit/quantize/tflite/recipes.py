@@ -58,6 +58,8 @@ class TfliteJob:
     # the head's last layers before the decode: float too (TFLite has no float-output int8 conv; the denylist floats
     # the whole op), so the class logits are not rounded before the sigmoid and the 0.25 cut
     decode_heads: tuple[str, ...] = ()
+    # a float .tflite given as the source (edgekit.steps.tflite_quantize): the float model, in place of the SavedModel's
+    float_tflite: bytes | None = None
 
     def representative(self) -> Iterator[list[np.ndarray] | dict[str, np.ndarray]]:
         for i in range(0, len(self.samples) - self.batch + 1, self.batch):
@@ -89,6 +91,8 @@ def plain(job: TfliteJob) -> bytes:
 def float_model(job: TfliteJob) -> bytes:
     from edgekit.tflite.cache import float_model as converted
 
+    if job.float_tflite is not None:
+        return job.float_tflite
     return converted(job.tf, job.saved, job.signature, job.cache)
 
 

@@ -160,6 +160,6 @@ class OnnxQuantize(Step):
             choice = quantize_w8a16(pre, dst, data, ctx.options.int8_recipe, ctx.log)
             return inp.derive(kind="onnx", path=dst, precision="w8a16", quantization=choice)
         # a detector's outputs: judged by their boxes, their decode kept float (edgekit.quantize.detect_decode)
-        kinds = KindSource(ctx.source.metadata, ctx.options.output_kinds, inp.layout)
+        kinds = KindSource(ctx.source.metadata, ctx.options.output_kinds, inp.layout, ctx.options.mask_thresholds)
         choice = quantize_onnx(pre, dst, data, ctx.options.int8_recipe, ctx.log, kinds=kinds)
         return inp.derive(kind="onnx", path=dst, precision="int8", quantization=choice)

@@ -113,7 +113,8 @@ class TfliteConvert(Step):
         job = TfliteJob(tf, saved, signature, samples.astype(np.float32), batch, io_dtype, work, ctx.log,
                         edgetpu_fixes=bool(self.params.integer_only) and ctx.options.edgetpu_fixes, cache=_cache(ctx),
                         # a detector's decode stays float and its candidates are judged by boxes (issue 27)
-                        kinds=KindSource(ctx.source.metadata, ctx.options.output_kinds, layout))
+                        kinds=KindSource(ctx.source.metadata, ctx.options.output_kinds, layout,
+                                         ctx.options.mask_thresholds))
         # several inputs: each calibrated by its signature key, plain recipe (edgekit.conversion.feeds)
         if ctx.source.inputs:
             return _int8_named(job, ctx, layout, w8a16)

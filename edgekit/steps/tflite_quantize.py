@@ -78,7 +78,8 @@ class TfliteQuantize(Step):
         integer_only = bool(self.params.integer_only)
         job = TfliteJob(tf, Path(), "serving_default", samples, batch, io_dtype, work, ctx.log,
                         edgetpu_fixes=integer_only and ctx.options.edgetpu_fixes, cache=work / "cache",
-                        kinds=KindSource(ctx.source.metadata, ctx.options.output_kinds, inp.layout),
+                        kinds=KindSource(ctx.source.metadata, ctx.options.output_kinds, inp.layout,
+                                         ctx.options.mask_thresholds),
                         float_tflite=blob)
         if want == "w8a16":
             from edgekit.quantize.tflite.w8a16 import quantize_w8a16

@@ -60,6 +60,15 @@ class KindSource:
     metadata: dict[str, str] | None = None
     asked: dict[str, str] | None = None
     layout: str = "NCHW"
+    mask_thresholds: dict[str, float] | None = None  # --mask-threshold: by output name, "*" for every one
+
+    def mask_threshold(self, name: str, outputs: int = 1) -> float | None:
+        """Where output NAME is cut if it is a probability map: its own threshold, every output's ("*"), or, for a
+        model of one output (a converter may rename it), the one threshold given; None: the kind's default."""
+        given = self.mask_thresholds or {}
+        if name in given or "*" in given:
+            return given.get(name, given.get("*"))
+        return next(iter(given.values())) if outputs == 1 and len(given) == 1 else None
 
 
 AUTO_ORDER = ("plain", "uint8", "equalize", "equalize+bias", "percentile", "mse", "entropy", "bias", "nncf")
@@ -137,6 +146,8 @@ class _Search:
         # a detector's output is judged by its boxes, and its decode stays float in every candidate
         self.choice, self.decode = detection_decode(pre, self.model, self.x if searching else
                                                     data.samples[:DECIDE_SAMPLES], kinds)
+        self.mask_threshold = kinds.mask_threshold(self.model.graph.output[0].name, len(self.model.graph.output)) \
+            if kinds is not None else None
         self.decode_nodes: tuple[str, ...] = self.decode.nodes if self.decode is not None else ()
         self.decode_heads: tuple[str, ...] = self.decode.head_layers if self.decode_nodes else ()
         if self.decode_nodes:
@@ -169,7 +180,7 @@ class _Search:
             self.kept.append((None, len(nodes), (recipe, src, out, work)))
             return False
         judged = judge(self.y_ref, _run(out, self.x), z=margin_z(len(self.kept) + 1),  # stricter as more are tried
-                       choice=self.choice)
+                       choice=self.choice, mask_threshold=self.mask_threshold)
         self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
         say(self.log, label, judged, len(nodes))
         self.kept.append((judged, len(nodes), (recipe, src, out, work)))

@@ -59,7 +59,7 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 # Session fixtures that run a real conversion or build models with torch and TensorFlow (seconds
 # each): every test that takes one is slow, whichever file it is in, without a marker to forget.
-SLOW_FIXTURES = frozenset({"bundled_conversion", "tiny_models", "tf_models"})
+SLOW_FIXTURES = frozenset({"bundled_conversion", "tiny_models", "tf_models", "every_target"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

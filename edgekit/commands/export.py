@@ -7,9 +7,10 @@ from pathlib import Path
 import typer
 
 HELP = """Write the artifacts of a conversion that Triton serves (ONNX, OpenVINO IR) as a Triton model repository:
-DIR/<stem>-<precision>/1/model.onnx (DIR/<stem>-openvino-<precision>/1/model.xml + model.bin) and config.pbtxt (inputs, outputs, max_batch_size and dynamic batching where the batch is dynamic), plus
-DIR/inferenceservice.yaml, a KServe InferenceService running Triton on it. Triton, KServe and `edgekit serve`
-speak the same KServe v2 protocol: a client written against one works against the others."""
+DIR/<stem>-<precision>/1/model.onnx (DIR/<stem>-openvino-<precision>/1/model.xml + model.bin) and config.pbtxt
+(inputs, outputs, max_batch_size and dynamic batching where the batch is dynamic), plus DIR/inferenceservice.yaml,
+a KServe InferenceService running Triton on it. Triton, KServe and `edgekit serve` speak the same KServe v2
+protocol: a client written against one works against the others."""
 
 
 def register(app: typer.Typer) -> None:

@@ -51,7 +51,8 @@ class FormatSpec:
     triton_backend: str | None = None
 
 
-def _ranks(**by_kind: dict[str, int]) -> Mapping[str, Mapping[str, int]]:
+def serve_ranks(**by_kind: dict[str, int]) -> Mapping[str, Mapping[str, int]]:
+    """FormatSpec.serve from keyword arguments: serve_ranks(cpu={"int8": 10, "fp32": 31}), read-only."""
     return MappingProxyType({kind: MappingProxyType(r) for kind, r in by_kind.items()})
 
 
@@ -74,23 +75,23 @@ FORMATS: dict[str, FormatSpec] = {
                    sniff="edgekit.core.sniff:has_onnx_suffix",
                    # on a CPU: int8 after the TFLite int8 (XNNPACK runs it faster on Arm); fp16 last (no fp16
                    # kernels in onnxruntime's CPU provider: it runs slower than fp32). On a GPU: ONNX only, fp16 first
-                   serve=_ranks(cpu={"int8": 11, "w8a16": 26, "dynamic": 21, "fp32": 32, "fp16": 40},
+                   serve=serve_ranks(cpu={"int8": 11, "w8a16": 26, "dynamic": 21, "fp32": 32, "fp16": 40},
                                 gpu={"fp16": 10, "fp32": 11, "int8": 12, "dynamic": 13}),
                    int8_diagnosis=Int8Diagnosis("edgekit.quantize.onnx.diagnose:diagnose_int8",
                                                 "edgekit.quantize.onnx.graph:run_first_output", "onnxruntime", 16),
                    triton_backend="onnxruntime"),
         FormatSpec("tflite", 4, "litert", ".tflite", inspectable=True, colour="#ff7f0e",
                    sniff="edgekit.core.sniff:is_tflite",
-                   serve=_ranks(cpu={"int8": 10, "w8a16": 25, "dynamic": 20, "fp16": 30, "fp32": 31}),
+                   serve=serve_ranks(cpu={"int8": 10, "w8a16": 25, "dynamic": 20, "fp16": 30, "fp32": 31}),
                    int8_diagnosis=_TFLITE_DIAGNOSIS),
         FormatSpec("edgetpu", 5, "litert", ".tflite", devices=("edgetpu",), inspectable=True, colour="#2ca02c",
                    compiled_from="tflite", sniff="edgekit.core.sniff:is_edgetpu_model",
-                   serve=_ranks(edgetpu={"int8": 0}), int8_diagnosis=_TFLITE_DIAGNOSIS),
+                   serve=serve_ranks(edgetpu={"int8": 0}), int8_diagnosis=_TFLITE_DIAGNOSIS),
         # OpenVINO IR: model.xml (the graph) + model.bin (the weights), published together. Served first on a CPU
         # where OpenVINO runs (x86): its int8 is the fastest there (docs/results/openvino.md)
         FormatSpec("openvino", 6, "openvino", ".xml", inspectable=True, colour="#17becf",
                    sniff="edgekit.core.sniff:is_openvino_ir", companions=(".bin",),
-                   serve=_ranks(cpu={"int8": 5, "fp16": 28, "fp32": 29}), triton_backend="openvino"),
+                   serve=serve_ranks(cpu={"int8": 5, "fp16": 28, "fp32": 29}), triton_backend="openvino"),
     )
 }
 
@@ -128,4 +129,4 @@ def companions(path: str | Path) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
-__all__ = ["FORMATS", "FormatSpec", "Int8Diagnosis", "companions", "inspectable", "order", "sniffed"]
+__all__ = ["FORMATS", "FormatSpec", "Int8Diagnosis", "companions", "inspectable", "order", "serve_ranks", "sniffed"]

@@ -23,8 +23,13 @@ RUNTIMES: dict[str, str] = {
     "openvino": "edgekit.runtimes.openvino:OpenVINO",
 }
 
-# The runtime used when none is named, per format: read from edgekit.core.formats.FORMATS (one table).
-DEFAULT_FOR_FORMAT: dict[str, str] = {name: spec.runtime for name, spec in FORMATS.items() if spec.runtime}
+
+
+def default_runtimes() -> dict[str, str]:
+    """The runtime used when none is named, per format: read from edgekit.core.formats.FORMATS (one table), when
+    asked, so a format registered after import (a plugin, a test) is runnable too."""
+    return {name: spec.runtime for name, spec in FORMATS.items() if spec.runtime}
+
 
 # The device names users type; runtimes may accept more specific ones (onnxruntime: "tensorrt").
 DEVICES = ("auto", "cpu", "gpu", "edgetpu", "tpu")
@@ -36,16 +41,16 @@ def get_runtime(name: str) -> type[Runtime]:
 
 
 def runtime_for_format(fmt: str) -> type[Runtime]:
-    if fmt not in DEFAULT_FOR_FORMAT:
-        raise UsageError(f"No runtime runs '{fmt}' artifacts.",
-                         hint=f"Runnable formats: {', '.join(DEFAULT_FOR_FORMAT)}.")
-    return get_runtime(DEFAULT_FOR_FORMAT[fmt])
+    defaults = default_runtimes()
+    if fmt not in defaults:
+        raise UsageError(f"No runtime runs '{fmt}' artifacts.", hint=f"Runnable formats: {', '.join(defaults)}.")
+    return get_runtime(defaults[fmt])
 
 
 def runtimes_for_format(fmt: str) -> list[str]:
     """Names of every runtime that can load FMT artifacts, the default first."""
     names = [n for n in RUNTIMES if fmt in get_runtime(n).formats]
-    default = DEFAULT_FOR_FORMAT.get(fmt)
+    default = default_runtimes().get(fmt)
     return sorted(names, key=lambda n: n != default)
 
 
@@ -115,6 +120,6 @@ def open_runtime(path: str | Path, runtime: str | None = None, device: str = "cp
     return rt
 
 
-__all__ = ["RUNTIMES", "DEFAULT_FOR_FORMAT", "DEVICES", "Runtime", "detect_format", "get_runtime",
+__all__ = ["RUNTIMES", "default_runtimes", "DEVICES", "Runtime", "detect_format", "get_runtime",
            "normalize_device", "open_runtime", "pick_runtime", "resolve_device", "runtime_for_format",
            "runtimes_for_format"]

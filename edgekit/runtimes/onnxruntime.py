@@ -4,6 +4,9 @@ Device names: "cpu"; "gpu" (alias "cuda") = CUDA provider; "tensorrt" = TensorRT
 CUDA and CPU behind it. onnxruntime silently falls back to the CPU when a GPU provider fails to
 start (missing CUDA/cuDNN libraries); this backend checks which provider really came up and
 refuses the silent fallback, so a "GPU" figure is never a CPU figure.
+Threads: `threads` intra-op threads, one inter-op thread; the intra-op workers do not spin between ops
+(load option `spinning=true` restores onnxruntime's default), because spinning made every thread count
+above one the slowest setting measured (bench/openvino_speed.py, docs/results/openvino.md).
 """
 
 from __future__ import annotations
@@ -73,6 +76,13 @@ def _provider_options(device: str, options: dict[str, Any]) -> list[dict[str, An
     return out
 
 
+def _flag(value: Any, name: str) -> bool:
+    """A boolean load option (`--option spinning=true` arrives as True), else UsageError."""
+    if isinstance(value, bool) or value in (0, 1):
+        return bool(value)
+    raise UsageError(f"The onnxruntime option '{name}' takes true or false, got '{value}'.")
+
+
 class OnnxRuntime(Runtime):
     name: ClassVar[str] = "onnxruntime"
     vendor: ClassVar[str] = "onnxruntime"
@@ -109,6 +119,11 @@ class OnnxRuntime(Runtime):
         if threads:
             so.intra_op_num_threads = int(threads)
             so.inter_op_num_threads = 1
+        # Spinning workers hold a core between ops; where the cores are shared (other processes, a VM's vCPUs) the
+        # thread that computes waits for them: on a 2-core x86 VM, MobileNetV2 int8 at 2 threads took 21.7 ms
+        # spinning, 10.3 ms not, 13.7 ms on 1 thread (fp32: 24.0 / 10.5 / 14.2 ms). With 1 thread it changes nothing.
+        self.spinning = _flag(options.get("spinning", False), "spinning")
+        so.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.spinning else "0")
         level = str(options.get("graph_optimization", "all"))
         if level not in _LEVELS:
             raise UsageError(f"Unknown graph optimisation level '{level}'.",
@@ -141,7 +156,7 @@ class OnnxRuntime(Runtime):
 
     def info(self) -> dict[str, Any]:
         return {"providers": list(self.providers), "graph_optimization": self.graph_optimization,
-                "intra_op_threads": self.threads}
+                "intra_op_threads": self.threads, "spinning": self.spinning}
 
     def close(self) -> None:
         self.session = None  # type: ignore[assignment]

@@ -8,9 +8,10 @@ conv 1->4 3x3 + ReLU, max-pool 2, conv 4->8 3x3 + ReLU, global average pool, den
 28x28 one-channel image in [0, 1].
 
 Formats: torch `.pt2` (ExportedProgram, dynamic batch) and TorchScript, ONNX (torch's dynamo
-exporter, single file, dynamic batch), a Keras SavedModel, TFLite fp32 and full-integer int8 with
-int8 I/O, and an OpenVINO IR (fp32, converted from that ONNX by `openvino.convert_model`). Formats whose converter is not installed are skipped with the reason. Building is
-idempotent: a folder that already holds a complete set is reused.
+exporter, single file, dynamic batch), a Keras `.keras` file and SavedModel, TFLite fp32 and full-integer int8
+with int8 I/O, and an OpenVINO IR (fp32, converted from that ONNX by `openvino.convert_model`). Formats whose
+converter is not installed are skipped with the reason. Building is idempotent: a folder that already holds a
+complete set is reused.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from edgekit.core.fsutil import atomic_write_json
 
 INPUT_SHAPE_NCHW = (1, 1, 28, 28)
 INDEX = "testmodels.json"
-FORMAT_VERSION = 2  # 2: the OpenVINO IR
+FORMAT_VERSION = 3  # 2: the OpenVINO IR; 3: the .keras file
 
 
 def weights(seed: int = 0) -> dict[str, np.ndarray]:
@@ -133,9 +134,11 @@ def _build_tf(out: Path, w: dict[str, np.ndarray]) -> dict[str, Path]:
     import tensorflow as tf
 
     sm = out / "tiny_savedmodel"
+    model = _keras_model(w)
     with contextlib.redirect_stdout(io.StringIO()):  # Keras prints the exported endpoints
-        _keras_model(w).export(str(sm), format="tf_saved_model")
-    paths = {"savedmodel": sm}
+        model.export(str(sm), format="tf_saved_model")
+    model.save(str(out / "tiny.keras"))
+    paths = {"savedmodel": sm, "keras": out / "tiny.keras"}
     conv = tf.lite.TFLiteConverter.from_saved_model(str(sm))
     (out / "tiny.fp32.tflite").write_bytes(conv.convert())
     paths["tflite-fp32"] = out / "tiny.fp32.tflite"
@@ -167,6 +170,7 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "torchscript": ("torch", "fp32", "NCHW"),
     "onnx": ("onnx", "fp32", "NCHW"),
     "savedmodel": ("savedmodel", "fp32", "NHWC"),
+    "keras": ("keras", "fp32", "NHWC"),
     "tflite-fp32": ("tflite", "fp32", "NHWC"),
     "tflite-int8": ("tflite", "int8", "NHWC"),
     "openvino-fp32": ("openvino", "fp32", "NCHW"),

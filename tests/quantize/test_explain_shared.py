@@ -73,7 +73,8 @@ def test_the_second_artifact_of_one_calibration_reuses_the_diagnosis(tmp_path: P
     int8, tpu, fixed = _art("m.int8.tflite"), _art("m.int8-uint8io.tflite"), _art("m.fixed.tflite")
     for art, inter in ((int8, _inter(cal, "int8")), (tpu, _inter(cal, "uint8")), (fixed, _inter(other, "uint8"))):
         explain_mod.explain(art, inter, ref, options, lambda _m: None, seen)
-    assert calls == [FORMATS["tflite"].int8_diagnosis.unasked_samples] * 2  # int8 and the other calibration; not the twin
+    unasked = FORMATS["tflite"].int8_diagnosis.unasked_samples
+    assert calls == [unasked] * 2  # int8 and the other calibration; not the twin
     assert tpu.fidelity.diagnosis == int8.fidelity.diagnosis and tpu.diagnosis_run.same_as == "m.int8.tflite"
     assert fixed.diagnosis_run.same_as is None
 

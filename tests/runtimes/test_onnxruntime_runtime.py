@@ -40,9 +40,21 @@ def test_tensorrt_options(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Non
 def test_graph_optimization_and_threads(tiny_models: dict[str, Any]) -> None:
     rt = OnnxRuntime()
     rt.load(tiny_models["models"]["onnx"], threads=1, graph_optimization="basic")
-    assert rt.info() == {"providers": ["CPUExecutionProvider"], "graph_optimization": "basic", "intra_op_threads": 1}
+    assert rt.info() == {"providers": ["CPUExecutionProvider"], "graph_optimization": "basic", "intra_op_threads": 1,
+                         "spinning": False}
     with pytest.raises(UsageError, match="graph optimisation level"):
         OnnxRuntime().load(tiny_models["models"]["onnx"], graph_optimization="fastest")
+
+
+def test_workers_do_not_spin_unless_asked(tiny_models: dict[str, Any]) -> None:
+    """Spinning intra-op workers made 2 threads the slowest setting on a shared 2-core CPU (docs/results/openvino.md):
+    off by default, `--option spinning=true` turns onnxruntime's own default back on."""
+    for options, entry in (({}, "0"), ({"spinning": True}, "1")):
+        rt = OnnxRuntime()
+        rt.load(tiny_models["models"]["onnx"], threads=2, **options)
+        assert rt.session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == entry
+    with pytest.raises(UsageError, match="takes true or false"):
+        OnnxRuntime().load(tiny_models["models"]["onnx"], spinning="sometimes")
 
 
 def test_unknown_device() -> None:

@@ -150,13 +150,13 @@ def test_corrupt_file_is_an_edgekit_error(rt_name: str, tmp_path: Path) -> None:
 
 
 def test_registry_and_classes_agree() -> None:
-    from edgekit.runtimes import DEFAULT_FOR_FORMAT
+    from edgekit.runtimes import default_runtimes
 
     for name in RUNTIMES:
         cls = get_runtime(name)
         assert cls.name == name
         assert "cpu" in cls.devices and set(cls.auto_devices) <= set(cls.devices)
-    for fmt, name in DEFAULT_FOR_FORMAT.items():
+    for fmt, name in default_runtimes().items():
         assert fmt in get_runtime(name).formats
 
 

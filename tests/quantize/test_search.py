@@ -76,10 +76,12 @@ def test_auto_stops_at_the_first_recipe_that_meets_the_thresholds(spread_model: 
                                                                   tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Judged without the search's margin (z = 0), equalization's 98% meets the 97% threshold: auto stops there
-    and never builds the later recipes."""
+    and never builds the later recipes. (Without NNCF, whose recipe, second in auto's order, passes here too.)"""
     import edgekit.quantize.onnx.search as onnx_search
+    from edgekit.quantize.onnx import nncf_recipe
 
     monkeypatch.setattr(onnx_search, "margin_z", lambda _tried: 0.0)
+    monkeypatch.setattr(nncf_recipe, "available", lambda: False)
     choice = _search(spread_model, samples, tmp_path, "auto")
     assert [t.recipe for t in choice.trials] == ["plain", "uint8", "equalize"]
     assert [t.passed for t in choice.trials] == [False, False, True]
@@ -377,10 +379,13 @@ def test_the_samples_a_bound_needs_and_the_search_that_has_too_few() -> None:
 
 
 def test_a_search_on_too_few_samples_stops_says_why_and_claims_no_float_share(
-        head_model: Path, samples: np.ndarray, tmp_path: Path) -> None:
+        head_model: Path, samples: np.ndarray, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """140 calibration samples judge on 70: past the second candidate (1.6 sigma needs 85) none could pass.
     The search stops there, says so and how many samples it takes, and records no float share as 'not enough'
-    (mixed precision was never tried)."""
+    (mixed precision was never tried). Without NNCF, as where it is not installed."""
+    from edgekit.quantize.onnx import nncf_recipe
+
+    monkeypatch.setattr(nncf_recipe, "available", lambda: False)
     log: list[str] = []
     choice = _search(head_model, samples[:140], tmp_path, "auto", log)
     assert [t.recipe for t in choice.trials] == ["plain", "uint8"]

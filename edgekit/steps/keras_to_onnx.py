@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
+import re
 import types
 import warnings
 from collections.abc import Iterator
@@ -202,10 +204,15 @@ def tf_function_to_onnx(fn: Any, spec: Any, opset: int, out: Path, step: str) ->
                        hint="Try another --opset, or convert to TFLite only (--target tflite)."), \
             grouped_convs_without_xla():
         captured = captured_constants(fn, spec)
+        # tf2onnx numbers the nodes it inserts from a process-wide counter: without a reset, a second conversion
+        # in one process (the Python API, a notebook) wrote other node names, so other bytes, than the first
+        importlib.import_module("tf2onnx.utils").INTERNAL_NAME = 1
         with collected_optimizer_copies():
             model, _ = tf2onnx.convert.from_function(fn, input_signature=[spec], opset=opset,
                                                      custom_op_handlers={"Erfc": (_erfc, [])})
     captures_as_initializers(model, captured)
+    # ... and names the graph after the traced function, whose name TensorFlow numbers per process too
+    model.graph.doc_string = re.sub(r"(__inference_\w+?)_\d+\b", r"\1", model.graph.doc_string)
     inits = {i.name for i in model.graph.initializer}
     extra = [i.name for i in model.graph.input if i.name not in inits][1:]
     if extra:  # an input that is not a capture: the model would demand inputs no caller can give

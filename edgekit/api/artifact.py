@@ -21,7 +21,13 @@ if TYPE_CHECKING:
 
 
 class ConvertedArtifact:
-    """An artifact of a conversion run: the manifest's record, its file, and load / inspect / profile."""
+    """An artifact of a conversion run: the manifest's record, its file, and load / inspect / profile.
+
+    Every field of the record reads as an attribute (`path`, the file's name in the run's folder, `format`,
+    `precision`, `variant`, `fidelity`, `inputs`, `outputs`, `size_bytes`, `sha256`, `ok`, `failure`, `extra`);
+    `record` is the Artifact itself, `file` the path to the file. An artifact that was not made refuses
+    `load`, `inspect` and `profile` with its failure's message.
+    """
 
     def __init__(self, record: Artifact, manifest: Manifest, manifest_path: Path) -> None:
         self.record = record

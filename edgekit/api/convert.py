@@ -51,9 +51,8 @@ def convert(model: Any, targets: str | list[str] | None = None, quantize: str | 
     kind = memory.memory_kind(model)
     keyword = {API_NAMES.get(k, k): k for k in options}  # option field -> the keyword it was given as
     arrays = memory.calibration_arrays(options.get(keyword["calib"])) if "calib" in keyword else None
-    if kind is None and example_inputs is not None:
-        raise UsageError("example_inputs= is for a model held in memory; a model file records its inputs.",
-                         hint="Leave it out (input_shape= fills a dynamic dimension of a file's input).")
+    if kind is None:
+        memory.check_inputs(None, example_inputs, None)
     if kind is None and name is not None:
         raise UsageError("name= names a model held in memory; a file's artifacts are named after the file.",
                          hint="Leave it out, or rename the file.")
@@ -66,6 +65,7 @@ def convert(model: Any, targets: str | list[str] | None = None, quantize: str | 
                 given[keyword["calib"]] = "in-memory arrays"  # judged as given; written below
             requested = ConvertOptions.from_keywords(**given, **_targets(targets, quantize))
             check_request(requested)  # names, values, calibration: before anything is written
+            memory.check_inputs(kind, example_inputs, requested.input_shape)
             stem = memory.check_name(name or DEFAULT_NAME) if kind else _stem(Path(model))
             out_dir = Path(requested.out_dir) if requested.out_dir else Path("edgekit-out") / stem
             with output_lock(out_dir):

@@ -3,7 +3,7 @@
 The conversion, profile and bench report progress as one-line messages (`say("[2/5] onnx_quantize ...")`),
 the same messages `edgekit convert` prints. Here they go:
 - to a terminal, or a Jupyter notebook with ipywidgets: rich's live display, a bar over the run's steps
-  (counted from the "[i/N]" messages) under the lines printed so far;
+  (counted from the "[i/N]" and "bench i/N" messages) under the lines printed so far;
 - to a CI log or a file (stderr is no terminal): the CLI's plain "> message" lines (edgekit.core.console);
 - nowhere with `quiet=True`.
 
@@ -22,7 +22,8 @@ from typing import Any
 from rich.markup import escape
 
 Say = Callable[[str], None]
-_STEP = re.compile(r"^\[(\d+)/(\d+)\] ")
+# "[2/5] onnx_quantize ..." / "[2/5] onnx_quantize done in 0.1s" (convert), "bench 3/7: onnx int8 on ..." (bench)
+_STEP = re.compile(r"^(?:\[(\d+)/(\d+)\] |bench (\d+)/(\d+): )")
 
 
 def _live_capable(console: Any) -> bool:
@@ -48,8 +49,8 @@ class _Live:
     def __call__(self, message: str) -> None:
         step = _STEP.match(message)
         if step:
-            done, total = int(step.group(1)), int(step.group(2))
-            finished = not message.rstrip().endswith("...")
+            done, total = (int(g) for g in (step.group(1, 2) if step.group(1) else step.group(3, 4)))
+            finished = bool(step.group(1)) and not message.rstrip().endswith("...")  # a bench row is starting
             self.progress.update(self.task, total=total, completed=done if finished else done - 1)
         self.progress.console.print(f"[dim]>[/dim] {escape(message)}", highlight=False)
         self.progress.update(self.task, description=escape(message[:80]))

@@ -32,7 +32,16 @@ class ArtifactNotFound(UsageError, KeyError):
 
 
 class Conversion:
-    """The result of `edgekit.convert()`: artifacts, manifest, Edge TPU state; a table in print and Jupyter."""
+    """The result of `edgekit.convert()`: artifacts, manifest, Edge TPU state; a table in print and Jupyter.
+
+    A sequence of ConvertedArtifact: iterate it, index it by position, or look an artifact up by target and
+    precision (`result["tflite", "int8"]`, `result["tflite", "int8-uint8io"]`), by target alone where it made
+    one (`result["onnx"]`), or by file name; a miss is ArtifactNotFound naming what the run made.
+    `print(result)` shows `edgekit convert`'s table; Jupyter shows it as HTML. Attributes: `artifacts`,
+    `manifest` (the Manifest record), `manifest_path`, `out_dir`, `source`, `warnings`, `failed`,
+    `not_compiled` and `how_to_finish` (an Edge TPU model written but not compiled here, and the command that
+    finishes it elsewhere), `edgetpu` (the pre-flight and compiler report).
+    """
 
     def __init__(self, manifest: Manifest, manifest_path: str | Path, *, not_compiled: bool = False,
                  how_to_finish: str | None = None, warnings: list[str] | None = None) -> None:

@@ -52,11 +52,20 @@ def _transposed(shape: list[int], src: str | None, dst: str | None) -> list[int]
 
 
 class LoadedModel:
-    """An artifact loaded on a device, called as `model(x)` or `model(input=x)`; outputs by name (see module doc)."""
+    """An artifact loaded on a device, called as `model(x)` or `model(input=x)`: {output name: array}.
+
+    Inputs go positionally or by name: the source model's names where the conversion's manifest is known,
+    the artifact's own tensor names too. A quantized input takes float (quantized with the model's scale and
+    zero point) or its raw integer dtype; quantized outputs come back as float32. With the manifest, a 4-D
+    input is taken in the source's layout and image-shaped outputs are returned in it (`layout="artifact"`
+    at load: the artifact's own). A batch larger than a static batch runs in chunks of it. `inputs` and
+    `outputs` list the Tensors as the caller sees them; `close()` (or a `with` block) releases the runtime.
+    """
 
     def __init__(self, path: str | Path, *, device: str = "cpu", runtime: str | None = None,
                  threads: int | None = None, artifact: Artifact | None = None, source: SourceInfo | None = None,
                  layout: Layout = "source", options: dict[str, Any] | None = None) -> None:
+        from edgekit.core.console import captured_output
         from edgekit.core.registry import check_choice
         from edgekit.measure.profile import first_run_isolated
         from edgekit.runtimes import detect_format, pick_runtime, resolve_device
@@ -70,7 +79,8 @@ class LoadedModel:
         # LiteRT can abort natively on a badly quantized model: its first run happens in a child (as serve does)
         opts, self.note = first_run_isolated(self.path, cls, dev, threads, 1, dict(options or {}))
         rt = cls()
-        rt.load(self.path, device=dev, threads=threads, **opts)
+        with captured_output():  # LiteRT announces its delegate on every load: noise in a notebook's cell
+            rt.load(self.path, device=dev, threads=threads, **opts)
         self._rt: Runtime | None = rt
         self.format, self.device, self.runtime = fmt, dev, cls.name
         names = renaming(artifact, source, [s.name for s in rt.inputs], [s.name for s in rt.outputs])

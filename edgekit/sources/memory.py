@@ -67,6 +67,21 @@ def memory_kind(model: Any) -> str | None:
                      hint=f"It takes {ACCEPTED}.")
 
 
+def check_inputs(kind: str | None, example_inputs: Any, input_shape: list[int] | None) -> None:
+    """UsageError before anything is written where KIND's writer cannot use (or needs) what was given."""
+    if kind is None and example_inputs is not None:
+        raise UsageError("example_inputs= is for a model held in memory; a model file records its inputs.",
+                         hint="Leave it out (input_shape= fills a dynamic dimension of a file's input).")
+    if kind == "torch-module" and example_inputs is None and not input_shape:
+        raise UsageError("A torch.nn.Module is exported with torch.export, which needs an example input.",
+                         hint="Pass example_inputs=(tensor,) or input_shape=(1, 3, 224, 224) (batch first, NCHW, as "
+                         "the model is called).")
+    if kind in ("torch-exported-program", "keras", "onnx") and example_inputs is not None:
+        raise UsageError(f"example_inputs= is for a torch.nn.Module or a tf.function; a {kind} model records its "
+                         "inputs.", hint="Leave example_inputs out (input_shape= fills a dynamic dimension, as for "
+                         "a file).")
+
+
 def check_name(name: str) -> str:
     """NAME as the stem of the written model and its artifacts, or UsageError."""
     if not isinstance(name, str) or not _NAME.match(name) or name in (".", ".."):
@@ -126,17 +141,19 @@ def source_folder(out_dir: Path) -> Path:
 
 
 def refuse_earlier(out_dir: Path, force: bool) -> None:
-    """UsageError when OUT_DIR holds an earlier run's source folder or manifest and FORCE is not given."""
-    if force:
-        return
+    """UsageError where writing OUT_DIR/source/ would overwrite what it must not.
+
+    A finished earlier run (its manifest.json) is replaced only with FORCE, as every output is; a source
+    folder edgekit.convert() wrote for a run that never finished is replaced; a `source/` folder it did
+    not write (no source.json) is never touched.
+    """
     folder = source_folder(out_dir)
-    clash = [n for n, p in ((f"{SOURCE_FOLDER}/", folder), ("manifest.json", out_dir / "manifest.json")) if p.exists()]
     if folder.exists() and not (folder / RECORD_FILE).is_file():
         raise UsageError(f"{folder} exists and was not written by edgekit.convert(); edgekit does not overwrite it.",
                          hint="Pass out= another folder.")
-    if clash:
-        raise UsageError(f"{out_dir} already holds {', '.join(clash)} from an earlier run; edgekit does not "
-                         "overwrite outputs.", hint="Pass force=True to replace them, or out= to write elsewhere.")
+    if not force and (out_dir / "manifest.json").exists():
+        raise UsageError(f"{out_dir} already holds manifest.json from an earlier run; edgekit does not overwrite "
+                         "outputs.", hint="Pass force=True to replace them, or out= to write elsewhere.")
 
 
 def calibration_arrays(calib: Any) -> dict[str, np.ndarray] | None:
@@ -213,5 +230,6 @@ def _swap_in(stage: Path, dest: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-__all__ = ["ACCEPTED", "RECORD_FILE", "SOURCE_FOLDER", "WRITERS", "ExampleInput", "Writer", "Written", "WrittenSource",
-           "calibration_arrays", "check_name", "memory_kind", "refuse_earlier", "source_folder", "write_source"]
+__all__ = ["ACCEPTED", "RECORD_FILE", "SOURCE_FOLDER", "WRITERS", "ExampleInput", "Writer", "Written",
+           "WrittenSource", "calibration_arrays", "check_inputs", "check_name", "memory_kind", "refuse_earlier",
+           "source_folder", "write_source"]

@@ -36,10 +36,6 @@ def _shape_words(shape: Any) -> str:
 def _torch_args(torch: Any, example_inputs: Any, input_shape: list[int] | None) -> tuple[tuple[Any, ...], bool]:
     """(the positional example inputs, whether INPUT_SHAPE made them) for torch.export."""
     if example_inputs is None:
-        if not input_shape:
-            raise UsageError("A torch.nn.Module is exported with torch.export, which needs an example input.",
-                             hint="Pass example_inputs=(tensor,) or input_shape=(1, 3, 224, 224) (batch first, "
-                             "NCHW, as the model is called).")
         return (torch.zeros([int(d) for d in input_shape], dtype=torch.float32),), True
     items = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     args = []
@@ -89,9 +85,6 @@ def write_torch_module(model: Any, folder: Path, name: str, example_inputs: Any,
 def write_exported_program(program: Any, folder: Path, name: str, example_inputs: Any,
                            input_shape: list[int] | None, signature: str) -> Written:
     torch = require("torch", purpose="save a torch.export ExportedProgram")
-    if example_inputs is not None:
-        raise UsageError("example_inputs= is for a torch.nn.Module; an ExportedProgram already records its inputs.",
-                         hint="Leave example_inputs out.")
     user = set(program.graph_signature.user_inputs)
     vals = [n.meta.get("val") for n in program.graph.nodes if n.op == "placeholder" and n.name in user]
     return Written(name=_save_exported(torch, program, folder, name), how="torch.export.save",
@@ -100,9 +93,6 @@ def write_exported_program(program: Any, folder: Path, name: str, example_inputs
 
 def write_keras(model: Any, folder: Path, name: str, example_inputs: Any, input_shape: list[int] | None,
                 signature: str) -> Written:
-    if example_inputs is not None:
-        raise UsageError("example_inputs= is for a torch.nn.Module; a Keras model is saved as it is.",
-                         hint="Leave example_inputs out (input_shape= fills a dynamic dimension, as for a file).")
     with vendor_errors("keras", error=ConversionError, what="Keras could not save the model",
                        hint="edgekit saves the model with model.save('model.keras'); a subclassed model needs "
                        "get_config() for that."):
@@ -154,9 +144,6 @@ def write_tf(model: Any, folder: Path, name: str, example_inputs: Any, input_sha
 def write_onnx(model: Any, folder: Path, name: str, example_inputs: Any, input_shape: list[int] | None,
                signature: str) -> Written:
     onnx = require("onnx", purpose="save an onnx.ModelProto")
-    if example_inputs is not None:
-        raise UsageError("example_inputs= is for a torch.nn.Module; an ONNX model records its inputs.",
-                         hint="Leave example_inputs out (input_shape= pins a dynamic dimension, as for a file).")
     big = model.ByteSize() > _ONNX_PROTOBUF_LIMIT
     with vendor_errors("onnx", error=ConversionError, what="onnx could not save the ModelProto"):
         onnx.save_model(model, str(folder / f"{name}.onnx"), save_as_external_data=big,

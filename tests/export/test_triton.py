@@ -83,3 +83,26 @@ def test_repository_configs_parse_as_triton_model_configs_and_match_the_manifest
 def test_no_onnx_artifact_is_a_usage_error(tmp_path: Path) -> None:
     Manifest(source=SourceInfo(), artifacts=[]).write(tmp_path / "manifest.json")
     assert main(["export", str(tmp_path), "--triton", str(tmp_path / "repo")]) == 2
+
+
+def test_an_openvino_ir_is_exported_with_its_weights_for_triton_s_openvino_backend(tmp_path: Path) -> None:
+    """FORMATS names each format's Triton backend: the IR goes to <stem>-openvino-<precision>/1/model.xml + .bin."""
+    ir = Artifact(path="net.int8.xml", format="openvino", precision="int8",
+                  inputs=[TensorSpec("x", [-1, 3, 32, 32], "float32", "NCHW")],
+                  outputs=[TensorSpec("logits", [-1, 10], "float32")], size_bytes=8, sha256="")
+    (tmp_path / "net.int8.xml").write_bytes(b'<?xml version="1.0"?>\n<net name="n" version="11"></net>')
+    (tmp_path / "net.int8.bin").write_bytes(b"weights!")
+    onnx_art = _art("int8", 1)
+    (tmp_path / onnx_art.path).write_bytes(b"onnx")
+    Manifest(source=SourceInfo(path="models/net.pt2"), artifacts=[ir, onnx_art]).write(tmp_path / "manifest.json")
+    repo = tmp_path / "repo"
+    assert main(["export", str(tmp_path), "--triton", str(repo)]) == 0
+    version = repo / "net-openvino-int8" / "1"
+    assert (version / "model.xml").read_bytes().startswith(b"<?xml")
+    assert (version / "model.bin").read_bytes() == b"weights!"
+    pb = model_config_pb2()
+    from google.protobuf import text_format
+
+    config = text_format.Parse((repo / "net-openvino-int8" / "config.pbtxt").read_text(), pb.ModelConfig())
+    assert config.backend == "openvino" and config.max_batch_size == 8 and list(config.input[0].dims) == [3, 32, 32]
+    assert (repo / "net-int8" / "1" / "model.onnx").is_file()  # the ONNX beside it keeps its name

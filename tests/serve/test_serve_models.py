@@ -73,3 +73,20 @@ def test_a_device_profile_gives_its_thread_count_and_kind(tmp_path: Path) -> Non
         ("net", "fp32", "onnxruntime", "cpu", 4)
     with pytest.raises(UsageError, match="No such file"):
         resolve_models([tmp_path / "missing.onnx"])
+
+
+def test_serve_ranks_come_from_the_format_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An int8 OpenVINO IR is served first on a CPU where OpenVINO runs; where it does not, the int8 TFLite."""
+    from edgekit.runtimes import get_runtime
+    from edgekit.serve.models import preference
+
+    ranks = preference("cpu")
+    assert ranks[("openvino", "int8")] < ranks[("tflite", "int8")] < ranks[("onnx", "int8")] < ranks[("onnx", "fp16")]
+    assert ("openvino", "int8") not in preference("gpu") and preference("raspberry-pi-9") == ranks
+    manifest = Manifest(source=SourceInfo(), artifacts=[*MANIFEST.artifacts, _art("openvino", "int8")])
+    cls = get_runtime("openvino")
+    monkeypatch.setattr(cls, "available", classmethod(lambda c, device: (True, "")))
+    assert choose_artifact(manifest, "cpu", None, None).format == "openvino"
+    monkeypatch.setattr(cls, "available", classmethod(lambda c, device: (False, "openvino is not installed")))
+    assert (choose_artifact(manifest, "cpu", None, None).format, choose_artifact(manifest, "cpu", None, None)
+            .precision) == ("tflite", "int8")

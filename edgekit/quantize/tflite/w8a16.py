@@ -11,6 +11,10 @@ Float I/O (QUANTIZE / DEQUANTIZE at the ends): the artifact takes the arrays the
 runtime, bench and serve feeds it as it feeds a float model; int16 I/O would save two cheap ops and make each
 caller scale its inputs by a step of about 3e-5.
 
+LiteRT cannot prepare a fused ReLU6 whose int16 output step is under 6 / 2^31 (a range under 9.2e-5: a
+MobileNetV2 at its initial weights failed to load); such steps are raised to the least it runs
+(edgekit.quantize.tflite.int16_bounds).
+
 Mixing int8 and int16 per layer is not possible here: the quantizer takes one activation type for the whole model.
 The mixed int8/int16 recipe is ONNX's (edgekit.quantize.onnx.search, `mixed16`).
 """
@@ -37,6 +41,12 @@ def quantize_w8a16(job: TfliteJob, requested: str) -> tuple[bytes, RecipeChoice]
     if requested not in ("plain", "auto"):
         notes.append(f"--int8-recipe {requested} applies to int8 artifacts; w8a16 has one recipe")
     blob = _sixteen_by_eight(tf, source, job)
+    from edgekit.quantize.tflite.int16_bounds import raise_small_steps
+
+    blob, raised = raise_small_steps(blob)  # else LiteRT refuses to prepare a fused ReLU6 on a tiny int16 step
+    if raised is not None:
+        notes.append(raised.words())
+        job.log(f"w8a16: {raised.words()}")
     job.log("w8a16: int8 weights (per channel), int16 activations (symmetric), 64-bit biases, float I/O")
     choice = RecipeChoice(
         requested="w8a16", chosen="w8a16", met=None, judged_on=NOT_JUDGED, notes=tuple(notes),

@@ -43,3 +43,20 @@ def test_atomic_write_gives_normal_permissions(tmp_path: Path) -> None:
     umask = os.umask(0)
     os.umask(umask)
     assert (p.stat().st_mode & 0o777) == (0o666 & ~umask)
+
+
+def test_an_openvino_ir_is_hashed_and_sized_with_its_weights(tmp_path) -> None:
+    """FormatSpec.companions: the .bin belongs to the .xml; a changed .bin is a changed artifact."""
+    from edgekit.core.formats import companions
+    from edgekit.core.fsutil import sha256_file, sha256_path, size_path
+
+    xml, binf = tmp_path / "m.int8.xml", tmp_path / "m.int8.bin"
+    xml.write_bytes(b'<?xml version="1.0"?><net name="m" version="11"/>')
+    assert companions(xml) == [] and sha256_path(xml) == sha256_file(xml)  # no .bin yet: the file alone
+    binf.write_bytes(b"\x00" * 10)
+    assert companions(xml) == [binf] and size_path(xml) == xml.stat().st_size + 10
+    first = sha256_path(xml)
+    assert first != sha256_file(xml)
+    binf.write_bytes(b"\x01" * 10)
+    assert sha256_path(xml) != first
+    assert companions(tmp_path / "m.onnx") == []  # formats without companions

@@ -182,9 +182,9 @@ def _source_job(manifest: Manifest, manifest_path: Path, macs: int | None, wante
 
     kind = manifest.source.kind
     fmt = _source_format(kind)
-    if fmt is None or fmt not in get_runtime(FORMATS[fmt].runtime).formats:
+    runtime = FORMATS[fmt].runtime if fmt is not None else None
+    if fmt is None or runtime is None or fmt not in get_runtime(runtime).formats:
         return None  # no runtime runs this kind of source (Keras files, ONNX: its artifact is the source)
-    runtime = FORMATS[fmt].runtime
     path = _resolve_source(manifest, manifest_path)
     dev = wanted_dev[0] if wanted_dev and wanted_dev[0] in get_runtime(runtime).devices else "cpu"
     job = Job(label=f"source ({kind})", path=path or Path(manifest.source.path), fmt=fmt,

@@ -223,3 +223,15 @@ def test_a_bench_json_from_before_the_detection_figures_still_reads(tmp_path: Pa
     report = BenchReport.from_dict(data)
     assert report.rows[0].detection_recall is None and report.rows[0].kind is None
     assert table_rows(report)[0][6] == "97.00%" and "Detectors:" not in markdown(report)
+
+
+def test_a_keras_source_has_no_source_row(tmp_path: Path) -> None:
+    """No runtime runs a .keras file (FORMATS' keras has none): its conversion is benched without a source row,
+    not with a crash looking up a runtime named None."""
+    from edgekit.measure.bench import plan_jobs
+
+    (tmp_path / "m.keras").write_bytes(b"PK")
+    Manifest(source=SourceInfo(path=str(tmp_path / "m.keras"), kind="keras"), artifacts=[]).write(
+        tmp_path / "manifest.json")
+    manifest = Manifest.read(tmp_path / "manifest.json")
+    assert plan_jobs(manifest, tmp_path / "manifest.json", BenchSettings(include_source=True)) == []

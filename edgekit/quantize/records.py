@@ -49,7 +49,8 @@ class RecipeTrial:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RecipeTrial:
-        return cls(**{**d, "failures": tuple(d.get("failures") or ())})
+        names = {f.name for f in dataclasses.fields(cls)}  # a key from a newer writer is ignored, not fatal
+        return cls(**{**{k: v for k, v in d.items() if k in names}, "failures": tuple(d.get("failures") or ())})
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,10 @@ class RecipeChoice:
     # a detector's final decode kept in float (edgekit.quantize.detect_decode.DecodeRegion.record): outputs, where
     # and how it runs in float, nodes, macs_float_fraction, ops, head_layers, why; None: no detection output
     detection_decode: dict[str, Any] | None = None
+    # mixed int8/int16 (`mixed16`, ONNX): the nodes whose activations are 16-bit (weights stay int8) and their share
+    # of the MACs; new keys, optional: a reader that predates them ignores them
+    int16_nodes: tuple[str, ...] = ()
+    macs_int16_fraction: float = 0.0
     # where diagnosis finds the float twin of the artifact (a staging path: never written to the manifest)
     float_model: str | None = field(default=None, compare=False, metadata={"json": False})
 
@@ -105,6 +110,7 @@ class RecipeChoice:
         names = {f.name for f in dataclasses.fields(cls)}
         v = {k: x for k, x in d.items() if k in names}
         v["float_nodes"] = tuple(v.get("float_nodes") or ())
+        v["int16_nodes"] = tuple(v.get("int16_nodes") or ())
         v["notes"] = tuple(v.get("notes") or ())
         v["trials"] = tuple(RecipeTrial.from_dict(t) for t in v.get("trials") or ())
         return cls(**v)
@@ -118,6 +124,9 @@ class RecipeChoice:
                        "half an int8 step: its decision turns on differences below 8-bit resolution, so no artifact "
                        f"with an int8 input can agree {INT8_TOP1:.0%} (only float layers could, up to the whole model, "
                        f"and auto stops at {100 * MACS_CAP:.0f}% of its MACs in float)")
+        if self.int16_nodes and self.macs_int16_fraction > MACS_BUDGET:
+            out.append(f"it needed 16-bit activations on {100 * self.macs_int16_fraction:.0f}% of its MACs "
+                       f"({len(self.int16_nodes)} ops), over the {100 * MACS_BUDGET:.0f}% budget")
         if self.float_nodes and self.macs_float_fraction > MACS_BUDGET:
             out.append(f"it {'needed' if self.met else 'was given'} {100 * self.macs_float_fraction:.0f}% of its MACs "
                        f"in float ({len(self.float_nodes)} ops), over the {100 * MACS_BUDGET:.0f}% budget"
@@ -151,13 +160,18 @@ class RecipeChoice:
         return out
 
     def cost_words(self) -> str:
-        """'equalize', 'mixed[plain] (3 ops in float, 4.1% of MACs)': what the table shows."""
+        """'equalize', 'mixed[plain] (3 ops in float, 4.1% of MACs)', 'mixed16[plain] (2 ops 16-bit, 3.0% of
+        MACs)': what the table shows."""
         fixes = sum((self.edgetpu_fixes or {}).get("applied", {}).values())
         more = f" + {fixes} Edge TPU fix{'es' if fixes != 1 else ''}" if fixes else ""
         delta = (self.cost or {}).get("latency_delta_ms")
         if delta is not None and round(delta, 2) != 0:  # measured: a hundredth of a millisecond is noise
             more += f", {delta:+.2f} ms vs plain"
         n = len(self.float_nodes)
+        if self.int16_nodes:  # mixed16: no float layer, some 16-bit activations
+            k, share = len(self.int16_nodes), self.macs_int16_fraction
+            over = f", over the {100 * MACS_BUDGET:.0f}% budget" if share > MACS_BUDGET else ""
+            return f"{self.chosen} ({k} op{'s' if k != 1 else ''} 16-bit, {100 * share:.1f}% of MACs{over})" + more
         if not n:
             return self.chosen + more
         over = f", over the {100 * MACS_BUDGET:.0f}% budget" if self.macs_float_fraction > MACS_BUDGET else ""

@@ -1,7 +1,8 @@
 """The ONNX int8 recipe search: the recipe asked for, or `auto`'s order, judged against the float model.
 
 auto: plain, then the float-free recipes (nncf where NNCF is installed, uint8, equalize, equalize+bias, percentile,
-mse, entropy, bias), then mixed precision on the best of those. The recipes calibrate on part of the
+mse, entropy, bias), then mixed precision on the best of those: first `mixed16` (the fewest layer groups kept
+integer with 16-bit activations), then float layers (`mixed`). The recipes calibrate on part of the
 calibration samples and are judged on the rest (edgekit.quantize.search.split). Mixed precision measures each layer
 group's own damage (only that group quantized, reusing the base recipe's calibration ranges; a group is a layer
 with the layer that feeds it, since onnxruntime keeps a tensor quantized while its producer or a reader is), ranks
@@ -31,6 +32,7 @@ from edgekit.core.errors import EdgekitError, UsageError
 from edgekit.quantize.onnx.recipes import ONNX_RECIPES, OnnxRecipe, QuantData, quantize
 from edgekit.quantize.records import RecipeChoice, RecipeTrial
 from edgekit.quantize.search import (
+    AUTO_FLOAT_CAP,
     NOT_JUDGED,
     Judged,
     Log,
@@ -75,7 +77,7 @@ class KindSource:
 # where the others kept 94-95%; the channel-range model 99.4% top-1 where equalize+bias kept 98.8%), and auto stops
 # at the first that passes, so it spares the others' time where it does
 AUTO_ORDER = ("plain", "nncf", "uint8", "equalize", "equalize+bias", "percentile", "mse", "entropy", "bias")
-NAMES = (*ONNX_RECIPES, "mixed")
+NAMES = (*ONNX_RECIPES, "mixed", "mixed16")
 # ops between two layers that onnxruntime quantizes too: left in float with them, or the tensor stays int8
 PASS_THROUGH = ("Relu", "Clip", "Identity", "Flatten", "Reshape", "GlobalAveragePool", "AveragePool", "MaxPool")
 MAX_PROBES = 64  # layer groups whose damage is measured one by one (the largest by MACs where there are more)
@@ -163,6 +165,7 @@ class _Search:
         self.chosen: int | None = None  # the candidate mixed precision chose (bisection does not end on it)
         self.needed_over: float | None = None  # mixed precision missed with this share of MACs in float
         self.error_share: float | None = None  # mixed precision's worst layer group's share of its base's error
+        self.ranked: dict[int, tuple[OnnxRecipe, Path, QuantData, list[tuple[str, ...]]]] = {}  # by base index
         # whether the judged samples leave any further candidate a chance
         self.reach = Reach(data.notes, log)
 
@@ -178,15 +181,16 @@ class _Search:
         if self.data.cache is None:  # onnxruntime reads any file there (checking only its method): a folder kept from
             cache.unlink(missing_ok=True)  # an earlier run would lend that run's model's ranges to this one
         src = make(out, replace(self.data, work=work, cache=self.data.cache or cache))
-        nodes = recipe.config.float_nodes
+        nodes, sixteen = recipe.config.float_nodes, recipe.config.int16_nodes
+        changed = len(nodes) + len(sixteen)  # layers off plain int8: not float-free for best_float_free, dearer in best
         if self.y_ref is None:  # a named recipe: validation judges it
-            self.kept.append((None, len(nodes), (recipe, src, out, work)))
+            self.kept.append((None, changed, (recipe, src, out, work)))
             return False
         judged = judge(self.y_ref, _run(out, self.x), z=margin_z(len(self.kept) + 1),  # stricter as more are tried
                        choice=self.choice, mask_threshold=self.mask_threshold)
         self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
-        say(self.log, label, judged, len(nodes))
-        self.kept.append((judged, len(nodes), (recipe, src, out, work)))
+        say(self.log, label + (f" ({len(sixteen)} ops with 16-bit activations)" if sixteen else ""), judged, len(nodes))
+        self.kept.append((judged, changed, (recipe, src, out, work)))
         return judged.passed
 
     def try_recipe(self, name: str) -> bool:
@@ -230,8 +234,12 @@ class _Search:
         covered = {n for u in out for n in u} | decode
         return out, tuple(n.name for n in self.model.graph.node if n.name not in covered)
 
-    def mixed(self, base_index: int) -> bool:
-        """Mixed precision on candidate BASE_INDEX's float model and calibration ranges."""
+    def ranking(self, base_index: int) -> tuple[OnnxRecipe, Path, QuantData, list[tuple[str, ...]]]:
+        """(base recipe, its float model, its data, the layer groups ranked by damage per MAC) of candidate
+        BASE_INDEX: each group measured alone (only it quantized) at the output; once per base, shared by mixed16
+        and mixed."""
+        if base_index in self.ranked:
+            return self.ranked[base_index]
         _, _, (base, src, out, work) = self.kept[base_index]
         assert self.y_ref is not None  # mixed precision is searched for
         cache = work / "calibration.json"
@@ -253,12 +261,20 @@ class _Search:
         worst = sorted(damage, key=lambda d: -d[0])[:3]
         self.log(f"int8 mixed precision: measured {len(units)} layer groups alone on {base.name}; most damaging: "
                  + ", ".join(f"{'+'.join(u)}" for _, u in worst))
+        self.ranked[base_index] = (base, src, data, ranked)
+        return self.ranked[base_index]
+
+    def mixed(self, base_index: int, sixteen: bool = False) -> bool:
+        """Mixed precision on candidate BASE_INDEX's float model and calibration ranges: the smallest prefix of the
+        ranked layer groups left in float, or (SIXTEEN, `mixed16`) kept integer with 16-bit activations."""
+        base, src, data, ranked = self.ranking(base_index)
         tried: dict[tuple[str, ...], int] = {}
+        label = f"{'mixed16' if sixteen else 'mixed'}[{base.name}]"
 
         def passes(nodes: tuple[str, ...]) -> bool:
             if not self.reachable():
                 return False
-            recipe = base.with_float(nodes)
+            recipe = base.with_int16(nodes) if sixteen else base.with_float(nodes)
 
             def make(o: Path, d: QuantData, r: OnnxRecipe = recipe) -> Path:
                 if r.config.bias_correct:  # corrected again, for the layers still quantized only
@@ -266,14 +282,21 @@ class _Search:
                 quantize(src, o, replace(d, cache=data.cache), r.config)  # the base's float model and ranges
                 return src
 
-            ok = self.candidate(f"mixed[{base.name}]", recipe, make)
+            ok = self.candidate(label, recipe, make)
             tried[nodes] = len(self.kept) - 1
             return ok
 
         k = smallest_float_set(ranked, self.macs, passes)
         if k is None:
             if not self.reach.stopped:  # tried up to the cap and missed (a stopped search did not try it)
-                self.needed_over = cap_share(ranked, self.macs)
+                share = cap_share(ranked, self.macs)
+                cap = f"the {100 * AUTO_FLOAT_CAP:.0f}% cap"
+                if sixteen:  # the record's int16 share is the chosen one's: a miss is a note
+                    self.data.notes.append(f"mixed int8/int16 missed with {100 * share:.0f}% of MACs on 16-bit "
+                                           f"activations (the most under {cap})" if share else "mixed int8/int16 "
+                                           f"was not tried: the layer group it would take first is alone over {cap}")
+                else:
+                    self.needed_over = share
             return False
         self.chosen = tried[prefix_nodes(ranked, k)]
         return True
@@ -288,12 +311,17 @@ def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Lo
     if requested not in ("auto", *NAMES):  # another target's recipe (planner-checked): noted, auto's order used
         data.notes.append(f"recipe '{requested}' is not one of ONNX's ({', '.join(NAMES)}); auto's order used")
         requested = "auto"
-    searching = requested in ("auto", "mixed")
+    searching = requested in ("auto", "mixed", "mixed16")
     s = _Search(pre, data, log, searching, kinds)
-    names = AUTO_ORDER if requested == "auto" else ("plain",) if requested == "mixed" else (requested,)
+    names = AUTO_ORDER if requested == "auto" else ("plain",) if requested.startswith("mixed") else (requested,)
     met = any(s.try_recipe(name) for name in names)  # any() stops at the first that meets the thresholds
-    if not met and searching and not float_free and s.reachable():
-        met = s.mixed(best(s.kept))  # type: ignore[arg-type]  # every candidate is judged when searching
+    free = list(s.kept)  # the float-free candidates: mixed precision starts from the best of them
+    if not met and searching and not float_free and requested != "mixed" and s.reachable():
+        # 16-bit activations on the fewest layers first: int8 weights everywhere (about int8's size), integer
+        # throughout; float layers only where that misses (an integer-only 8-bit target gets neither: float_free)
+        met = s.mixed(_sixteen_base(free), sixteen=True)
+    if not met and searching and not float_free and requested != "mixed16" and s.reachable():
+        met = s.mixed(best(free))  # type: ignore[arg-type]  # every candidate is judged when searching
     if met:
         pick = s.chosen if s.chosen is not None else len(s.kept) - 1
     else:  # a miss keeps a float-free candidate (edgekit.quantize.search.AUTO_FLOAT_CAP); a named recipe, itself
@@ -311,7 +339,8 @@ def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Lo
     choice = RecipeChoice(
         requested=requested, chosen=label, config=recipe.config.to_dict(), met=met if searching else None,
         judged_on=s.judged_on, float_nodes=recipe.config.float_nodes,
-        macs_float_fraction=t.macs_float_fraction if t else 0.0, trials=tuple(s.trials),
+        macs_float_fraction=t.macs_float_fraction if t else 0.0, int16_nodes=recipe.config.int16_nodes,
+        macs_int16_fraction=round(macs_fraction(recipe.config.int16_nodes, s.macs), 4), trials=tuple(s.trials),
         notes=tuple(dict.fromkeys(data.notes)), float_model=str(src), cost=_cost(s, dst, pre, label),
         float_input_noise_agreement=None if noise is None else round(noise, 4), macs_float_needed_over=s.needed_over,
         top1_margins=s.kept[pick][0].margins if searching and s.kept[pick][0] else None,
@@ -320,6 +349,13 @@ def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Lo
         log(f"int8: no recipe met the thresholds on the samples the search judges; keeping the best float-free one, "
             f"{choice.chosen}" + (f" ({choice.why_words()})" if s.needed_over is not None else ""))
     return choice
+
+
+def _sixteen_base(kept: list[tuple[Judged | None, int, tuple[OnnxRecipe, Path, Path, Path]]]) -> int:
+    """The float-free candidate mixed16 starts from: the best one onnxruntime quantized (NNCF's quantizer takes no
+    per-tensor 16-bit overrides)."""
+    own = [i for i, k in enumerate(kept) if k[2][0].config.tool == "onnxruntime"]
+    return own[best([kept[i] for i in own])]  # type: ignore[misc]
 
 
 def quantize_w8a16(pre: Path, dst: Path, data: QuantData, requested: str, log: Log) -> RecipeChoice:

@@ -208,8 +208,8 @@ def get_source_kinds(source: str) -> tuple[str, ...]:
 def test_runtime_keeps_the_contract_on_every_target_format(rt_name: str, target: str, precision: str,
                                                            every_target: dict[str, Any]) -> None:
     """The runtime contract on edgekit's own artifacts: each runtime on each format a target makes."""
-    from edgekit.core.errors import EdgekitError, UnsupportedModel, UsageError
-    from edgekit.runtimes.base import quantize
+    from edgekit.core.errors import UnsupportedModel
+    from edgekit.testing.runtime_contract import check_contract
 
     art, path = _artifact(every_target, target, precision)
     cls = get_runtime(rt_name)
@@ -224,24 +224,7 @@ def test_runtime_keeps_the_contract_on_every_target_format(rt_name: str, target:
         return
     rt.load(path, device="cpu")
     try:
-        spec = rt.inputs[0]
-        assert spec.dtype == art["inputs"][0]["dtype"], (spec.dtype, art["inputs"][0])
         x = _digits(8)
-        xin = x if spec.shape[1:] == [1, 28, 28] else np.ascontiguousarray(x.transpose(0, 2, 3, 1))
-        ys = np.concatenate([next(iter(rt.run_float({spec.name: xin[i:i + 1]}).values())) for i in range(len(x))])
-        ref = tiny_cnn.forward(x)
-        assert ys.shape == ref.shape and ys.dtype == np.float32
-        cos = (ys * ref).sum(1) / np.linalg.norm(ys, axis=1) / np.linalg.norm(ref, axis=1)
-        assert cos.min() > (0.9999 if precision == "fp32" else 0.99), cos
-        raw = {spec.name: quantize(xin[:1], spec)}
-        out_run = rt.run(raw)
-        bound = rt.bind(raw)()
-        values = list(bound.values()) if isinstance(bound, dict) else list(bound)
-        for a, b in zip(out_run.values(), values, strict=True):
-            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-        with pytest.raises(UsageError):
-            rt.run_float({"no-such-input": xin[:1]})
-        with pytest.raises(EdgekitError):
-            rt.run({spec.name: np.zeros((1, 3, 5), dtype=np.float64)})
+        check_contract(rt, precision, art["inputs"][0]["dtype"], "cpu", x, tiny_cnn.forward(x))
     finally:
         rt.close()

@@ -18,8 +18,8 @@ import pytest
 
 from edgekit.core.errors import EdgekitError, NotAvailable, UsageError
 from edgekit.runtimes import RUNTIMES, get_runtime
-from edgekit.runtimes.base import dequantize
 from edgekit.testing import tiny_cnn
+from edgekit.testing.runtime_contract import check_contract as contract
 
 CASES = [(rt, key, dev) for rt in RUNTIMES for key, (fmt, _, _) in tiny_cnn.KINDS.items()
          if fmt in get_runtime(rt).formats for dev in ("cpu", "gpu")]
@@ -58,49 +58,10 @@ def test_runtime_contract(rt_name: str, key: str, device: str, tiny_models: dict
 
 
 def check_contract(rt: Any, key: str, device: str, samples: tuple[np.ndarray, np.ndarray]) -> None:
-    """The contract every runtime keeps on the tiny CNN in format KEY, loaded on DEVICE."""
-    cls = type(rt)
-    assert isinstance(cls.version(), str) and cls.version()
-    assert cls.available(device) == (True, "")
-    assert len(rt.inputs) == 1 and len(rt.outputs) == 1
-    spec = rt.inputs[0]
-    assert spec.shape[1:] in ([1, 28, 28], [28, 28, 1])
+    """The contract (edgekit.testing.runtime_contract) on the tiny CNN in format KEY, loaded on DEVICE."""
     precision = tiny_cnn.KINDS[key][1]
-    assert spec.dtype == ("int8" if precision == "int8" else "float32")
-
     x, ref = samples
-    xin = _feed(key, x)
-    ys = np.concatenate([next(iter(rt.run_float({spec.name: xin[i:i + 1]}).values())) for i in range(len(x))])
-    assert ys.shape == ref.shape and ys.dtype == np.float32
-    if precision == "fp32":
-        np.testing.assert_allclose(ys, ref, rtol=1e-4, atol=1e-4)
-    else:  # int8: quantized I/O handled; close in direction and in argmax
-        cos = (ys * ref).sum(1) / np.linalg.norm(ys, axis=1) / np.linalg.norm(ref, axis=1)
-        assert cos.min() > 0.99
-        assert (ys.argmax(1) == ref.argmax(1)).mean() >= 0.875
-
-    # run() on the model's own dtypes and bind() give the same values
-    from edgekit.runtimes.base import quantize
-
-    raw = {spec.name: quantize(xin[:1], spec)}
-    out_run = rt.run(raw)
-    out_bound = rt.bind(raw)()
-    values = list(out_bound.values()) if isinstance(out_bound, dict) else list(out_bound)
-    for a, b in zip(out_run.values(), values, strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    out_spec = rt.outputs[0]
-    np.testing.assert_allclose(dequantize(next(iter(out_run.values())), out_spec), ys[:1], rtol=1e-5, atol=1e-5)
-
-    # a batch, where the batch dim is dynamic
-    if spec.shape[0] == -1:
-        yb = next(iter(rt.run_float({spec.name: xin[:4]}).values()))
-        np.testing.assert_allclose(yb, ys[:4], rtol=1e-4, atol=1e-4 if precision == "fp32" else 1e-6)
-
-    # bad input is an edgekit error, never a vendor exception
-    with pytest.raises(UsageError):
-        rt.run_float({"no-such-input": xin[:1]})
-    with pytest.raises(EdgekitError):
-        rt.run({spec.name: np.zeros((1, 3, 5), dtype=np.float64)})
+    contract(rt, precision, "int8" if precision == "int8" else "float32", device, x, ref)
     rt.close()
 
 

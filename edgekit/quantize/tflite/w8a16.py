@@ -56,6 +56,17 @@ def quantize_w8a16(job: TfliteJob, requested: str) -> tuple[bytes, RecipeChoice]
     return blob, choice
 
 
+# what auto's record says on TFLite, where ONNX's auto would try mixed16 (edgekit.quantize.onnx.search)
+NO_MIXED16 = ("mixed int8/int16 (ONNX's mixed16) is not tried on TFLite: its 16x8 quantizer takes one activation "
+              "type for the whole model (--quantize w8a16 is the all-16-bit model; ONNX can mix per layer)")
+
+
+def auto_notes(job: TfliteJob, requested: str) -> None:
+    """JOB's notes gain NO_MIXED16 where the int8 search is auto's (the record says what ONNX's auto would add)."""
+    if requested in ("auto", "mixed16"):
+        job.notes.append(NO_MIXED16)
+
+
 def _sixteen_by_eight(tf: Any, float_bytes: bytes, job: TfliteJob) -> bytes:
     """The converter's 16x8 stage: FLOAT_BYTES calibrated on JOB's samples and quantized with int16 activations."""
     from tensorflow.lite.python.optimize import calibrator
@@ -66,4 +77,4 @@ def _sixteen_by_eight(tf: Any, float_bytes: bytes, job: TfliteJob) -> bytes:
                                             disable_per_channel=False))
 
 
-__all__ = ["quantize_w8a16"]
+__all__ = ["NO_MIXED16", "auto_notes", "quantize_w8a16"]

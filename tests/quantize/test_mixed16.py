@@ -122,3 +122,15 @@ def test_the_record_round_trips_and_an_older_manifest_reads() -> None:
     trial = {"recipe": "plain", "passed": True, "cosine": 1.0, "top1_agreement": 1.0, "float_nodes": 0,
              "macs_float_fraction": 0.0, "seconds": 0.1, "from_a_newer_writer": 1}
     assert RecipeTrial.from_dict(trial).recipe == "plain"  # a key this reader does not know is ignored
+
+
+def test_auto_on_tflite_says_it_cannot_mix() -> None:
+    from types import SimpleNamespace
+
+    from edgekit.quantize.tflite.w8a16 import NO_MIXED16, auto_notes
+
+    job = SimpleNamespace(notes=[])
+    auto_notes(job, "plain")  # type: ignore[arg-type]
+    assert job.notes == []
+    auto_notes(job, "auto")  # type: ignore[arg-type]
+    assert job.notes == [NO_MIXED16] and "one activation type for the whole model" in NO_MIXED16

@@ -22,7 +22,7 @@ import numpy as np
 
 from edgekit.quantize.records import Diagnosis, RecipeChoice
 
-TFLITE_RECIPES = ("plain", "equalize", "equalize+bias", "bias", "percentile", "mse", "mixed")
+TFLITE_RECIPES = ("plain", "equalize", "equalize+bias", "bias", "bias-shift", "percentile", "mse", "mixed")
 # float-free, then mixed precision: ONNX's order (edgekit.quantize.onnx.search) of the recipes TFLite has
 AUTO_ORDER = ("plain", "equalize", "equalize+bias", "percentile", "mse", "bias")
 EQUALIZING, BIAS_CORRECTING = ("equalize", "equalize+bias"), ("bias", "equalize+bias")  # what each edits first

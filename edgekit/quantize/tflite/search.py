@@ -202,10 +202,30 @@ def _detection(fm: Any, ref_path: Path, y_ref: np.ndarray | None, job: TfliteJob
     asked = dict(kinds.asked or {})
     asked = {name: asked[name]} if name in asked else {name: next(iter(asked.values()))} if len(asked) == 1 and \
         len(fm.outputs) == 1 else {}  # the converter renames outputs: a one-output model's kind follows it
-    choice = decide_kinds({name: y}, kinds.layout, asked, kinds.metadata)[name]
+    outputs = {name: y}
+    if len(fm.outputs) > 1 and not job.feeds:  # its siblings decide too (a box map beside a probability map is a
+        outputs = {**_float_outputs(ref_path, job.samples[:DECIDE_SAMPLES]), name: y}  # regression, as validation says)
+    choice = decide_kinds(outputs, kinds.layout, asked, kinds.metadata)[name]
     if choice.kind != "detection":
         return choice, None
     return choice, tflite_decode(fm, [fm.outputs[0]])
+
+
+def _float_outputs(path: Path, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Every output of the float TFLite model at PATH on X (one input), by tensor name."""
+    from edgekit.runtimes.litert_io import interpreter_class
+
+    it = interpreter_class()(model_path=str(path))
+    it.allocate_tensors()
+    inp = it.get_input_details()[0]
+    ys: dict[str, list[np.ndarray]] = {d["name"]: [] for d in it.get_output_details()}
+    step = max(1, int(inp["shape"][0]))
+    for i in range(0, len(x) - step + 1, step):
+        it.set_tensor(inp["index"], x[i:i + step].astype(np.float32))
+        it.invoke()
+        for d in it.get_output_details():
+            ys[d["name"]].append(np.asarray(it.get_tensor(d["index"])).copy())
+    return {k: np.concatenate(v) for k, v in ys.items() if v}
 
 
 def _decode_record(s: _Search, float_free: bool, moved: int = 0) -> dict[str, Any] | None:
@@ -248,6 +268,12 @@ def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Pat
         edited, done = correct_biases(edited or float_model(job), job.representative())
         job.notes.append(done.words())
         edits = {"bias_corrected_layers": list(done.corrected), "bias_skipped_layers": list(done.no_bias)}
+    if base == "bias-shift":  # every layer's output-mean shift in the int8 model, measured and removed in rounds
+        from edgekit.quantize.tflite.bias_shift import correct_shifts
+
+        edited, shifted = correct_shifts(job, edited or float_model(job))
+        job.notes.append(shifted.words())
+        edits = {"bias_shift_layers": list(shifted.corrected), "bias_shift_largest": list(shifted.largest)}
     cal = calibrated(job, edited)  # a changed float model gets its own calibration (edgekit.tflite.cache keys it)
     if base in STATISTICS:  # the calibrator's min/max replaced by the statistic, measured on the same float model
         cal, words = with_statistic(cal, edited or float_model(job), base, job.representative())

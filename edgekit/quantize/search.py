@@ -92,14 +92,15 @@ def kind_agreement(fid: Any) -> float | None:
 
 
 def judge(y_ref: np.ndarray, y: np.ndarray, precision: str = "int8", z: float = MARGIN_Z,
-          choice: Any = None, mask_threshold: float | None = None) -> Judged:
+          choice: Any = None, mask_threshold: float | None = None, layout: str = "NCHW") -> Judged:
     """Candidate outputs Y against the float outputs Y_REF, by validation's own thresholds, the top-1 agreement's
     (or, for a detector, the box recall's and precision's) lower bound (Z sigmas) included.
 
     CHOICE: the output's KindChoice (edgekit.fidelity.decide) where the step decided it from the source (a
     detector's head from its metadata); None: decided from Y_REF's shape and values, as validation would.
     MASK_THRESHOLD: where a probability map (the mask kind) is cut, as --mask-threshold says for that output (None:
-    the kind's default): the search judges the mask its user reads (a text detector's at 0.3), as validation does."""
+    the kind's default): the search judges the mask its user reads (a text detector's at 0.3), as validation does.
+    LAYOUT: the outputs' own (a .tflite's NHWC: its per-pixel class maps judged along the right axis)."""
     from edgekit.conversion.validate import Reference, compare
     from edgekit.core.precisions import PRECISIONS
 
@@ -107,7 +108,7 @@ def judge(y_ref: np.ndarray, y: np.ndarray, precision: str = "int8", z: float = 
         several = len(choice.head.outputs) > 1  # boxes and scores apart (SSD): the search runs the first output only
         choice = None if several else dataclasses.replace(choice, head=dataclasses.replace(choice.head,
                                                                                              outputs=["output"]))
-    ref = Reference(x=np.zeros((len(y_ref), 1), np.float32), y_ref=y_ref, labels=None, layout="NCHW",
+    ref = Reference(x=np.zeros((len(y_ref), 1), np.float32), y_ref=y_ref, labels=None, layout=layout,
                     inputs_name="calibration", choices={"output": choice} if choice is not None else {},
                     mask_thresholds={} if mask_threshold is None else {"output": mask_threshold})
     fid = compare(ref, y, precision)

@@ -55,3 +55,18 @@ def test_the_threshold_asked_for_an_output_reaches_the_search_under_a_converter_
     assert KindSource(mask_thresholds={"maps": 0.3}).mask_threshold("StatefulPartitionedCall:0") == 0.3  # one output
     assert KindSource(mask_thresholds={"maps": 0.3}).mask_threshold("other", outputs=2) is None
     assert KindSource().mask_threshold("maps") is None
+
+
+def test_a_channels_last_class_map_is_judged_along_its_channels() -> None:
+    """A .tflite's (N, H, W, C) face map (MTCNN P-Net): the same per-pixel argmax, values moved alike on both channels
+    by row. Read as NCHW, its 'channels' were the rows, and every candidate kept 44% of its pixels."""
+    from edgekit.fidelity.decide import KindChoice
+    from edgekit.quantize.search import judge
+
+    rng = np.random.default_rng(2)
+    y_ref = rng.random((16, 27, 27, 2)).astype(np.float32)
+    y = y_ref + rng.random((1, 27, 1, 1)).astype(np.float32) * 3  # per row, the same on both channels
+    choice = KindChoice("dense", "a per-pixel class map")
+    nhwc, nchw = judge(y_ref, y, choice=choice, layout="NHWC"), judge(y_ref, y, choice=choice)
+    assert nhwc.passed and nhwc.agreement == 1.0
+    assert nchw.agreement is not None and nchw.agreement < 0.9

@@ -140,7 +140,7 @@ class _Search:
 
         from edgekit.quantize.onnx.graph import node_macs
 
-        self.pre, self.log = pre, log
+        self.pre, self.log, self.kinds = pre, log, kinds
         n = len(data.samples)  # a named recipe is not searched for: calibrated on every sample, not judged here
         calib_idx, judge_idx, self.judged_on = split(n) if searching else (np.arange(n), np.arange(n), NOT_JUDGED)
         self.data = replace(data, samples=data.samples[calib_idx])  # the recipes calibrate on these
@@ -187,7 +187,8 @@ class _Search:
             self.kept.append((None, changed, (recipe, src, out, work)))
             return False
         judged = judge(self.y_ref, _run(out, self.x), z=margin_z(len(self.kept) + 1),  # stricter as more are tried
-                       choice=self.choice, mask_threshold=self.mask_threshold)
+                       choice=self.choice, mask_threshold=self.mask_threshold,
+                       layout=self.kinds.layout if self.kinds is not None else "NCHW")
         self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
         say(self.log, label + (f" ({len(sixteen)} ops with 16-bit activations)" if sixteen else ""), judged, len(nodes))
         self.kept.append((judged, changed, (recipe, src, out, work)))

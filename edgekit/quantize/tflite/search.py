@@ -83,6 +83,9 @@ class _Search:
         self.choice, self.decode = _detection(fm, self.ref_path, self.y_ref, job)
         self.mask_threshold = job.kinds.mask_threshold(fm.tensors[fm.outputs[0]].name, len(fm.outputs)) \
             if job.kinds is not None else None
+        # the outputs' layout (the SavedModel's, NHWC from onnx2tf): judged along it, not as NCHW (a P-Net's
+        # (N, 27, 27, 2) face map was compared along its rows: 44% "per-pixel agreement" for every candidate)
+        self.layout = job.kinds.layout if job.kinds is not None else "NCHW"
         if self.decode is not None and self.decode.nodes:
             job.decode = self.job.decode = self.decode.nodes
             if not float_free:  # an integer-only target runs the heads on the TPU: int8, the decode after them float
@@ -110,7 +113,8 @@ class _Search:
         for (label, blob, nodes, cal, edits), y, path in zip(cands, ys, paths, strict=True):
             path.unlink(missing_ok=True)
             z = margin_z(len(self.kept) + 1)  # stricter as more candidates are tried
-            judged = judge(self.y_ref, y, z=z, choice=self.choice, mask_threshold=self.mask_threshold) \
+            judged = judge(self.y_ref, y, z=z, choice=self.choice, mask_threshold=self.mask_threshold,
+                           layout=self.layout) \
                 if y is not None else Judged(False, float("nan"), None, ["LiteRT could not run it"])
             self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
             self.kept.append((judged, len(nodes), (label, blob, nodes, cal, edits)))

@@ -28,6 +28,12 @@ Figures per recipe: top-1 agreement and cosine against the float model of the sa
 (and the float model's), size, latency (1 thread, batch 1, median of RUNS), ops left in float and their
 share of MACs, whether the search judged it to meet the thresholds, seconds.
 
+Trained non-classifiers (issue 29; bench/int8_tasks.py): PP-OCRv4's text-line recognizer and text detector and
+MTCNN's P-Net, converted by `edgekit convert` with plain and auto int8, judged by what their users read (CTC steps,
+the thresholded mask and its regions, the proposal cells) on held-out inputs of two distributions:
+
+    python bench/int8_recovery.py --only ppocr_rec,ppocr_det,mtcnn_pnet
+
     python bench/int8_recovery.py [--only mobilenet_v2,...] [--out bench/results/int8_recovery.json]
 """
 
@@ -48,6 +54,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+import int8_tasks  # noqa: E402  (beside this file: the trained non-classifier rows)
+
 SIZE, CALIB, VAL, RUNS = 96, 2000, 1000, 30
 # entropy and mixed precision: in auto's trials (mixed on its own is auto's last step on plain)
 ONNX_RECIPES = ("plain", "uint8", "bias", "equalize", "equalize+bias", "percentile", "mse", "auto")
@@ -383,10 +391,26 @@ def verdict(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def write(out: Path, results: dict[str, Any]) -> None:
+    doc = {"benchmark": "int8_recovery", "issue": 9, "machine": {"cpu_count": os.cpu_count(),
+                                                                 "platform": platform.platform()},
+           "settings": {"size": SIZE, "calibration": f"{CALIB} MNIST training digits (2000..)",
+                        "validation": f"{VAL} MNIST test digits", "latency": f"1 thread, batch 1, median of {RUNS}",
+                        "targets": {"top1_agreement": TARGET_AGREEMENT, "macs_float_fraction": TARGET_MACS},
+                        "trained_non_classifiers": "bench/int8_tasks.py: each row's facts say its inputs"},
+           "command": "python bench/int8_recovery.py", "models": results}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1))
+    os.replace(tmp, out)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", default="mobilenet_v2,mobilenet_v3_small,resnet10,mnist_mobilenet,mnist_mobilenet_short")
     p.add_argument("--formats", default="onnx,tflite", help="a subset reruns those, keeping the others' results")
+    p.add_argument("--recipes", default="", help="trained non-classifiers: the int8 recipes to run (default "
+                   "plain,auto), keeping the others' results")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "int8_recovery.json")
     p.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "edgekit-int8-recovery")
     args = p.parse_args()
@@ -400,6 +424,17 @@ def main() -> int:
         results = json.loads(args.out.read_text()).get("models", {})
     for name in args.only.split(","):
         t0 = time.perf_counter()
+        if name in int8_tasks.TASKS:  # a trained non-classifier: its own inputs, runs and figures (bench/int8_tasks.py)
+            recipes = tuple((r, int8_tasks.targets_of(r)) for r in args.recipes.split(",")) if args.recipes else \
+                int8_tasks.RECIPES
+            def save(res: dict[str, Any], name: str = name) -> None:
+                write(args.out, {**results, name: res})
+
+            results[name] = {**int8_tasks.run_task(name, args.work / name, log, recipes, results.get(name), save),
+                             "seconds": round(time.perf_counter() - t0, 1)}
+            write(args.out, results)
+            log(f"{name}: done in {results[name]['seconds']} s: {json.dumps(results[name]['targets'])}")
+            continue
         log(f"{name}: preparing ...")
         model, size, scale, facts = prepared(name)
         xc, _ = digits("train", size, 2000, CALIB)
@@ -420,16 +455,7 @@ def main() -> int:
         res["targets"] = verdict(res)
         res["seconds"] = round(time.perf_counter() - t0, 1)
         results[name] = res
-        doc = {"benchmark": "int8_recovery", "issue": 9, "machine": {"cpu_count": os.cpu_count(),
-                                                                     "platform": platform.platform()},
-               "settings": {"size": SIZE, "calibration": f"{CALIB} MNIST training digits (2000..)",
-                            "validation": f"{VAL} MNIST test digits", "latency": f"1 thread, batch 1, median of {RUNS}",
-                            "targets": {"top1_agreement": TARGET_AGREEMENT, "macs_float_fraction": TARGET_MACS}},
-               "command": "python bench/int8_recovery.py", "models": results}
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(doc, indent=1))
-        os.replace(tmp, args.out)
+        write(args.out, results)
         log(f"{name}: done in {res['seconds']} s: {json.dumps(res['targets'])}")
     print(json.dumps({k: v["targets"] for k, v in results.items()}, indent=1))
     return 0

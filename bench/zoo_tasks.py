@@ -363,14 +363,32 @@ OCR_FILES = {"ppocr_det": "ch_PP-OCRv4_det_infer.onnx", "ppocr_rec": "ch_PP-OCRv
              "ppocr_cls": "ch_ppocr_mobile_v2.0_cls_infer.onnx"}
 
 
+OCR_WHEEL = "rapidocr_onnxruntime-1.4.4-py3-none-any.whl"
+GET_OCR_WHEEL = "pip download --no-deps rapidocr-onnxruntime==1.4.4 -d bench/results/zoo/data"
+
+
 def ocr_model(name: str) -> Path:
-    """The trained .onnx inside the rapidocr-onnxruntime wheel (the `zoo` extra), found without importing it."""
+    """The trained .onnx inside the rapidocr-onnxruntime package (the `zoo` extra), found without importing it; or,
+    where it is not installed, read out of its wheel (what `GET_OCR_WHEEL` leaves: $RAPIDOCR_WHEEL,
+    bench/results/zoo/data/, /tmp/wh/ or the working folder) into bench/results/zoo/data/."""
     import importlib.util
+    import os
+    import zipfile
 
     spec = importlib.util.find_spec("rapidocr_onnxruntime")
-    if spec is None or spec.origin is None:
-        raise SystemExit("rapidocr-onnxruntime is not installed: pip install -e '.[zoo]'")
-    return Path(spec.origin).parent / "models" / OCR_FILES[name]
+    if spec is not None and spec.origin is not None:
+        return Path(spec.origin).parent / "models" / OCR_FILES[name]
+    data = Path(__file__).resolve().parent / "results" / "zoo" / "data"
+    wheels = [Path(os.environ.get("RAPIDOCR_WHEEL", "")), *(d / OCR_WHEEL for d in (data, Path("/tmp/wh"), Path.cwd()))]
+    wheel = next((w for w in wheels if w.is_file()), None)
+    if wheel is None:
+        raise SystemExit(f"rapidocr-onnxruntime is not installed: pip install -e '.[zoo]', or `{GET_OCR_WHEEL}`")
+    out = data / OCR_FILES[name]
+    if not out.is_file():
+        data.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(wheel) as z:
+            out.write_bytes(z.read(f"rapidocr_onnxruntime/models/{OCR_FILES[name]}"))
+    return out
 
 
 def _line_text(rng: np.random.Generator) -> str:

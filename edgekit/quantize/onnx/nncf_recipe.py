@@ -21,10 +21,7 @@ import io
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # recipes.py's Nncf recipe calls nncf_quantize: no import at run time, no cycle
-    from edgekit.quantize.onnx.recipes import OnnxRecipeConfig, QuantData
+from typing import Any
 
 
 @contextlib.contextmanager
@@ -41,14 +38,18 @@ def _quiet() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def batches(data: QuantData) -> list[dict[str, Any]]:
+# DATA and CONFIG below are edgekit.quantize.onnx.recipes' QuantData and OnnxRecipeConfig, whose Nncf recipe calls
+# nncf_quantize: not imported here, not even for type checking (edgekit has no import cycle, tests/test_import_graph.py)
+
+
+def batches(data: Any) -> list[dict[str, Any]]:
     """DATA's calibration samples as NNCF's dataset items: one dict of every input per run of the model's batch."""
     feeds = data.feeds or {data.name: data.samples}
     n, b = len(data.samples), max(1, data.batch)
     return [{k: v[i:i + b] for k, v in feeds.items()} for i in range(0, n - b + 1, b)]
 
 
-def nncf_quantize(src: Path, dst: Path, data: QuantData, config: OnnxRecipeConfig) -> None:
+def nncf_quantize(src: Path, dst: Path, data: Any, config: Any) -> None:
     """SRC quantized by nncf.quantize (ONNX backend, full bias correction) on DATA's samples, CONFIG's excluded
     nodes left in float (ignored_scope), written to DST."""
     import onnx

@@ -408,7 +408,8 @@ def write(out: Path, results: dict[str, Any]) -> None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", default="mobilenet_v2,mobilenet_v3_small,resnet10,mnist_mobilenet,mnist_mobilenet_short")
-    p.add_argument("--formats", default="onnx,tflite", help="a subset reruns those, keeping the others' results")
+    p.add_argument("--formats", default="onnx,tflite", help="a subset reruns those, keeping the others' results "
+                   "(openvino: the trained non-classifiers' OpenVINO IR rows)")
     p.add_argument("--recipes", default="", help="trained non-classifiers: the int8 recipes to run (default "
                    "plain,auto), keeping the others' results")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "int8_recovery.json")
@@ -425,8 +426,8 @@ def main() -> int:
     for name in args.only.split(","):
         t0 = time.perf_counter()
         if name in int8_tasks.TASKS:  # a trained non-classifier: its own inputs, runs and figures (bench/int8_tasks.py)
-            recipes = tuple((r, int8_tasks.targets_of(r)) for r in args.recipes.split(",")) if args.recipes else \
-                int8_tasks.RECIPES
+            formats = tuple(args.formats.split(","))
+            recipes = tuple((r, int8_tasks.targets_of(r, formats)) for r in (args.recipes or "plain,auto").split(","))
             def save(res: dict[str, Any], name: str = name) -> None:
                 write(args.out, {**results, name: res})
 

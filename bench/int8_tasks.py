@@ -270,7 +270,8 @@ def outputs(path: Path, fmt: str, x: np.ndarray, output: int) -> np.ndarray:
     rt = runtime_for_format(fmt)()
     rt.load(path)
     try:
-        ys = list(_outputs(rt, {rt.inputs[0].name: x}, "NCHW", "NHWC" if fmt != "onnx" else "NCHW").values())
+        layout = "NCHW" if fmt in ("onnx", "openvino") else "NHWC"  # an IR keeps its ONNX's layout
+        ys = list(_outputs(rt, {rt.inputs[0].name: x}, "NCHW", layout).values())
     finally:
         rt.close()
     if len(ys) == 1:
@@ -339,29 +340,35 @@ def _trial_words(t: dict[str, Any]) -> str:
 RECIPES = (("plain", "onnx,tflite"), ("auto", "onnx,tflite"))  # (recipe, targets): each one `edgekit convert` run
 
 
-def targets_of(recipe: str) -> str:
-    """The formats that have RECIPE (a recipe of one format only is not asked of the other: TFLite would run auto)."""
+def targets_of(recipe: str, formats: tuple[str, ...] = ("onnx", "tflite", "openvino")) -> str:
+    """The formats of FORMATS that have RECIPE (a recipe of one format only is not asked of the others: they would
+    run auto)."""
     from edgekit.quantize.onnx.search import NAMES
+    from edgekit.quantize.openvino import RECIPES as OPENVINO_RECIPES
     from edgekit.quantize.tflite.recipes import TFLITE_RECIPES
 
-    return ",".join(f for f, names in (("onnx", (*NAMES, "auto")), ("tflite", (*TFLITE_RECIPES, "auto")))
-                    if recipe in names)
+    have = {"onnx": NAMES, "tflite": TFLITE_RECIPES, "openvino": OPENVINO_RECIPES}
+    return ",".join(f for f in formats if recipe in (*have[f], "auto"))
 
 
 def verdict(task: Task, res: dict[str, Any]) -> dict[str, Any]:
     """Where auto stands against the issue's targets on each held-out distribution, per format; for P-Net (no
     target of its own) whether the ONNX recipe trails the TFLite one."""
     out: dict[str, Any] = {}
-    autos = {fmt: res.get("auto", {}).get(fmt) or {} for fmt in ("onnx", "tflite")}
+    autos = {fmt: res.get("auto", {}).get(fmt) or {} for fmt in ("onnx", "tflite", "openvino")}
     for fmt, row in autos.items():
         if "A" not in row:
             continue
         gaps = {f"{d}.{k}": round(100 * (need - row[d][k]), 2) for d in ("A", "B") for k, need in task.targets.items()
                 if row[d][k] < need}
         out[fmt] = {"met": not gaps, "chosen": row.get("chosen"), "short_by_points": gaps or None}
-    if task.name == "mtcnn_pnet" and all("A" in r for r in autos.values()):
+    if task.name == "mtcnn_pnet" and "A" in autos["onnx"] and "A" in autos["tflite"]:
         out["onnx_vs_tflite_points"] = {d: round(100 * (autos["onnx"][d]["proposal_iou"]
                                                         - autos["tflite"][d]["proposal_iou"]), 2) for d in ("A", "B")}
+    if "A" in autos["onnx"] and "A" in autos["openvino"]:  # issue 30: OpenVINO's int8 at least the ONNX int8's
+        key = "proposal_iou" if task.name == "mtcnn_pnet" else next(iter(task.targets))
+        out["openvino_vs_onnx_points"] = {d: round(100 * (autos["openvino"][d][key] - autos["onnx"][d][key]), 2)
+                                          for d in ("A", "B")}
     return out
 
 

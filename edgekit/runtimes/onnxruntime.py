@@ -4,9 +4,10 @@ Device names: "cpu"; "gpu" (alias "cuda") = CUDA provider; "tensorrt" = TensorRT
 CUDA and CPU behind it. onnxruntime silently falls back to the CPU when a GPU provider fails to
 start (missing CUDA/cuDNN libraries); this backend checks which provider really came up and
 refuses the silent fallback, so a "GPU" figure is never a CPU figure.
-Threads: `threads` intra-op threads, one inter-op thread; the intra-op workers do not spin between ops
-(load option `spinning=true` restores onnxruntime's default), because spinning made every thread count
-above one the slowest setting measured (bench/openvino_speed.py, docs/results/openvino.md).
+Threads: `threads` intra-op threads, one inter-op thread. Whether the intra-op workers spin between ops is
+decided by how busy the machine is (`spinning_default`): spinning is the fastest setting where the cores are
+free and the slowest where they are shared (bench/openvino_speed.py, docs/results/openvino.md); load option
+`spinning=true|false` fixes it.
 """
 
 from __future__ import annotations
@@ -76,6 +77,25 @@ def _provider_options(device: str, options: dict[str, Any]) -> list[dict[str, An
     return out
 
 
+def spinning_default(threads: int | None, load: float | None = None, cores: int | None = None) -> bool:
+    """Whether onnxruntime's intra-op workers should spin between ops: where every thread has a core the rest of the
+    machine leaves free (the 1-minute load average LOAD plus THREADS within CORES, half a core of slack).
+
+    Spinning workers hold their core between ops. Measured on a 2-core x86 VM, MobileNetV2 at 2 threads: idle
+    (load 0.1), int8 4.29 ms spinning against 5.81 not (fp32 3.65 / 5.09); busy (load 9-11), int8 25.4 ms
+    spinning against 13.9 not and 13.5 on 1 thread: the thread that computes waits for the ones that spin. With
+    one thread it changes nothing."""
+    import os
+
+    cores = cores or os.cpu_count() or 1
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # no load average (Windows): onnxruntime's own default
+            return True
+    return load + (threads or cores) <= cores + 0.5
+
+
 def _flag(value: Any, name: str) -> bool:
     """A boolean load option (`--option spinning=true` arrives as True), else UsageError."""
     if isinstance(value, bool) or value in (0, 1):
@@ -119,10 +139,8 @@ class OnnxRuntime(Runtime):
         if threads:
             so.intra_op_num_threads = int(threads)
             so.inter_op_num_threads = 1
-        # Spinning workers hold a core between ops; where the cores are shared (other processes, a VM's vCPUs) the
-        # thread that computes waits for them: on a 2-core x86 VM, MobileNetV2 int8 at 2 threads took 21.7 ms
-        # spinning, 10.3 ms not, 13.7 ms on 1 thread (fp32: 24.0 / 10.5 / 14.2 ms). With 1 thread it changes nothing.
-        self.spinning = _flag(options.get("spinning", False), "spinning")
+        spin = options.get("spinning")
+        self.spinning = spinning_default(threads) if spin is None else _flag(spin, "spinning")
         so.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.spinning else "0")
         level = str(options.get("graph_optimization", "all"))
         if level not in _LEVELS:

@@ -32,7 +32,9 @@ class FormatSpec:
     runtime: str | None  # the runtime (edgekit.runtimes.RUNTIMES key) used when none is named; None: none loads it
     suffix: str = ""  # file suffix, "" for folders or several
     devices: tuple[str, ...] | None = None  # the only devices it runs on (edgetpu); None: any of the runtime's
-    inspectable: bool = False  # `edgekit inspect` reads it (ops, MACs)
+    # "module:function" (path, min_runtime=None) -> InspectReport: how `edgekit inspect` reads it (ops, MACs);
+    # None: not inspectable
+    inspector: str | None = None
     source: bool = False  # a source-model form (the reference), not a converted artifact
     colour: str = "#7f7f7f"  # chart colour
     # the format it is compiled from, whose fp32 artifact its size is compared with (edgetpu: tflite)
@@ -50,6 +52,10 @@ class FormatSpec:
     # the Triton backend that serves it (`edgekit export`: <name>/1/model<suffix> + companions); None: not exported
     triton_backend: str | None = None
 
+    @property
+    def inspectable(self) -> bool:
+        return self.inspector is not None
+
 
 def serve_ranks(**by_kind: dict[str, int]) -> Mapping[str, Mapping[str, int]]:
     """FormatSpec.serve from keyword arguments: serve_ranks(cpu={"int8": 10, "fp32": 31}), read-only."""
@@ -65,13 +71,15 @@ def serve_ranks(**by_kind: dict[str, int]) -> Mapping[str, Mapping[str, int]]:
 _TFLITE_DIAGNOSIS = Int8Diagnosis("edgekit.quantize.tflite.recipes:diagnose_int8",
                                   "edgekit.quantize.tflite.run:run_first_output", "tensorflow", 8)
 
+_TFLITE_INSPECT = "edgekit.inspect.tflite:describe"  # a compiled Edge TPU model is read as the .tflite it is
+
 FORMATS: dict[str, FormatSpec] = {
     f.name: f
     for f in (
         FormatSpec("torch", 0, "torch", ".pt2", source=True, colour="#d62728"),
         FormatSpec("keras", 1, None, ".keras", source=True, colour="#8c564b"),  # run as its SavedModel
         FormatSpec("savedmodel", 2, "tf", "", source=True, colour="#9467bd"),
-        FormatSpec("onnx", 3, "onnxruntime", ".onnx", inspectable=True, colour="#1f77b4",
+        FormatSpec("onnx", 3, "onnxruntime", ".onnx", inspector="edgekit.inspect.onnx:describe", colour="#1f77b4",
                    sniff="edgekit.core.sniff:has_onnx_suffix",
                    # on a CPU: int8 after the TFLite int8 (XNNPACK runs it faster on Arm); fp16 last (no fp16
                    # kernels in onnxruntime's CPU provider: it runs slower than fp32). On a GPU: ONNX only, fp16 first
@@ -80,16 +88,16 @@ FORMATS: dict[str, FormatSpec] = {
                    int8_diagnosis=Int8Diagnosis("edgekit.quantize.onnx.diagnose:diagnose_int8",
                                                 "edgekit.quantize.onnx.graph:run_first_output", "onnxruntime", 16),
                    triton_backend="onnxruntime"),
-        FormatSpec("tflite", 4, "litert", ".tflite", inspectable=True, colour="#ff7f0e",
+        FormatSpec("tflite", 4, "litert", ".tflite", inspector=_TFLITE_INSPECT, colour="#ff7f0e",
                    sniff="edgekit.core.sniff:is_tflite",
                    serve=serve_ranks(cpu={"int8": 10, "w8a16": 25, "dynamic": 20, "fp16": 30, "fp32": 31}),
                    int8_diagnosis=_TFLITE_DIAGNOSIS),
-        FormatSpec("edgetpu", 5, "litert", ".tflite", devices=("edgetpu",), inspectable=True, colour="#2ca02c",
+        FormatSpec("edgetpu", 5, "litert", ".tflite", devices=("edgetpu",), inspector=_TFLITE_INSPECT, colour="#2ca02c",
                    compiled_from="tflite", sniff="edgekit.core.sniff:is_edgetpu_model",
                    serve=serve_ranks(edgetpu={"int8": 0}), int8_diagnosis=_TFLITE_DIAGNOSIS),
         # OpenVINO IR: model.xml (the graph) + model.bin (the weights), published together. Served first on a CPU
         # where OpenVINO runs (x86): its int8 is the fastest there (docs/results/openvino.md)
-        FormatSpec("openvino", 6, "openvino", ".xml", inspectable=True, colour="#17becf",
+        FormatSpec("openvino", 6, "openvino", ".xml", inspector="edgekit.inspect.openvino:describe", colour="#17becf",
                    sniff="edgekit.core.sniff:is_openvino_ir", companions=(".bin",),
                    serve=serve_ranks(cpu={"int8": 5, "fp16": 28, "fp32": 29}), triton_backend="openvino"),
     )

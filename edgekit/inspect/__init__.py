@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from edgekit.api.handles import artifact_file, callable_package
 from edgekit.core.errors import UnsupportedModel, UsageError
-from edgekit.core.sniff import is_openvino_ir, is_tflite_head, looks_like_onnx, read_head
+from edgekit.core.formats import FORMATS, sniffed
+from edgekit.core.registry import resolve
+from edgekit.core.sniff import read_head
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgekit.inspect.records import InspectReport
@@ -26,27 +28,29 @@ def inspect_model(path: str | Path, min_runtime: int | None = None) -> InspectRe
         raise UsageError(f"No such file: {p}.", hint="Check the path (it is relative to the current folder).")
     if p.is_dir():
         raise UsageError(
-            f"{p} is a folder; `edgekit inspect` takes one .tflite, .onnx or OpenVINO .xml file.",
+            f"{p} is a folder; `edgekit inspect` takes one model file (.tflite, .onnx, an OpenVINO .xml ...).",
             hint="Pass one of the files that `edgekit convert` wrote (see its manifest.json).",
         )
-    head = read_head(p, 16)
-    if is_tflite_head(head):
-        from edgekit.inspect.tflite import describe
+    fmt = sniffed(p) or _source_family(p)
+    spec = FORMATS.get(fmt or "")
+    if spec is None or spec.inspector is None:
+        readable = ", ".join(f"{name} ({f.suffix})" for name, f in FORMATS.items() if f.inspector)
+        what = f"a {fmt} model" if fmt else f"not a model file edgekit reads (first bytes: {read_head(p, 8)!r})"
+        raise UnsupportedModel(f"{p} is {what}: `edgekit inspect` reads {readable} files.",
+                               hint="Convert it with `edgekit convert`, then inspect what it wrote.")
+    describe = resolve({spec.name: spec.inspector}, spec.name, "inspector")
+    return describe(p, min_runtime=min_runtime)
 
-        return describe(p, min_runtime=min_runtime)
-    if p.suffix.lower() == ".onnx" or looks_like_onnx(head):
-        from edgekit.inspect.onnx import describe as describe_onnx
 
-        return describe_onnx(p)
-    if is_openvino_ir(p):
-        from edgekit.inspect.openvino import describe as describe_ir
+def _source_family(path: Path) -> str | None:
+    """The family of a source model file edgekit.sources recognises by content (an ONNX file without its suffix);
+    None for anything else."""
+    from edgekit.sources.detect import FAMILY, detect
 
-        return describe_ir(p)
-    raise UnsupportedModel(
-        f"{p} is not a TFLite flatbuffer, an ONNX model or an OpenVINO IR (first bytes: {head[:8]!r}).",
-        hint="`edgekit inspect` reads .tflite, .onnx and OpenVINO .xml files; convert other formats with "
-        "`edgekit convert`.",
-    )
+    try:
+        return FAMILY.get(detect(path))
+    except UnsupportedModel:
+        return None
 
 
 def inspect(artifact: str | Path | Any, min_runtime: int | None = None) -> InspectReport:

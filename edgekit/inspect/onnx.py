@@ -34,8 +34,9 @@ def _dtype(onnx: Any, elem_type: int) -> str:
         return onnx.TensorProto.DataType.Name(elem_type).lower()
 
 
-def describe(path: str | Path) -> InspectReport:
-    """The inspection report of an ONNX model (no Edge TPU section: that needs a .tflite)."""
+def describe(path: str | Path, min_runtime: int | None = None) -> InspectReport:
+    """The inspection report of an ONNX model (no Edge TPU section: that needs a .tflite; MIN_RUNTIME, the Edge TPU
+    runtime version to pre-flight against, has nothing to apply to)."""
     onnx = require("onnx", purpose="inspect .onnx files")
     from edgekit.core.fsutil import sha256_file
 

@@ -74,8 +74,8 @@ def precision_of(op_counts: dict[str, int], weights: dict[str, dict[str, int]]) 
     return "fp16" if "float16" in weights else "fp32"
 
 
-def describe(path: str | Path) -> InspectReport:
-    """The inspection report of the OpenVINO IR at PATH (its .xml)."""
+def describe(path: str | Path, min_runtime: int | None = None) -> InspectReport:
+    """The inspection report of the OpenVINO IR at PATH (its .xml); MIN_RUNTIME (the Edge TPU's) does not apply."""
     from edgekit.core.fsutil import sha256_path, size_path
     from edgekit.runtimes.openvino import read_model
 

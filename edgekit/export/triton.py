@@ -39,6 +39,15 @@ def _name(stem: str, art: Artifact) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", label.lower()).strip("-")
 
 
+def _service_name(model: str) -> str:
+    """The InferenceService's name: a model's folder name less its `-<format>-<precision>` tail."""
+    from edgekit.core.formats import FORMATS
+    from edgekit.core.precisions import PRECISIONS
+
+    formats, precisions = "|".join(map(re.escape, FORMATS)), "|".join(map(re.escape, PRECISIONS))
+    return re.sub(rf"-(({formats})-)?({precisions})$", "", model) or "edgekit"
+
+
 def _backend(fmt: str) -> str | None:
     from edgekit.core.formats import FORMATS
 
@@ -123,7 +132,7 @@ def write_repository(models: list[TritonModel], out: Path, storage_uri: str | No
             shutil.copyfile(data, version / data.name)
             written.append(version / data.name)
         written.append(atomic_write_text(folder / "config.pbtxt", config_pbtxt(m)))
-    service = re.sub(r"-(openvino-)?(fp32|fp16|int8|dynamic)$", "", models[0].name) or "edgekit"
+    service = _service_name(models[0].name)
     uri = storage_uri or f"pvc://models/{out.name}"
     written.append(atomic_write_text(out / "inferenceservice.yaml", inference_service(service, uri)))
     return written

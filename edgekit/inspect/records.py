@@ -11,12 +11,12 @@ formats and left out of the JSON).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from edgekit.core.artifact import QuantParams
 from edgekit.edgetpu.records import PreflightReport
 
-InspectFormat = Literal["tflite", "onnx", "openvino"]
+InspectFormat = str  # a key of edgekit.core.formats.FORMATS whose FormatSpec names an inspector
 
 
 @dataclass

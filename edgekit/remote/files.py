@@ -68,13 +68,13 @@ def _linked(f: Path, top: Path) -> bool:
 
 
 def _sidecars(p: Path) -> list[str]:
-    suffix = p.suffix.lower()
-    if suffix == ".xml":  # an OpenVINO IR's weights
-        weights = p.with_suffix(".bin")
-        return [weights.name] if weights.is_file() and not weights.is_symlink() else []
-    if suffix == ".onnx":
+    """The files that travel with P: its format's companions (an OpenVINO IR's .bin: edgekit.core.formats) and an
+    ONNX model's external data; never a symbolic link."""
+    from edgekit.core.formats import companions
+
+    if p.suffix.lower() == ".onnx":
         return _onnx_data(p)
-    return []
+    return [c.name for c in companions(p) if not c.is_symlink()]
 
 
 def _onnx_data(p: Path) -> list[str]:

@@ -20,6 +20,7 @@ def float32_weights(blob: bytes) -> tuple[bytes, int]:
     """BLOB with every DEQUANTIZE of a float16 constant folded into a float32 constant, and how many there were."""
     f = FlatModel(blob)
     done = 0
+    folded: list[int] = []
     outputs = {int(t) for t in f.sg.outputs}
     for k in reversed(range(len(f.sg.operators))):
         op = f.sg.operators[k]
@@ -36,11 +37,23 @@ def float32_weights(blob: bytes) -> tuple[bytes, int]:
         f.model.buffers.append(buf)
         f.sg.tensors[out].buffer = len(f.model.buffers) - 1
         del f.sg.operators[k]
+        folded.append(src)
         done += 1
     if not done:
         return blob, 0
     f.reindex()
+    _drop_unread(f, folded)
     return f.to_bytes(), done
+
+
+def _drop_unread(f: FlatModel, tensors: list[int]) -> None:
+    """Empty the float16 buffers of TENSORS that no op reads any more (the folded weights' originals): else they stay
+    in the file, and a quantizer that keeps unread tensors (the 16x8 calibrator's) ships them in the artifact."""
+    gone = {i for i in tensors if not f.readers.get(i) and i not in {int(t) for t in f.sg.outputs}}
+    used = {int(t.buffer) for g in f.model.subgraphs for i, t in enumerate(g.tensors) if g is not f.sg or i not in gone}
+    for i in gone:
+        if int(f.sg.tensors[i].buffer) not in used:
+            f.model.buffers[int(f.sg.tensors[i].buffer)].data = None
 
 
 __all__ = ["float32_weights"]

@@ -167,13 +167,11 @@ def reference(src: Source, feeds: dict[str, Any], labels: Any, inputs_name: str,
     from edgekit.conversion.feeds import held_out_boxes, held_out_masks
     from edgekit.conversion.validate import Reference
     from edgekit.fidelity.decide import decide_kinds
+    from edgekit.fidelity.kinds import asked_with_masks
 
     outputs = src.run_outputs(feeds)
-    kinds = dict(options.output_kinds or {})
     cuts = dict(options.mask_thresholds or {})
-    for name in cuts:  # a threshold named for an output judges it as a mask, unless --output-kind says otherwise
-        if name != "*":
-            kinds.setdefault(name, "mask")
+    kinds = asked_with_masks(options.output_kinds, cuts)  # a threshold named for an output judges it as a mask
     unknown = [k for k in kinds if k not in outputs]
     if unknown:
         raise UsageError(f"--output-kind / --mask-threshold name {unknown}, which the model does not output; its "

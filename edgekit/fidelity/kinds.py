@@ -157,6 +157,16 @@ def parse_mask_thresholds(items: Sequence[str] | str | None) -> dict[str, float]
     return out or None
 
 
+def asked_with_masks(asked: dict[str, str] | None, cuts: dict[str, float] | None) -> dict[str, str]:
+    """--output-kind's kinds by output name, each output --mask-threshold names judged as a mask unless --output-kind
+    says otherwise (validation and the int8 searches read the same)."""
+    out = dict(asked or {})
+    for name in cuts or {}:
+        if name != "*":
+            out.setdefault(name, "mask")
+    return out
+
+
 def parse_asked(value: str) -> tuple[str, str | None]:
     """"detection:yolov8" -> ("detection", "yolov8"); "regression" -> ("regression", None)."""
     kind, _, fmt = value.partition(":")
@@ -183,5 +193,5 @@ def check_kind(kind: str) -> str:
                      hint=(f"did you mean '{guess}'? " if guess else "") + f"Kinds: {', '.join(KINDS)}.")
 
 
-__all__ = ["KINDS", "THRESHOLDS", "check_kind", "kind_of", "parse_asked", "parse_mask_thresholds",
+__all__ = ["KINDS", "THRESHOLDS", "asked_with_masks", "check_kind", "kind_of", "parse_asked", "parse_mask_thresholds",
            "parse_output_kinds", "thresholds"]

@@ -57,6 +57,21 @@ def test_the_threshold_asked_for_an_output_reaches_the_search_under_a_converter_
     assert KindSource().mask_threshold("maps") is None
 
 
+def test_an_output_named_by_mask_threshold_is_a_mask_in_the_search_as_in_validation() -> None:
+    """Validation judges an output --mask-threshold names as a mask (unless --output-kind says otherwise); the
+    search's KindSource read only --output-kind, so a map a little outside [0, 1] was searched as a regression."""
+    from edgekit.fidelity.decide import decide_kinds
+    from edgekit.quantize.onnx.search import KindSource
+
+    y = np.random.default_rng(2).uniform(-0.05, 1.05, (4, 1, 16, 16)).astype(np.float32)
+    src = KindSource(mask_thresholds={"maps": 0.3})
+    assert src.asked == {"maps": "mask"}
+    assert decide_kinds({"maps": y}, src.layout, src.asked)["maps"].kind == "mask"
+    assert decide_kinds({"maps": y}, "NCHW", KindSource().asked)["maps"].kind != "mask"
+    assert KindSource(asked={"maps": "regression"}, mask_thresholds={"maps": 0.3}).asked == {"maps": "regression"}
+    assert KindSource(mask_thresholds={"*": 0.3}).asked is None
+
+
 def test_a_channels_last_class_map_is_judged_along_its_channels() -> None:
     """A .tflite's (N, H, W, C) face map (MTCNN P-Net): the same per-pixel argmax, values moved alike on both channels
     by row. Read as NCHW, its 'channels' were the rows, and every candidate kept 44% of its pixels."""

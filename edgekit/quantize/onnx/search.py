@@ -64,6 +64,11 @@ class KindSource:
     layout: str = "NCHW"
     mask_thresholds: dict[str, float] | None = None  # --mask-threshold: by output name, "*" for every one
 
+    def __post_init__(self) -> None:  # an output --mask-threshold names is a mask here too, as validation judges it
+        from edgekit.fidelity.kinds import asked_with_masks
+
+        object.__setattr__(self, "asked", asked_with_masks(self.asked, self.mask_thresholds) or None)
+
     def mask_threshold(self, name: str, outputs: int = 1) -> float | None:
         """Where output NAME is cut if it is a probability map: its own threshold, every output's ("*"), or, for a
         model of one output (a converter may rename it), the one threshold given; None: the kind's default."""

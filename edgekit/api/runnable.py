@@ -6,7 +6,8 @@ a request, in the caller's process:
   the names are the source's), by the artifact's own tensor names, or positionally in the model's order;
 - a quantized input is given as float and quantized with the model's own scale and zero point (its raw
   integer dtype is taken as it is); quantized outputs come back dequantized to float32;
-- a float input given as float64 is cast to the model's float type; no other silent cast.
+- a float input given as float64 is cast to the model's float type; no other silent cast (an int array for a
+  float input, NaN or infinity for a quantized one: UsageError, as serve answers 400).
 Two conveniences for comparing an artifact with the model it came from, as validation does:
 - with the conversion's manifest, a 4-D image input is taken in the source's layout (NCHW for a PyTorch
   source) and transposed to the artifact's (a TFLite artifact's NHWC); `layout="artifact"` takes the
@@ -137,15 +138,33 @@ class LoadedModel:
         want, own = self._layouts[t.own_name]
         return to_layout(x, want, own) if want and own and want != own and x.ndim == 4 else x
 
+    @staticmethod
+    def _cast(t: Tensor, x: np.ndarray, spec: Any) -> np.ndarray:
+        """X in the model's dtype: as it is, quantized (finite floats for a quantized input), or a float cast;
+        UsageError for anything else (an int array for a float input, NaN for a quantized one), as serve refuses."""
+        from edgekit.runtimes.base import quantize
+
+        dt = np.dtype(spec.dtype)
+        if x.dtype == dt:
+            return x
+        if x.dtype.kind == "f" and (t.quantized or dt.kind == "f"):
+            if t.quantized and not np.isfinite(x).all():
+                raise UsageError(f"Input '{t.name}' holds NaN or infinite values; the model quantizes it "
+                                 f"({spec.dtype}) and they have no quantized value.")
+            return quantize(x, spec)
+        takes = f"float (quantized to {dt.name}) or {dt.name}" if t.quantized else dt.name
+        raise UsageError(f"Input '{t.name}' takes {takes}, got {x.dtype.name}.",
+                         hint=f"Convert it first, e.g. x.astype(np.{'float32' if t.quantized else dt.name}).")
+
     def __call__(self, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
         """Run on numpy arrays (positionally, or by input name); every output by name, float32 where quantized."""
-        from edgekit.runtimes.base import dequantize, quantize
+        from edgekit.runtimes.base import dequantize
         from edgekit.steps.base import to_layout
 
         rt = self._runtime()
         feeds = self._feeds(args, kwargs)
         specs = {s.name: s for s in rt.inputs}
-        xs = {t.own_name: quantize(self._prepared(t, feeds[t.own_name]), specs[t.own_name]) for t in self.inputs}
+        xs = {t.own_name: self._cast(t, self._prepared(t, feeds[t.own_name]), specs[t.own_name]) for t in self.inputs}
         total = min((len(v) for v in xs.values() if v.ndim), default=1)
         if total < 1:
             raise UsageError("The inputs hold no sample (a batch of 0).")

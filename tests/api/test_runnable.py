@@ -47,6 +47,12 @@ def test_an_int8_tflite_takes_floats_and_gives_floats(tiny_models: dict[str, Any
         assert (y.argmax(1) == tiny_cnn.forward(x).argmax(1)).mean() >= 6 / 7
         raw = np.zeros((1, 28, 28, 1), np.int8)  # the raw integer dtype is taken as it is
         assert next(iter(m(raw).values())).shape == (1, 10)
+        bad = x[:1].transpose(0, 2, 3, 1).copy()
+        bad[0, 0, 0, 0] = np.nan  # no quantized value: refused, not cast to whatever int NaN becomes
+        with pytest.raises(UsageError, match="NaN or infinite"):
+            m(bad)
+        with pytest.raises(UsageError, match="takes float .quantized to int8. or int8, got uint8"):
+            m(np.zeros((1, 28, 28, 1), np.uint8))
 
 
 @pytest.mark.parametrize(("args", "kwargs", "message"), [
@@ -57,6 +63,7 @@ def test_an_int8_tflite_takes_floats_and_gives_floats(tiny_models: dict[str, Any
     ((np.zeros((1, 1, 28, 28)), np.zeros(1)), {}, "2 inputs given; the model takes 1"),
     ((np.zeros((1, 1, 28, 28)),), {"input": np.zeros((1, 1, 28, 28))}, "given twice"),
     ((np.zeros((0, 1, 28, 28)),), {}, "no sample"),
+    ((np.zeros((1, 1, 28, 28), np.int64),), {}, "takes float32, got int64"),  # no silent cast but float's
 ])
 def test_wrong_inputs_are_usage_errors(tiny_models: dict[str, Any], args: tuple, kwargs: dict, message: str) -> None:
     with edgekit.load(_model(tiny_models, "onnx")) as m, pytest.raises(UsageError, match=message):

@@ -21,7 +21,7 @@ from itertools import permutations
 
 import numpy as np
 
-from edgekit.tflite.flatbuffer import FlatModel
+from edgekit.tflite.flatbuffer import FLOAT32, FlatModel
 
 _MOVES = ("RESHAPE", "TRANSPOSE", "SLICE", "STRIDED_SLICE", "SPLIT")
 
@@ -40,13 +40,9 @@ def _data_input(f: FlatModel, k: int) -> int:
     return int(f.sg.operators[k].inputs[1 if f.name(k) == "SPLIT" else 0])
 
 
-def _ints(f: FlatModel, t: int) -> np.ndarray | None:
-    return f.int_const(t)
-
-
 def _strided_slice(f: FlatModel, k: int, x: np.ndarray) -> np.ndarray | None:
     op = f.sg.operators[k]
-    begin, end, strides = (_ints(f, int(op.inputs[i])) for i in (1, 2, 3))
+    begin, end, strides = (f.int_const(int(op.inputs[i])) for i in (1, 2, 3))
     o = op.builtinOptions
     if begin is None or end is None or strides is None or o is None or o.ellipsisMask or o.newAxisMask:
         return None
@@ -64,17 +60,17 @@ def _run(f: FlatModel, k: int, x: np.ndarray) -> list[np.ndarray] | None:
     if name == "RESHAPE":
         return [x.reshape(_shape(f, int(op.outputs[0])))]
     if name == "TRANSPOSE":
-        perm = _ints(f, int(op.inputs[1]))
+        perm = f.int_const(int(op.inputs[1]))
         return None if perm is None else [x.transpose([int(p) for p in perm])]
     if name == "SLICE":
-        begin, size = _ints(f, int(op.inputs[1])), _ints(f, int(op.inputs[2]))
+        begin, size = f.int_const(int(op.inputs[1])), f.int_const(int(op.inputs[2]))
         if begin is None or size is None:
             return None
         return [x[tuple(slice(int(b), None if s < 0 else int(b + s)) for b, s in zip(begin, size, strict=True))]]
     if name == "STRIDED_SLICE":
         y = _strided_slice(f, k, x)
         return None if y is None else [y]
-    axis = _ints(f, int(op.inputs[0]))  # SPLIT
+    axis = f.int_const(int(op.inputs[0]))  # SPLIT
     return None if axis is None else np.split(x, len(op.outputs), axis=int(axis.reshape(-1)[0]))
 
 
@@ -194,7 +190,7 @@ def _one(f: FlatModel) -> bool:
         if f.name(k) not in _MOVES or not any(_bad(_shape(f, int(o))) for o in f.sg.operators[k].outputs):
             continue
         for root, chain in _roots(f, k):
-            if _bad(_shape(f, root)) or f.sg.tensors[root].type != 0 or root in [int(o) for o in f.sg.outputs]:
+            if _bad(_shape(f, root)) or f.sg.tensors[root].type != FLOAT32 or root in [int(o) for o in f.sg.outputs]:
                 continue
             if (found := _region(f, root, chain)) is None:
                 continue

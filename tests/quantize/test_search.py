@@ -13,7 +13,7 @@ import pytest
 from edgekit.core.errors import UsageError
 from edgekit.quantize.onnx.diagnose import diagnose
 from edgekit.quantize.onnx.recipes import Plain, QuantData, Uint8
-from edgekit.quantize.onnx.search import check_name, quantize_onnx
+from edgekit.quantize.onnx.search import quantize_onnx
 from edgekit.quantize.records import Diagnosis, RecipeChoice
 from edgekit.quantize.search import (
     NOT_JUDGED,
@@ -230,8 +230,11 @@ def test_choice_round_trips_without_its_staging_path(spread_model: Path, samples
 
 
 def test_unknown_recipe_is_a_usage_error_with_a_suggestion() -> None:
+    from edgekit.conversion.plan import check_recipe  # the planner checks --int8-recipe for every int8 target
+    from edgekit.targets import get_target
+
     with pytest.raises(UsageError) as exc:
-        check_name("equalise")
+        check_recipe("equalise", [get_target("onnx")])
     assert "equalize" in (exc.value.hint or "") + exc.value.message
 
 

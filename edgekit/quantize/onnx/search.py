@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.core.errors import EdgekitError, UsageError
+from edgekit.core.errors import EdgekitError
 from edgekit.quantize.onnx.recipes import ONNX_RECIPES, OnnxRecipe, QuantData, quantize
 from edgekit.quantize.records import RecipeChoice, RecipeTrial
 from edgekit.quantize.search import (
@@ -87,14 +87,6 @@ NAMES = (*ONNX_RECIPES, "mixed", "mixed16")
 PASS_THROUGH = ("Relu", "Clip", "Identity", "Flatten", "Reshape", "GlobalAveragePool", "AveragePool", "MaxPool")
 MAX_PROBES = 64  # layer groups whose damage is measured one by one (the largest by MACs where there are more)
 PROBE_SAMPLES = 32  # damage is a noise power, not a count: fewer samples measure it well enough
-
-
-def check_name(requested: str) -> None:
-    if requested not in ("auto", *NAMES):
-        from edgekit.core.registry import check_choice
-
-        check_choice(requested, ("auto", *NAMES), "int8 recipe")
-        raise UsageError(f"Unknown int8 recipe '{requested}'.")
 
 
 def _nncf_here(notes: list[str]) -> bool:
@@ -414,4 +406,4 @@ def _cost(s: _Search, dst: Path, pre: Path, chosen: str) -> dict[str, object]:
                        {k: latency_ms(p, s.x) for k, p in paths.items() if p is not None})
 
 
-__all__ = ["AUTO_ORDER", "NAMES", "KindSource", "check_name", "detection_decode", "quantize_onnx", "quantize_w8a16"]
+__all__ = ["AUTO_ORDER", "NAMES", "KindSource", "detection_decode", "quantize_onnx", "quantize_w8a16"]

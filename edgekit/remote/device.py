@@ -75,10 +75,14 @@ class Device:
     def __exit__(self, *_exc: object) -> None:
         if self._control is None:
             return
-        subprocess.run(self.remote.ssh_argv(None, "-O", "exit"), stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=15)
-        shutil.rmtree(self._control, ignore_errors=True)
-        self._control = None
+        try:  # a master that does not answer must not hide the error that ended the block
+            subprocess.run(self.remote.ssh_argv(None, "-O", "exit"), stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=15)
+        except (subprocess.TimeoutExpired, OSError):
+            pass
+        finally:
+            shutil.rmtree(self._control, ignore_errors=True)
+            self._control = None
 
     def _open_master(self) -> None:
         """Log in once; later calls share this connection. ssh's errors here are the named ones (unreachable...)."""

@@ -11,7 +11,7 @@ import pytest
 
 from edgekit.core.errors import EXIT_MISSING, EXIT_USAGE, UsageError
 from edgekit.remote import shell
-from edgekit.remote.device import DeviceFacts, install_line
+from edgekit.remote.device import Device, DeviceFacts, install_line
 from edgekit.remote.errors import AuthRefused, HostUnreachable, RemoteRunFailed, classify
 from edgekit.remote.files import bundle, write_tar
 from edgekit.remote.host import HostSpec, Remote, SshSettings
@@ -133,3 +133,17 @@ def test_external_data_outside_the_model_folder_is_refused(tmp_path: Path) -> No
     onnx.save(proto, str(model))
     with pytest.raises(UsageError, match="outside its own folder"):
         bundle(model)
+
+
+def test_closing_a_connection_whose_master_hangs_hides_no_error(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    def hangs(argv: list[str], **_kw: object) -> None:
+        raise subprocess.TimeoutExpired(argv, 15)
+
+    monkeypatch.setattr(subprocess, "run", hangs)
+    dev = Device(Remote(HostSpec.parse("pi@pi")))
+    control = tmp_path / "ctl"
+    control.mkdir()
+    dev._control = control
+    dev.__exit__(RuntimeError, RuntimeError("the run failed"), None)  # raises nothing of its own
+    assert not control.exists() and dev._control is None

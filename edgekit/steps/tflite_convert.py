@@ -122,9 +122,6 @@ class TfliteConvert(Step):
             from edgekit.quantize.tflite.w8a16 import quantize_w8a16
 
             return quantize_w8a16(job, ctx.options.int8_recipe)
-        from edgekit.quantize.tflite.w8a16 import auto_notes
-
-        auto_notes(job, ctx.options.int8_recipe)
         return quantize_tflite(job, ctx.options.int8_recipe, float_free=bool(self.params.integer_only))
 
 

@@ -86,7 +86,4 @@ class TfliteQuantize(Step):
 
             return quantize_w8a16(job, ctx.options.int8_recipe)
         from edgekit.quantize.tflite.search import quantize_tflite
-        from edgekit.quantize.tflite.w8a16 import auto_notes
-
-        auto_notes(job, ctx.options.int8_recipe)
         return quantize_tflite(job, ctx.options.int8_recipe, float_free=integer_only)

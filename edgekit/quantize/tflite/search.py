@@ -298,6 +298,9 @@ def _op_names(path: Path) -> tuple[tuple[str, ...], set[str]]:
 
 def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) -> tuple[bytes, RecipeChoice]:
     """The int8 model by the recipe REQUESTED (or auto), and the record of how it was chosen."""
+    from edgekit.quantize.tflite.w8a16 import auto_notes
+
+    auto_notes(job, requested)  # auto's record says what ONNX's auto would add (mixed16) and why TFLite does not
     if requested not in ("auto", *TFLITE_RECIPES):
         job.notes.append(f"recipe '{requested}' exists for ONNX only; TFLite used auto's recipes instead")
         requested = "auto"

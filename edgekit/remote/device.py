@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from edgekit.core.errors import RuntimeFailure
+from edgekit.core.errors import RuntimeFailure, UsageError
 from edgekit.core.records import Record
 from edgekit.remote import shell
 from edgekit.remote.errors import EdgekitMissing, RemoteRunFailed, classify
@@ -174,7 +174,7 @@ class Device:
 
         RemoteRunFailed with the device's own message (and exit code) when it fails there.
         """
-        import json
+        from edgekit.core.filedoc import parse_json
 
         words = " ".join([self.remote.edgekit_argv(), "profile", device_path, "--json",
                           *(shlex.quote(f) for f in flags)])
@@ -186,9 +186,9 @@ class Device:
 
         answer = call(self.remote, shell.watched(words), on_line=show, timeout=timeout)
         if answer.code == 0:
-            try:
-                data = json.loads(answer.stdout)
-            except json.JSONDecodeError:
+            try:  # the device's answer is hostile input: edgekit's bounded JSON reader, not json.loads
+                data = parse_json(answer.stdout, f"edgekit profile's answer from {label}")
+            except UsageError:
                 data = None
             if isinstance(data, dict):
                 return data

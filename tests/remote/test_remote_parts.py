@@ -147,3 +147,13 @@ def test_closing_a_connection_whose_master_hangs_hides_no_error(tmp_path: Path,
     dev._control = control
     dev.__exit__(RuntimeError, RuntimeError("the run failed"), None)  # raises nothing of its own
     assert not control.exists() and dev._control is None
+
+
+def test_a_device_answering_json_nested_beyond_reason_is_a_failed_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from edgekit.remote import device
+    from edgekit.remote.ssh import Answer
+
+    deep = "[" * 100_000 + "]" * 100_000  # json.loads: RecursionError, a crash rather than an answer
+    monkeypatch.setattr(device, "call", lambda *_a, **_k: Answer(0, deep, ""))
+    with pytest.raises(RemoteRunFailed, match="printed no JSON"):
+        Device(Remote(HostSpec.parse("pi@pi"))).profile("model.onnx", [])

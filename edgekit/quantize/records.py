@@ -12,7 +12,8 @@ from typing import Any
 
 
 def _plain(obj: Any) -> dict[str, Any]:
-    return {f.name: _value(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.metadata.get("json", True)}
+    return {f.name: _value(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.metadata.get("json", True)
+            and not (f.metadata.get("omit_none") and getattr(obj, f.name) is None)}
 
 
 def _value(v: Any) -> Any:
@@ -44,8 +45,9 @@ class RecipeTrial:
     # detectors: judged by their boxes (edgekit.fidelity.detection), not by top-1
     detection_recall: float | None = None
     detection_precision: float | None = None
-    # maps and sequences: the agreement their kind is judged by (per-pixel, per-step or thresholded-mask)
-    agreement: float | None = None
+    # maps and sequences: the agreement their kind is judged by (per-pixel, per-step or thresholded-mask); written only
+    # where measured: a reader older than the key (RecipeTrial(**d)) still reads a classifier's or a detector's trials
+    agreement: float | None = field(default=None, metadata={"omit_none": True})
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RecipeTrial:

@@ -134,3 +134,18 @@ def test_auto_on_tflite_says_it_cannot_mix() -> None:
     assert job.notes == []
     auto_notes(job, "auto")  # type: ignore[arg-type]
     assert job.notes == [NO_MIXED16] and "one activation type for the whole model" in NO_MIXED16
+
+
+def test_a_trial_without_a_kind_agreement_writes_no_agreement_key() -> None:
+    """A classifier's (or a detector's) trial is written as before `agreement` existed, so a reader that predates it
+    (`RecipeTrial(**d)`, which refuses unknown keys) still reads it; a sequence's or a map's keeps its figure."""
+    import dataclasses
+
+    top1 = RecipeTrial("plain", True, 0.99, 0.98, 0, 0.0, 0.1)
+    steps = dataclasses.replace(top1, top1_agreement=None, agreement=0.96)
+    rec = RecipeChoice(requested="auto", chosen="plain", config={}, met=True, judged_on="x", trials=(top1, steps))
+    d = rec.to_dict()
+    assert "agreement" not in d["trials"][0] and d["trials"][1]["agreement"] == 0.96
+    older = {f.name for f in dataclasses.fields(RecipeTrial)} - {"agreement"}
+    assert set(d["trials"][0]) <= older
+    assert RecipeChoice.from_dict(d) == rec

@@ -103,10 +103,8 @@ def tflite_tap_means(total: np.ndarray, samples: int, kernel: tuple[int, int], o
     return tap_means(total, samples, kernel, strides, dilations, (pads[0], pads[1]))
 
 
-def input_sums(blob: bytes, tensors: list[int], batches: Iterable[list[np.ndarray]]) -> tuple[dict[int, np.ndarray],
-                                                                                               int]:
-    """TENSORS of the float model BLOB summed over the samples of BATCHES (lists in the model's input order; at most
-    MAX_SAMPLES samples), each to a sample's shape; and how many samples. Every mean here is a sum of those."""
+def tensor_interpreter(blob: bytes) -> Any:
+    """A LiteRT interpreter of BLOB, allocated, that keeps every intermediate tensor readable after invoke."""
     import sys
 
     from edgekit.runtimes.litert_io import interpreter_class
@@ -116,6 +114,14 @@ def input_sums(blob: bytes, tensors: list[int], batches: Iterable[list[np.ndarra
     plain = sys.modules[cls.__module__].OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
     it = cls(model_content=blob, experimental_op_resolver_type=plain, experimental_preserve_all_tensors=True)
     it.allocate_tensors()
+    return it
+
+
+def input_sums(blob: bytes, tensors: list[int], batches: Iterable[list[np.ndarray]]) -> tuple[dict[int, np.ndarray],
+                                                                                               int]:
+    """TENSORS of the float model BLOB summed over the samples of BATCHES (lists in the model's input order; at most
+    MAX_SAMPLES samples), each to a sample's shape; and how many samples. Every mean here is a sum of those."""
+    it = tensor_interpreter(blob)
     inputs = it.get_input_details()
     sums: dict[int, np.ndarray] = {}
     seen = 0
@@ -201,4 +207,4 @@ def _name(f: FlatModel, k: int) -> str:
 
 
 __all__ = ["BiasCorrection", "correct_biases", "input_sums", "int8_grid", "int8_weights", "output_shift",
-           "tflite_tap_means"]
+           "tensor_interpreter", "tflite_tap_means"]

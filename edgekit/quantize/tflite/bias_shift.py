@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.quantize.tflite.bias import MAX_SAMPLES, _name, _own_bias, _targets
+from edgekit.quantize.tflite.bias import MAX_SAMPLES, _name, _own_bias, _targets, tensor_interpreter
 from edgekit.tflite.flatbuffer import FlatModel
 
 ROUNDS = 3
@@ -59,14 +59,7 @@ class ShiftCorrection:
 def channel_means(blob: bytes, names: list[str], batches: list[list[np.ndarray]]) -> dict[str, np.ndarray]:
     """The mean per channel (last axis) of each tensor NAMES of the model BLOB (float or int8, float I/O) over
     BATCHES, dequantized where int8."""
-    import sys
-
-    from edgekit.runtimes.litert_io import interpreter_class
-
-    cls = interpreter_class()
-    plain = sys.modules[cls.__module__].OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
-    it = cls(model_content=blob, experimental_op_resolver_type=plain, experimental_preserve_all_tensors=True)
-    it.allocate_tensors()
+    it = tensor_interpreter(blob)
     details = {d["name"]: d for d in it.get_tensor_details()}
     sums: dict[str, np.ndarray] = {}
     counts: Counter[str] = Counter()

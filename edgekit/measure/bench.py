@@ -51,16 +51,13 @@ class Job:
 
     def flags(self, settings: BenchSettings) -> list[str]:
         """The `edgekit profile` flags after the path and --json (the same here and on a --remote device)."""
-        args = ["--runtime", self.runtime, "--device", self.device, *settings.cli_args()]
-        if self.macs:
-            args += ["--macs", str(self.macs)]
-        if self.options.get("input_shape"):
-            args += ["--input-shape", ",".join(str(d) for d in self.options["input_shape"])]
-        if self.options.get("factory"):
-            args += ["--model", str(self.options["factory"])]
-        if self.options.get("trust_model"):
-            args += ["--trust-model"]
-        return args
+        from edgekit.remote.profile import profile_flags
+
+        shape = self.options.get("input_shape")
+        factory = self.options.get("factory")
+        return profile_flags(settings, runtime=self.runtime, device=self.device, macs=self.macs or None,
+                             input_shape=",".join(str(d) for d in shape) if shape else None,
+                             model=str(factory) if factory else None, trust_model=bool(self.options.get("trust_model")))
 
 
 def _resolve_source(manifest: Manifest, manifest_path: Path) -> Path | None:

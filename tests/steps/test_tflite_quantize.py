@@ -102,3 +102,22 @@ def test_fp16_tflite_to_int8_and_edgetpu_validated_against_itself(fp16_tflite: t
         assert arts[name]["fidelity"]["cosine"] > 0.99
     edgetpu = arts["detector.int8-uint8io.tflite"]["extra"]["edgetpu"]
     assert edgetpu["ops_on_tpu"] == edgetpu["ops_total"]  # static shapes, int8 throughout: every op maps
+
+
+@pytest.mark.slow
+def test_fp16_tflite_to_w8a16_validated_and_without_the_fp16_weights(fp16_tflite: tuple[Path, Path],
+                                                                      tmp_path: Path) -> None:
+    from edgekit.cli import main
+    from edgekit.tflite.flatbuffer import FlatModel
+
+    path, calib = fp16_tflite
+    out = tmp_path / "out"
+    code = main(["convert", str(path), "--target", "tflite", "--quantize", "w8a16", "--calib", str(calib),
+                 "--calib-size", "32", "--val-size", "16", "--out", str(out), "--json"])
+    assert code == 0
+    art = json.loads((out / "manifest.json").read_text())["artifacts"][0]
+    assert art["precision"] == "w8a16" and art["fidelity"]["passed"], art["fidelity"]
+    f = FlatModel((out / Path(art["path"]).name).read_bytes())
+    assert {int(t.type) for t in f.sg.tensors} >= {7, 9}  # int16 activations, int8 weights
+    assert not any(t.type == 1 and 0 < t.buffer < len(f.model.buffers) and f.model.buffers[t.buffer].data is not None
+                   and len(f.model.buffers[t.buffer].data) for t in f.sg.tensors)  # no float16 weight left behind

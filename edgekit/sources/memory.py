@@ -157,13 +157,22 @@ def refuse_earlier(out_dir: Path, force: bool) -> None:
 
 
 def calibration_arrays(calib: Any) -> dict[str, np.ndarray] | None:
-    """Calibration given in memory as arrays to write: x (an array), x and y (a pair), or one per input (a dict)."""
+    """Calibration given in memory as arrays to write: x (an array), x and y (a pair), or one per input (a dict).
+
+    UsageError for arrays that hold Python objects (a structured dtype's object field too): they could only be
+    written pickled, and nothing is."""
+    arrays: dict[str, np.ndarray] | None = None
     if isinstance(calib, np.ndarray):
-        return {"x": calib}
-    if isinstance(calib, tuple) and len(calib) == 2 and all(isinstance(a, np.ndarray) for a in calib):
-        return {"x": calib[0], "y": calib[1]}
-    if isinstance(calib, dict) and calib and all(isinstance(a, np.ndarray) for a in calib.values()):
-        return {str(k): v for k, v in calib.items()}
+        arrays = {"x": calib}
+    elif isinstance(calib, tuple) and len(calib) == 2 and all(isinstance(a, np.ndarray) for a in calib):
+        arrays = {"x": calib[0], "y": calib[1]}
+    elif isinstance(calib, dict) and calib and all(isinstance(a, np.ndarray) for a in calib.values()):
+        arrays = {str(k): v for k, v in calib.items()}
+    if arrays is not None:
+        if any(a.dtype.hasobject for a in arrays.values()):
+            raise UsageError("calib= arrays of Python objects cannot be written (only pickled, and edgekit pickles "
+                             "nothing).", hint="Pass numeric arrays.")
+        return arrays
     if calib is None or isinstance(calib, (str, os.PathLike)):
         return None
     raise UsageError(f"calib= cannot be a {type(calib).__name__}.",
@@ -189,8 +198,6 @@ def write_source(model: Any, kind: str | None, out_dir: Path, name: str, *, exam
     """
     from edgekit.core.registry import resolve
 
-    if calib is not None and any(a.dtype == object for a in calib.values()):
-        raise UsageError("calib= arrays of Python objects cannot be written.", hint="Pass numeric arrays.")
     out_dir.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".edgekit-source-", dir=out_dir))
     umask = os.umask(0)

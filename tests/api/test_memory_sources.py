@@ -110,6 +110,16 @@ def test_calibration_arrays_in_their_forms() -> None:
         memory.calibration_arrays([x])
 
 
+@pytest.mark.parametrize("bad", [np.array([object()]), np.zeros(2, dtype=[("a", "f4"), ("b", object)])])
+def test_calibration_arrays_of_objects_are_refused_before_anything_is_written(bad: np.ndarray, tmp_path: Path,
+                                                                             proto) -> None:
+    with pytest.raises(UsageError, match="Python objects"):  # np.savez would pickle them
+        memory.calibration_arrays((np.zeros((2, 3), np.float32), bad))
+    with pytest.raises(UsageError, match="Python objects"):
+        edgekit.convert(proto, targets="onnx", calib=bad, out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_onnx_writer_and_the_source_folder(tmp_path: Path, proto) -> None:
     out = tmp_path / "out"
     x = np.ones((5, 3, 12, 12), np.float32)

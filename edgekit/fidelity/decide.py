@@ -27,7 +27,7 @@ import numpy as np
 from edgekit.core.errors import UsageError
 from edgekit.fidelity.detection import HEADS, ROLES, Head
 from edgekit.fidelity.kinds import kind_of, parse_asked
-from edgekit.fidelity.mask import probability_map
+from edgekit.fidelity.mask import probability_map, single_channel_map
 
 _REGRESSION_NAME = re.compile(r"(^|[^a-z])(box|boxes|bbox|bboxes|reg|regression|landmarks?|ldmk|lmk|kpts?|keypoints?|"
                               r"embed|embedding|embeddings|features?|coords?|offsets?|deltas?|loc)([^a-z]|$)", re.I)
@@ -141,6 +141,11 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
         head = None
         if kind == "detection":
             head = _asked_head(name, fmt, outputs, names)
+        if kind == "mask" and name in outputs and not single_channel_map(outputs[name], layout):
+            raise UsageError(f"Output '{name}' has shape {list(outputs[name].shape)}: the mask kind judges a "
+                             "single-channel map, (N, 1, H, W), (N, H, W, 1) or (N, H, W).",
+                             hint=f"Judge '{name}' as another kind (--output-kind {name}=dense for a per-pixel class "
+                             "map, =regression otherwise), or name its probability-map output.")
         choices[name] = KindChoice(kind, "asked for (--output-kind)", head)
 
     for name, y in outputs.items():

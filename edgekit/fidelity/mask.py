@@ -89,18 +89,23 @@ def compare_masks(y_ref: np.ndarray, y: np.ndarray, threshold: float = DEFAULT_T
                           regions=src)
 
 
+def single_channel_map(y: np.ndarray, layout: str) -> bool:
+    """Whether Y has a mask's shape: (N, H, W), or 4-D with one channel (axis 1, or last for NHWC)."""
+    if y.ndim == 3:
+        return True
+    return y.ndim == 4 and y.shape[3 if layout.upper() == "NHWC" else 1] == 1
+
+
 def probability_map(y: np.ndarray, layout: str) -> bool:
     """Whether Y looks like a single-channel probability map: 4-D, one channel (axis 1, or last for NHWC), at least
     8x8 pixels, every value in [0, 1] and not all one value."""
-    if y.ndim != 4 or not y.size:
+    if y.ndim != 4 or not y.size or not single_channel_map(y, layout):
         return False
-    nhwc = layout.upper() == "NHWC"
-    channels, spatial = (y.shape[3], y.shape[1:3]) if nhwc else (y.shape[1], y.shape[2:4])
-    if channels != 1 or min(spatial) < 8:
+    if min(y.shape[1:3] if layout.upper() == "NHWC" else y.shape[2:4]) < 8:
         return False
     lo, hi = float(np.nanmin(y)), float(np.nanmax(y))
     return lo >= -1e-3 and hi <= 1 + 1e-3 and hi > lo
 
 
 __all__ = ["DEFAULT_THRESHOLD", "MATCH_IOU", "MIN_REGIONS", "MIN_REGION_PIXELS", "MaskComparison", "binary",
-           "compare_masks", "probability_map"]
+           "compare_masks", "probability_map", "single_channel_map"]

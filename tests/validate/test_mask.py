@@ -95,6 +95,18 @@ def test_bad_mask_threshold_is_a_usage_error(typed: str) -> None:
         parse_mask_thresholds(typed)
 
 
+@pytest.mark.parametrize("shape", [(8, 10), (2, 3, 16, 16)])
+def test_mask_asked_of_an_output_that_is_no_single_channel_map_is_a_usage_error(shape: tuple[int, ...]) -> None:
+    """--output-kind name=mask (or a named --mask-threshold) on a vector or a 3-channel map: a usage error naming the
+    shape, not scipy's "structure and input must have equal rank" traceback when it is judged."""
+    y = np.random.default_rng(0).uniform(0, 1, shape).astype(np.float32)
+    with pytest.raises(UsageError, match="single-channel map") as exc:
+        decide_kinds({"out": y}, "NCHW", {"out": "mask"})
+    assert "--output-kind out=" in (exc.value.hint or "")
+    assert decide_kinds({"out": y[:, :1] if y.ndim == 4 else y[:, :, None]}, "NCHW", {"out": "mask"})["out"].kind == \
+        "mask"
+
+
 def _sigmoid_net(path: Path, size: int = 96) -> Path:
     """image [1, 1, size, size] -> 3x3 conv (a blur that darkens) -> sigmoid: a 1-channel probability map."""
     import onnx

@@ -54,10 +54,10 @@ def nncf_quantize(src: Path, dst: Path, data: Any, config: Any) -> None:
     nodes left in float (ignored_scope), written to DST."""
     import onnx
 
-    from edgekit.core._deps import require
     from edgekit.core.border import vendor_errors
+    from edgekit.core.vendor_telemetry import require_quiet
 
-    nncf = require("nncf", "convert")
+    nncf = require_quiet("nncf", "convert")  # `import nncf` alone sends usage events and writes a client id
     model = onnx.load(str(src))
     items = batches(data)
     names = list(config.excluded())

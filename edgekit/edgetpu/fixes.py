@@ -68,7 +68,7 @@ def _hard_swish(f: FlatModel) -> int:
                 f.make_op("MUL", [x, t1], [t2], mul_opts, mul_type),
                 f.make_op("MUL", [t2, sixth], [y], mul2_opts, mul_type)]
 
-    return _replace_each(f, "HARD_SWISH", rewrite)
+    return f.replace_each("HARD_SWISH", rewrite)
 
 
 def _transpose_into_fc(f: FlatModel) -> int:
@@ -232,23 +232,6 @@ def _as_conv(f: FlatModel, op: object) -> list[object] | None:
             f.reshape_op(y4, y, [1, n, int(ys[2])], base + "/out")]
 
 
-def _replace_each(f: FlatModel, op_name: str, rewrite: Callable[[int, int, str], list[object]]) -> int:
-    """Every OP_NAME op (one input x, one output y) replaced by REWRITE(x, y, base name)'s ops, in order."""
-    done = k = 0
-    while k < len(f.sg.operators):
-        if f.name(k) != op_name:
-            k += 1
-            continue
-        op = f.sg.operators[k]
-        x, y = int(op.inputs[0]), int(op.outputs[0])
-        ops = rewrite(x, y, _base_name(f, y))
-        f.sg.operators[k:k + 1] = ops
-        k += len(ops)
-        done += 1
-    f.reindex()
-    return done
-
-
 def _relu_0_to_1(f: FlatModel) -> int:
     def rewrite(x: int, y: int, base: str) -> list[object]:
         six = f.add_const(f"{base}/relu01_6", np.array(6.0, np.float32))
@@ -259,7 +242,7 @@ def _relu_0_to_1(f: FlatModel) -> int:
         return [f.make_op("MUL", [x, six], [t], relu6_opts, mul_type),  # min(max(6x, 0), 6) / 6
                 f.make_op("MUL", [t, sixth], [y], mul_opts, mul_type)]
 
-    return _replace_each(f, "RELU_0_TO_1", rewrite)
+    return f.replace_each("RELU_0_TO_1", rewrite)
 
 
 def _neg(f: FlatModel) -> int:
@@ -268,7 +251,7 @@ def _neg(f: FlatModel) -> int:
         mul_opts, mul_type = f.fused("MUL")
         return [f.make_op("MUL", [x, minus_one], [y], mul_opts, mul_type)]
 
-    return _replace_each(f, "NEG", rewrite)
+    return f.replace_each("NEG", rewrite)
 
 
 def _square(f: FlatModel) -> int:
@@ -276,7 +259,7 @@ def _square(f: FlatModel) -> int:
         mul_opts, mul_type = f.fused("MUL")
         return [f.make_op("MUL", [x, x], [y], mul_opts, mul_type)]
 
-    return _replace_each(f, "SQUARE", rewrite)
+    return f.replace_each("SQUARE", rewrite)
 
 
 GELU_SIGMOID_SCALE = 1.702  # x * sigmoid(1.702 x): Hendrycks & Gimpel 2016, section 2
@@ -291,7 +274,7 @@ def _gelu(f: FlatModel) -> int:
         return [f.make_op("MUL", [x, scale], [s], mul_opts, mul_type), f.make_op("LOGISTIC", [s], [g]),
                 f.make_op("MUL", [x, g], [y], mul2_opts, mul_type)]
 
-    return _replace_each(f, "GELU", rewrite)
+    return f.replace_each("GELU", rewrite)
 
 
 FIXES: dict[str, Callable[[FlatModel], int]] = {

@@ -50,25 +50,15 @@ def _rsqrt(f: FlatModel, x: int, out: int) -> object:
 
 
 def sqrt_as_rsqrt(f: FlatModel) -> int:
-    done = k = 0
-    while k < len(f.sg.operators):
-        if f.name(k) != "SQRT":
-            k += 1
-            continue
-        op = f.sg.operators[k]
-        x, y = int(op.inputs[0]), int(op.outputs[0])
-        base = f.tensor_name(y)
+    def rewrite(x: int, y: int, base: str) -> list[object]:
         floor = f.add_const(f"{base}/sqrt_floor", np.array(TINY, np.float32))
         held, r = f.add_like(f"{base}/sqrt_held", x), f.add_like(f"{base}/sqrt_rsqrt", x)
         max_opts = f.schema.MaximumMinimumOptionsT()
         mul_opts, mul_type = f.fused("MUL")
-        ops = [f.make_op("MAXIMUM", [x, floor], [held], max_opts, f.schema.BuiltinOptions.MaximumMinimumOptions),
-               _rsqrt(f, held, r), f.make_op("MUL", [x, r], [y], mul_opts, mul_type)]
-        f.sg.operators[k:k + 1] = ops
-        k += len(ops)
-        done += 1
-    f.reindex()
-    return done
+        return [f.make_op("MAXIMUM", [x, floor], [held], max_opts, f.schema.BuiltinOptions.MaximumMinimumOptions),
+                _rsqrt(f, held, r), f.make_op("MUL", [x, r], [y], mul_opts, mul_type)]
+
+    return f.replace_each("SQRT", rewrite)
 
 
 def div_as_rsqrt(f: FlatModel) -> int:

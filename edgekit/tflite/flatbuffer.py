@@ -4,6 +4,7 @@ both edit the float model before calibration. TensorFlow is imported when a mode
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -127,6 +128,23 @@ class FlatModel:
         opts.newShape = list(shape)
         return self.make_op("RESHAPE", [x, self.add_int32(f"{name}_shape", np.array(shape, np.int32))], [y], opts,
                             self.schema.BuiltinOptions.ReshapeOptions)
+
+    def replace_each(self, op_name: str, rewrite: Callable[[int, int, str], list[Any]]) -> int:
+        """Every OP_NAME op (one input x, one output y) replaced, in order, by REWRITE(x, y, y's name)'s ops; how
+        many were."""
+        done = k = 0
+        while k < len(self.sg.operators):
+            if self.name(k) != op_name:
+                k += 1
+                continue
+            op = self.sg.operators[k]
+            x, y = int(op.inputs[0]), int(op.outputs[0])
+            ops = rewrite(x, y, self.tensor_name(y))
+            self.sg.operators[k:k + 1] = ops
+            k += len(ops)
+            done += 1
+        self.reindex()
+        return done
 
     def fused(self, builtin: str, activation: int = 0) -> tuple[Any, int]:
         """(options, options type) of ADD / MUL with a fused activation (0 none, 1 RELU, 3 RELU6)."""

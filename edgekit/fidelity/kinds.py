@@ -113,16 +113,16 @@ def kind_of(shape: Sequence[int], layout: str | None = None) -> str:
     return "regression"
 
 
+def _items(items: Sequence[str] | str | None) -> list[str]:
+    """A repeated option's values, each split at commas, stripped, the empty ones left out."""
+    chunks = [items] if isinstance(items, str) else list(items or ())
+    return [item for item in (part.strip() for chunk in chunks for part in str(chunk).split(",")) if item]
+
+
 def parse_output_kinds(items: Sequence[str] | str | None) -> dict[str, str] | None:
     """["boxes=regression", "seg=dense"] (or "boxes=regression,seg=dense") -> {"boxes": "regression", ...}."""
-    if not items:
-        return None
-    if isinstance(items, str):
-        items = [items]
     out: dict[str, str] = {}
-    for item in (part.strip() for chunk in items for part in str(chunk).split(",")):
-        if not item:
-            continue
+    for item in _items(items):
         name, sep, kind = item.rpartition("=")
         if not sep or not name.strip():
             raise UsageError(f"--output-kind '{item}' is not of the form name=kind.",
@@ -136,14 +136,8 @@ def parse_mask_thresholds(items: Sequence[str] | str | None) -> dict[str, float]
     """["0.3"] -> {"*": 0.3} (every mask output); ["maps=0.3", "sal=0.5"] -> {"maps": 0.3, "sal": 0.5}.
 
     A named output is judged as a mask (as --output-kind name=mask) unless --output-kind says otherwise."""
-    if not items:
-        return None
-    if isinstance(items, str):
-        items = [items]
     out: dict[str, float] = {}
-    for item in (part.strip() for chunk in items for part in str(chunk).split(",")):
-        if not item:
-            continue
+    for item in _items(items):
         name, sep, value = item.rpartition("=")
         key = name.strip() if sep else "*"
         try:

@@ -142,8 +142,9 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
         if kind == "detection":
             head = _asked_head(name, fmt, outputs, names)
         if kind == "mask" and name in outputs and not single_channel_map(outputs[name], layout):
+            want = "(N, H, W, 1)" if layout.upper() == "NHWC" else "(N, 1, H, W)"
             raise UsageError(f"Output '{name}' has shape {list(outputs[name].shape)}: the mask kind judges a "
-                             "single-channel map, (N, 1, H, W), (N, H, W, 1) or (N, H, W).",
+                             f"single-channel map, {want} in this {layout.upper()} model, or (N, H, W).",
                              hint=f"Judge '{name}' as another kind (--output-kind {name}=dense for a per-pixel class "
                              "map, =regression otherwise), or name its probability-map output.")
         choices[name] = KindChoice(kind, "asked for (--output-kind)", head)

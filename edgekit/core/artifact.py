@@ -351,10 +351,19 @@ class Manifest:
                              hint="Pass the manifest.json `edgekit convert` wrote, unedited.") from exc
 
     def resolve(self, artifact: Artifact, manifest_path: str | Path) -> Path:
-        """Absolute path of ARTIFACT, whose path is relative to the manifest's folder."""
+        """Absolute path of ARTIFACT, whose path is relative to the manifest's folder.
+
+        UsageError for a path that leads out of that folder (absolute, '..', a link to elsewhere): a manifest is
+        hostile input, and what reads it would otherwise load, export or copy to a --remote device any file it
+        names (`edgekit check` judges such an artifact missing, edgekit.check.snapshot)."""
         base = Path(manifest_path)
         base = base if base.is_dir() else base.parent
-        return (base / artifact.path).resolve()
+        target = (base / artifact.path).resolve()
+        if not target.is_relative_to(base.resolve()):
+            raise UsageError(f"The manifest in {base} lists the artifact {artifact.path!r}, which is not inside its "
+                             "folder; edgekit reads a run's artifacts from its own folder only.",
+                             hint="Pass the output folder `edgekit convert` wrote, with its manifest.json unedited.")
+        return target
 
 
 # TensorSpec, QuantParams, Fidelity and OutputFidelity live in their own modules and are parts of an Artifact:

@@ -47,8 +47,11 @@ def manifest_for(path: Path) -> tuple[Any, Any] | None:
             except EdgekitError:
                 continue
             for a in m.artifacts:
-                if m.resolve(a, mf) == path.resolve():
-                    return m, a
+                try:
+                    if m.resolve(a, mf) == path.resolve():
+                        return m, a
+                except EdgekitError:  # an entry that names a file outside the folder is no entry for PATH
+                    continue
     return None
 
 

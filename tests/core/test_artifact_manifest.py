@@ -72,3 +72,29 @@ def test_quantization_parameters_per_tensor_and_per_channel() -> None:
     for hostile in (None, {}, {"scale": 0}, {"scale": "x"}, {"scale": [0.1], "zero_point": "y"}, [1, 2]):
         assert QuantParams.read(hostile) is None
     assert QuantParams.read(pc.to_dict()) == pc
+
+
+@pytest.mark.parametrize("escape", ["../secret.onnx", "/etc/hostname", "sub/../../secret.onnx", "link.onnx"])
+def test_an_artifact_path_out_of_the_manifests_folder_is_refused(tmp_path: Path, escape: str) -> None:
+    """A hostile manifest must not make bench --remote, export or serve take any file it names."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (tmp_path / "secret.onnx").write_text("not yours")
+    (run / "link.onnx").symlink_to(tmp_path / "secret.onnx")
+    m = _manifest()
+    assert m.resolve(m.artifacts[0], run / "manifest.json") == (run / "m.int8.tflite").resolve()
+    m.artifacts[0].path = escape
+    with pytest.raises(UsageError, match="not inside its folder"):
+        m.resolve(m.artifacts[0], run / "manifest.json")
+
+
+def test_a_file_beside_a_manifest_with_an_escaping_entry_still_finds_its_own(tmp_path: Path) -> None:
+    from edgekit.measure.artifact import manifest_for
+
+    m = _manifest()
+    stray = Artifact(**{**m.artifacts[0].__dict__, "path": "../elsewhere.tflite"})
+    m.artifacts.insert(0, stray)
+    m.write(tmp_path / "manifest.json")
+    (tmp_path / "m.int8.tflite").write_bytes(b"")
+    found = manifest_for(tmp_path / "m.int8.tflite")
+    assert found is not None and found[1].path == "m.int8.tflite"

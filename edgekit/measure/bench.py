@@ -208,6 +208,8 @@ def _source_job(manifest: Manifest, manifest_path: Path, macs: int | None, wante
 
         if sha256_path(path) != manifest.source.sha256:
             job.skip = "the source file changed since the conversion (sha256 differs): not the model converted"
+    elif not here:  # the source may sit anywhere: only the file the conversion read, known by its digest, travels
+        job.skip = "the manifest records no sha256 of the source: it is not copied to a device"
     return job
 
 

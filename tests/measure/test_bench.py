@@ -129,6 +129,19 @@ def test_folder_without_manifest(tiny_models: dict[str, Any], tmp_path: Path) ->
         load_target(empty)
 
 
+def test_a_source_without_its_sha256_is_not_planned_for_a_device(run_dir: Path) -> None:
+    """The source can sit anywhere; for a --remote device only the file the conversion read (by digest) travels."""
+    from edgekit.measure.bench import plan_jobs
+
+    m = Manifest.read(run_dir)
+    s = BenchSettings(runtimes=["torch"])
+    assert plan_jobs(m, run_dir / "manifest.json", s, here=False)[0].skip is None
+    m.source.sha256 = ""
+    src = plan_jobs(m, run_dir / "manifest.json", s, here=False)[0]
+    assert src.label.startswith("source") and "no sha256 of the source" in (src.skip or "")
+    assert plan_jobs(m, run_dir / "manifest.json", s)[0].skip is None  # here: the user's own file, as before
+
+
 def test_cli_table(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from edgekit.cli import main
 

@@ -7,6 +7,7 @@ progress lines) and kept for the error message, stdout is the answer.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import threading
 from collections.abc import Callable
@@ -18,6 +19,14 @@ from edgekit.remote.errors import RemoteRunFailed, classify
 from edgekit.remote.host import Remote
 
 SSH_FAILED = 255  # ssh's own exit status for its failures; anything else is the remote command's
+# what a device says is shown in the user's terminal: no control character but tab and line ends (an escape
+# sequence could clear or retitle the terminal, or hide what came before); valid JSON holds none of them raw
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """TEXT from a device with its control characters shown as '?'."""
+    return _CONTROL.sub("?", text)
 
 
 @dataclass
@@ -75,7 +84,7 @@ def call(remote: Remote, command: str | None, *, flags: tuple[str, ...] = (), fe
     if fired:
         raise RemoteRunFailed(f"{remote.label}: no answer within {timeout:g} s; the run there was stopped.",
                               hint="Raise the time limit, or check what else runs on the device.")
-    answer = Answer(proc.returncode, out.decode(errors="replace"), "".join(err))
+    answer = Answer(proc.returncode, printable(out.decode(errors="replace")), "".join(err))
     if answer.code == SSH_FAILED:
         raise classify(remote.label, answer.stderr)
     return answer
@@ -85,7 +94,7 @@ def _read_lines(stream: IO[bytes] | None, keep: list[str], on_line: Callable[[st
     if stream is None:
         return
     for raw in iter(stream.readline, b""):
-        line = raw.decode(errors="replace")
+        line = printable(raw.decode(errors="replace"))
         keep.append(line)
         if on_line is not None and line.strip():
             on_line(line.rstrip())
@@ -118,4 +127,4 @@ def _close(proc: subprocess.Popen[bytes]) -> None:
             pass
 
 
-__all__ = ["SSH_FAILED", "Answer", "call"]
+__all__ = ["SSH_FAILED", "Answer", "call", "printable"]

@@ -157,3 +157,13 @@ def test_a_device_answering_json_nested_beyond_reason_is_a_failed_run(monkeypatc
     monkeypatch.setattr(device, "call", lambda *_a, **_k: Answer(0, deep, ""))
     with pytest.raises(RemoteRunFailed, match="printed no JSON"):
         Device(Remote(HostSpec.parse("pi@pi"))).profile("model.onnx", [])
+
+
+def test_what_a_device_says_reaches_the_terminal_without_escape_sequences() -> None:
+    from edgekit.remote.ssh import _read_lines, printable
+
+    said: list[str] = []
+    kept: list[str] = []
+    _read_lines(io.BytesIO(b"> loading\x1b[2J\x1bc\n\xc2\x9b31m\ttab kept\r\n"), kept, said.append)
+    assert said == ["> loading?[2J?c", "?31m\ttab kept"] and "\x1b" not in "".join(kept)
+    assert printable('{"a": 1}\n') == '{"a": 1}\n'  # JSON's whitespace survives

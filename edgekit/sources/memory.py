@@ -76,6 +76,10 @@ def check_inputs(kind: str | None, example_inputs: Any, input_shape: list[int] |
         raise UsageError("A torch.nn.Module is exported with torch.export, which needs an example input.",
                          hint="Pass example_inputs=(tensor,) or input_shape=(1, 3, 224, 224) (batch first, NCHW, as "
                          "the model is called).")
+    items = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    if any(isinstance(x, np.ndarray) and x.dtype.hasobject for x in items):
+        raise UsageError("example_inputs holds an array of Python objects; a model is exported with numbers.",
+                         hint="Pass numeric arrays or tensors, e.g. np.zeros((1, 3, 224, 224), np.float32).")
     if kind in ("torch-exported-program", "keras", "onnx") and example_inputs is not None:
         raise UsageError(f"example_inputs= is for a torch.nn.Module or a tf.function; a {kind} model records its "
                          "inputs.", hint="Leave example_inputs out (input_shape= fills a dynamic dimension, as for "

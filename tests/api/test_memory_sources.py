@@ -84,6 +84,13 @@ def test_a_torch_module_without_an_example_input_is_refused_before_any_write(tmp
     assert "input_shape=" in err.value.hint and not (tmp_path / "out").exists()
 
 
+def test_example_inputs_of_python_objects_are_refused_before_any_write(tmp_path: Path) -> None:
+    module = _instance("torch.nn.modules.module", "Module")  # torch.from_numpy would raise a bare TypeError
+    with pytest.raises(UsageError, match="array of Python objects"):
+        edgekit.convert(module, targets="onnx", example_inputs=(np.array([object()]),), out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_bad_request_is_refused_before_the_model_is_written(tmp_path: Path, proto) -> None:
     with pytest.raises(UsageError, match="calibration data"):  # int8 without --calib
         edgekit.convert(proto, targets="onnx", quantize="int8", out=tmp_path / "out")

@@ -19,6 +19,32 @@ if TYPE_CHECKING:
     from edgekit.api.runnable import Layout, LoadedModel
     from edgekit.measure.bench_report import BenchReport
     from edgekit.measure.profile import ProfileResult
+    from edgekit.remote.host import Remote
+
+
+def _remotes(remote: Any) -> list[Remote]:
+    """REMOTE (a host spec 'user@host[:port]', a Remote, or a list of them) as Remotes; SSH as the user has it set
+    up for a spec (its ~/.ssh/config, BatchMode), a Remote's own settings otherwise."""
+    from edgekit.remote.host import Remote
+    from edgekit.remote.options import remotes
+
+    items = [remote] if isinstance(remote, str | Remote) else list(remote or [])
+    return [r if isinstance(r, Remote) else remotes([str(r)])[0] for r in items]
+
+
+def _remote_flags(settings: Any, device: str, runtime: str | None, sensors: list[str] | None,
+                  options: dict[str, Any], macs: int | None, estimate_power: bool) -> list[str]:
+    """The `edgekit profile` flags that ask the device for what this call asks here."""
+    from edgekit.remote.profile import profile_flags
+
+    opts = dict(options)
+    shape, factory, trust = opts.pop("input_shape", None), opts.pop("factory", None), opts.pop("trust_model", False)
+    words = {True: "true", False: "false"}
+    return profile_flags(settings, runtime=runtime, device=device, sensors=sensors,
+                         options=[f"{k}={words.get(v, v) if isinstance(v, bool) else v}" for k, v in opts.items()],
+                         macs=macs, estimate_power=estimate_power,
+                         input_shape=",".join(map(str, shape)) if shape else None, model=factory,
+                         trust_model=bool(trust))
 
 
 def _names(value: str | list[str] | None) -> list[str] | None:
@@ -32,23 +58,39 @@ def profile(artifact: str | Path | Any, device: str = "auto", *, runtime: str | 
             input: str | None = None, raw_io: bool = False, idle_baseline: bool = False,  # noqa: A002
             idle_seconds: float = 2.0, sensors: str | list[str] | None = None, estimate_power: bool = False,
             macs: int | None = None, options: dict[str, Any] | None = None, output: str | Path | None = None,
-            quiet: bool = False) -> ProfileResult:
+            quiet: bool = False, remote: str | Remote | None = None) -> ProfileResult:
     """Measure one artifact on DEVICE: `edgekit profile` (latency percentiles, throughput, memory, compute, power).
 
     DEVICE: auto, cpu, gpu, edgetpu, tpu, a device name or a .toml file. Timed single-stream runs go on until
     both RUNS and MIN_SECONDS are reached, after WARMUP untimed runs; INPUT names real inputs ('mnist', an
     image folder, a .npy/.npz; default random data), OPTIONS the runtime's load options (`--option`), SENSORS
-    the power sensors to try. OUTPUT also writes the JSON there. Returns the ProfileResult (docs/profile.md).
+    the power sensors to try. OUTPUT also writes the JSON there. REMOTE ('user@host[:port]' or a Remote) measures
+    on that device over SSH instead, in its own edgekit installation (docs/remote.md). Returns the ProfileResult
+    (docs/profile.md).
     """
     from edgekit.measure.profile import profile_artifact
     from edgekit.measure.settings import MeasureSettings
 
     settings = MeasureSettings(runs=runs, min_seconds=min_seconds, warmup=warmup, threads=threads, batch=batch,
                                input=input, raw_io=raw_io, idle_baseline=idle_baseline, idle_seconds=idle_seconds)
+    hosts = _remotes(remote)
+    if len(hosts) > 1:
+        from edgekit.core.errors import UsageError
+
+        raise UsageError("profile measures on one device; several remote hosts were given.",
+                         hint="Compare devices with `edgekit bench OUT --remote HOST1 --remote HOST2`.")
     with reporter(quiet, "profile") as say:
-        result = profile_artifact(artifact_file(artifact), runtime=runtime, device=device, settings=settings,
-                                  sensors=_names(sensors), options=dict(options or {}), macs=macs,
-                                  estimate_power=estimate_power, log=say)
+        if hosts:
+            from edgekit.remote.profile import profile_remote
+
+            settings.check()
+            flags = _remote_flags(settings, device, runtime, _names(sensors), dict(options or {}), macs,
+                                  estimate_power)
+            result = profile_remote(artifact_file(artifact), hosts[0], flags, log=say)
+        else:
+            result = profile_artifact(artifact_file(artifact), runtime=runtime, device=device, settings=settings,
+                                      sensors=_names(sensors), options=dict(options or {}), macs=macs,
+                                      estimate_power=estimate_power, log=say)
     if output is not None:
         from edgekit.core.fsutil import atomic_write_json
 
@@ -59,13 +101,16 @@ def profile(artifact: str | Path | Any, device: str = "auto", *, runtime: str | 
 def bench(target: str | Path | Any, *, runtimes: str | list[str] | None = None,
           devices: str | list[str] | None = None, out: str | Path | None = None, runs: int = 50,
           min_seconds: float = 0.5, warmup: int = 5, batch: int = 1, threads: int | None = None,
-          include_source: bool = True, in_process: bool = False, quiet: bool = False) -> BenchReport:
+          include_source: bool = True, in_process: bool = False, quiet: bool = False,
+          remote: str | Remote | list[str | Remote] | None = None, local: bool = True) -> BenchReport:
     """Profile every artifact of a conversion run on every runtime and device here: `edgekit bench`.
 
     TARGET: the run's folder, its manifest.json, or the Conversion. RUNTIMES / DEVICES keep only those (a
     comma list or a list); INCLUDE_SOURCE adds the source model's row where it can run; IN_PROCESS measures
     every row in this process instead of one child process per row. Writes bench.json, bench.md and bench.png
-    into OUT (default: <folder>/bench). Returns the BenchReport (`to_pandas()` makes a DataFrame of its rows).
+    into OUT (default: <folder>/bench). REMOTE: devices to measure on over SSH as well ('user@host[:port]' or
+    Remotes), one row set each; LOCAL=False measures on them only. Returns the BenchReport (`to_pandas()` makes a
+    DataFrame of its rows).
     """
     from edgekit.measure.bench import BenchSettings
     from edgekit.measure.bench import bench as run_bench
@@ -73,8 +118,10 @@ def bench(target: str | Path | Any, *, runtimes: str | list[str] | None = None,
     settings = BenchSettings(runs=runs, min_seconds=min_seconds, warmup=warmup, threads=threads, batch=batch,
                              runtimes=_names(runtimes), devices=_names(devices), isolate=not in_process,
                              include_source=include_source)
+    hosts = _remotes(remote)
     with reporter(quiet, "bench") as say:
-        return run_bench(run_manifest(target), settings, out_dir=out, log=say)
+        return run_bench(run_manifest(target), settings, out_dir=out, log=say, remotes=hosts,
+                         local=local or not hosts)
 
 
 def load(path: str | Path | Any, device: str = "cpu", *, runtime: str | None = None, threads: int | None = None,

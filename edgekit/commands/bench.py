@@ -46,17 +46,17 @@ def register(app: typer.Typer) -> None:
         ssh_option: list[str] | None = ro.SSH_OPTION,
         connect_timeout: int = ro.CONNECT_TIMEOUT,
     ) -> None:
+        from edgekit.api.measure import bench
         from edgekit.core.console import out as stdout
-        from edgekit.core.console import print_json, progress, quiet_stdout
-        from edgekit.measure.bench import BenchSettings, bench
+        from edgekit.core.console import print_json, quiet_stdout
 
-        settings = BenchSettings(runs=runs, min_seconds=min_seconds, warmup=warmup, threads=threads, batch=batch,
-                                 runtimes=parse_names(runtime), devices=parse_names(device), isolate=not in_process,
-                                 include_source=not no_source)
         hosts = ro.remotes(remote, remote_python, remote_edgekit, remote_cache, ssh_config, identity, ssh_option,
                            connect_timeout)
         with quiet_stdout():
-            report = bench(target, settings, out_dir=out, log=progress, remotes=hosts, local=not (no_local and hosts))
+            report = bench(target, runtimes=parse_names(runtime), devices=parse_names(device), out=out, runs=runs,
+                           min_seconds=min_seconds, warmup=warmup, batch=batch, threads=threads,
+                           include_source=not no_source, in_process=in_process, remote=hosts,
+                           local=not (no_local and hosts))
         if as_json:
             print_json(report.to_dict())
         else:

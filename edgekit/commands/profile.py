@@ -82,8 +82,7 @@ def register(app: typer.Typer) -> None:
         ssh_option: list[str] | None = ro.SSH_OPTION,
         connect_timeout: int = ro.CONNECT_TIMEOUT,
     ) -> None:
-        from edgekit.core.console import out, print_json, progress, quiet_stdout
-        from edgekit.measure.settings import MeasureSettings
+        from edgekit.core.console import out, print_json, quiet_stdout
 
         opts = parse_options(option)
         if input_shape:
@@ -92,31 +91,20 @@ def register(app: typer.Typer) -> None:
             opts["factory"] = model
         if trust_model:
             opts["trust_model"] = True
-        settings = MeasureSettings(runs=runs, min_seconds=min_seconds, warmup=warmup, threads=threads, batch=batch,
-                                   input=input_data, raw_io=raw_io, idle_baseline=idle_baseline,
-                                   idle_seconds=idle_seconds)
         sensors = parse_names(sensor)
         hosts = ro.remotes(remote, remote_python, remote_edgekit, remote_cache, ssh_config, identity, ssh_option,
                            connect_timeout)
         if len(hosts) > 1:
             raise UsageError("profile measures on one device; --remote was given several.",
                              hint="Compare devices with `edgekit bench OUT --remote HOST1 --remote HOST2`.")
-        if hosts:
-            from edgekit.remote.profile import profile_flags, profile_remote
+        from edgekit.api.measure import profile
 
-            settings.check()
-            flags = profile_flags(settings, runtime=runtime, device=device, sensors=sensors, options=option,
-                                  macs=macs, estimate_power=estimate_power, input_shape=input_shape, model=model,
-                                  trust_model=trust_model)
-            result = profile_remote(artifact, hosts[0], flags, log=progress)
-        else:
-            from edgekit.api.measure import profile
-
-            with quiet_stdout():  # runtimes and TF log on stdout; results go there alone
-                result = profile(artifact, device, runtime=runtime, runs=runs, min_seconds=min_seconds, warmup=warmup,
-                                 batch=batch, threads=threads, input=input_data, raw_io=raw_io,
-                                 idle_baseline=idle_baseline, idle_seconds=idle_seconds, sensors=sensors,
-                                 estimate_power=estimate_power, macs=macs, options=opts)
+        with quiet_stdout():  # runtimes and TF log on stdout; results go there alone
+            result = profile(artifact, device, runtime=runtime, runs=runs, min_seconds=min_seconds, warmup=warmup,
+                             batch=batch, threads=threads, input=input_data, raw_io=raw_io,
+                             idle_baseline=idle_baseline, idle_seconds=idle_seconds, sensors=sensors,
+                             estimate_power=estimate_power, macs=macs, options=opts,
+                             remote=hosts[0] if hosts else None)
         data = result.to_dict()
         if output is not None:
             from edgekit.core.fsutil import atomic_write_json

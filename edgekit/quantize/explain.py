@@ -30,7 +30,12 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
     """
     choice = getattr(inter, "quantization", None)
     fid = art.fidelity
-    if fid is None or choice is None or choice.float_model is None or inter.path is None:
+    if fid is None or choice is None or inter.path is None:
+        return None
+    if choice.float_model is None:  # no float twin to compare layers with (w8a16's one recipe, OpenVINO's NNCF)
+        if not fid.passed or options.explain:
+            art.diagnosis_run.note = (f"no layer-by-layer diagnosis for this {art.precision} {art.format} artifact: "
+                                      "its recipe keeps no float twin to compare its layers with")
         return None
     if fid.passed and not options.explain:
         return None

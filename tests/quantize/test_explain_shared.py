@@ -9,6 +9,7 @@ model files, and the debugger and the twin are counted, not run (milliseconds).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -188,3 +189,16 @@ def test_a_bug_in_the_diagnosis_is_raised_not_a_manifest_key(tmp_path: Path, mon
     with pytest.raises(InternalError, match="TypeError"):
         explain_mod.explain(art, _inter(cal, "int8"), _ref(), ConvertOptions(explain=False), lambda _m: None, {})
     assert art.diagnosis_run.error is None and "diagnosis_error" not in art.to_dict()["extra"]
+
+
+def test_a_miss_without_a_float_twin_says_why_it_is_not_diagnosed(tmp_path: Path) -> None:
+    """A w8a16 or OpenVINO int8 record keeps no float twin: a miss is noted in the manifest, never silent."""
+    art = _art("m.w8a16.tflite")
+    inter = _inter(tmp_path / "cal.tflite", "int8")
+    inter.quantization = dataclasses.replace(inter.quantization, float_model=None)
+    assert explain_mod.explain(art, inter, _ref(), ConvertOptions(), lambda _m: None, {}) is None
+    assert "keeps no float twin" in art.diagnosis_run.note
+    passed = _art("p.w8a16.tflite")
+    passed.fidelity.passed = True
+    assert explain_mod.explain(passed, inter, _ref(), ConvertOptions(), lambda _m: None, {}) is None
+    assert passed.diagnosis_run.note is None

@@ -37,6 +37,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -112,9 +113,13 @@ def _chroot(root: Path, cmd: str) -> None:
           "QEMU_CPU=cortex-a72", "/bin/sh", "-ec", cmd], timeout=1800)
 
 
+def userland_folder() -> Path:
+    return cache_root() / f"userland-{_key(SUITE, MIRROR.rstrip('/'), sorted(PACKAGES))}"
+
+
 def userland() -> Path:
     """The debootstrapped arm64 userland (kernel and initrd inside), built once per PACKAGES and reused."""
-    folder = cache_root() / f"userland-{_key(SUITE, MIRROR.rstrip('/'), sorted(PACKAGES))}"
+    folder = userland_folder()
     root = folder / "rootfs"
     if (folder / "done").exists():
         return root
@@ -185,6 +190,7 @@ class Image:
     kernel: Path
     initrd: Path
     key: str
+    reused: bool = True
 
 
 def _write(path: Path, text: str, mode: int = 0o644) -> None:
@@ -210,7 +216,17 @@ def wheel(dest: Path) -> Path:
 
 def image() -> Image:
     """The userland set up as the machine (network, users, sshd, the serve unit, edgekit's aarch64 wheels) as an
-    ext4 image, with its kernel and initrd beside it; built once per key and reused."""
+    ext4 image, with its kernel and initrd beside it; built once per key and reused (one build at a time: a lock
+    file in the cache folder)."""
+    import fcntl
+
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with (cache_root() / "build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _image()
+
+
+def _image() -> Image:
     root = userland()
     deps = (REPO / "pyproject.toml").read_text()
     unit = (REPO / "examples" / "raspberry-pi" / "edgekit-serve.service").read_text()
@@ -267,7 +283,7 @@ def image() -> Image:
     done.write_text(json.dumps({"kernel": kernel.name, "initrd": initrd.name, "packages": PACKAGES,
                                 "seconds": round(time.perf_counter() - t0)}))
     say(f"image ready in {time.perf_counter() - t0:.0f} s: {folder}")
-    return Image(folder / "disk.raw", folder / kernel.name, folder / initrd.name, key)
+    return Image(folder / "disk.raw", folder / kernel.name, folder / initrd.name, key, reused=False)
 
 
 def convert(out: Path) -> Path:
@@ -354,7 +370,8 @@ class VM:
             text = self.console.read_text(errors="replace")
         except OSError:
             return "(no console log)"
-        return "\n".join(text.replace("\r", "").splitlines()[-lines:])
+        text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text.replace("\r", ""))  # the console's colours
+        return "\n".join([line for line in text.splitlines() if line.strip()][-lines:])
 
 
 def boot(img: Image, folder: Path, seed_disk: Path, host_pub: Path, token: str, cpu: str = "cortex-a72",
@@ -415,10 +432,11 @@ def wait_ssh(vm: VM, seconds: float = 900) -> float:
 def power_off(vm: VM, seconds: float = 60) -> None:
     """`systemctl poweroff` in the guest, then qemu is waited for, terminated, killed: it never outlives this."""
     if vm.proc.poll() is None:
+        asked = False
         with contextlib.suppress(Exception):
-            vm.ssh("systemctl poweroff", timeout=20)
+            asked = vm.ssh("systemctl poweroff", timeout=20).returncode in (0, 255)  # 255: the guest hung up
         try:
-            vm.proc.wait(timeout=seconds)
+            vm.proc.wait(timeout=seconds if asked and vm.boot_s else 1)
         except subprocess.TimeoutExpired:
             vm.proc.terminate()
             try:
@@ -629,6 +647,10 @@ def markdown(report: dict[str, Any]) -> str:
              f"- boot: qemu start to the guest's sshd letting the key in: **{report['boot_s']} s** (emulated)",
              f"- the CPU the guest's kernel reports (`/proc/cpuinfo` Features): `{' '.join(g.get('features', []))}`",
              f"- `device.machine` read back from `edgekit profile --remote`: {report.get('device_machine')}", "",
+             "The CPU qemu emulates is chosen with `--cpu`; what each one's kernel reports:", "",
+             "| `-cpu` | boot to ssh, s (emulated) | CPU part | `/proc/cpuinfo` Features |", "|---|---|---|---|",
+             *[f"| {cpu} | {c.get('boot_s')} | {c.get('cpu_part')} | `{' '.join(c.get('features') or [])}` |"
+               for cpu, c in report.get("cpus", {}).items()], "",
              "| step | ran | seconds | what it found |", "|---|---|---|---|"]
     for s in report["steps"]:
         said = {k: v for k, v in s.items() if k not in ("step", "ok", "seconds", "features", "rows", "answers")}
@@ -641,8 +663,10 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {s['step']} | {'yes' if s['ok'] else '**no**'} | {s['seconds']} | {text} |")
     lines += ["", "Rerun (root; Debian: `apt-get install qemu-system-arm qemu-user-static binfmt-support "
               "debootstrap`; the userland and image are cached under `~/.cache/edgekit/arm64-vm/`):", "",
-              "```sh", f"sudo .venv/bin/python bench/arm64_vm.py --cpu {report['cpu']} --json bench/results/"
-              "arm64_vm.json --docs docs/results/arm64-vm.md", "```", "",
+              "```sh", f"sudo .venv/bin/python bench/arm64_vm.py --cpu {report['cpu']} "
+              + (f"--also-boot {','.join(c for c in report.get('cpus', {}) if c != report['cpu'])} "
+                 if len(report.get("cpus", {})) > 1 else "")
+              + "--json bench/results/arm64_vm.json --docs docs/results/arm64-vm.md", "```", "",
               "The test: `sudo EDGEKIT_ARM64_VM=1 .venv/bin/python -m pytest -q tests/emulate/test_arm64_vm.py` "
               "(skipped without EDGEKIT_ARM64_VM=1: building and booting costs minutes).", ""]
     return "\n".join(lines)
@@ -656,6 +680,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", type=Path, help="write the dated Markdown page here")
     ap.add_argument("--build-only", action="store_true", help="only build (or find) the cached image")
     ap.add_argument("--boot-timeout", type=float, default=900)
+    ap.add_argument("--also-boot", default="", help="after the run, boot each of these CPUs (comma list) once, one "
+                    "at a time, and record its boot time and the Features its kernel reports")
     args = ap.parse_args(argv)
     why = why_not()
     if why:
@@ -666,7 +692,10 @@ def main(argv: list[str] | None = None) -> int:
     img = None
     with log.step("the userland and disk image (debootstrap + mkfs.ext4 -d; reused when cached)") as f:
         img = image()
-        f.update(image=img.key, kernel=img.kernel.name)
+        built = json.loads((img.disk.parent / "done.json").read_text())
+        f.update(image=img.key, kernel=img.kernel.name, reused=img.reused,
+                 first_build=f"debootstrap {(userland_folder() / 'done').read_text().strip()}, "
+                             f"image {built.get('seconds')} s")
     if args.build_only:
         return 0 if log.steps[-1]["ok"] else 1
     qemu = _run(["qemu-system-aarch64", "--version"]).stdout.splitlines()[0]
@@ -674,8 +703,13 @@ def main(argv: list[str] | None = None) -> int:
                               "host": f"{platform.machine()} {os.cpu_count()} cores, {platform.platform()}",
                               "image": img.key if img else None, "boot_s": None, "timings": EMULATED}
     guest: dict[str, Any] = {}
+    work = Path(tempfile.mkdtemp(prefix="edgekit-arm64-vm-run-"))
+    artifacts = args.artifacts
+    if artifacts is None:
+        with log.step("convert models/mnist_cnn.pt2 here (x86-64): onnx,tflite x fp32,int8") as f:
+            artifacts = convert(work / "mnist_cnn")
     try:
-        with running(cpu=args.cpu, artifacts=args.artifacts, boot_timeout=args.boot_timeout) as vm:
+        with running(cpu=args.cpu, artifacts=artifacts, boot_timeout=args.boot_timeout) as vm:
             log.steps.append({"step": f"boot qemu-system-aarch64 -cpu {args.cpu} until ssh answers", "ok": True,
                               "seconds": vm.boot_s, "timings": EMULATED})
             report["boot_s"] = vm.boot_s
@@ -684,6 +718,19 @@ def main(argv: list[str] | None = None) -> int:
         log.steps.append({"step": f"boot qemu-system-aarch64 -cpu {args.cpu} until ssh answers", "ok": False,
                           "seconds": 0.0, "error": f"{type(exc).__name__}: {exc}"[-2000:]})
         say(f"FAILED: {exc}")
+    report["cpus"] = {args.cpu: {"boot_s": report["boot_s"], "features": guest.get("features"),
+                                 "cpu_part": guest.get("cpu_part")}}
+    for cpu in [c for c in args.also_boot.split(",") if c and c != args.cpu]:
+        with log.step(f"boot qemu-system-aarch64 -cpu {cpu}: uname -m and the Features its kernel reports") as f:
+            with running(cpu=cpu, artifacts=artifacts, boot_timeout=args.boot_timeout) as other:
+                lines = other.ssh("uname -m; grep -m1 '^Features' /proc/cpuinfo; grep -m1 'CPU part' /proc/cpuinfo"
+                                  ).stdout.strip().splitlines()
+            features = lines[1].split(":", 1)[1].split()
+            f.update(ok=lines[0] == "aarch64", machine=lines[0], boot_s=other.boot_s, features=features,
+                     timings=EMULATED)
+            report["cpus"][cpu] = {"boot_s": other.boot_s, "features": features,
+                                   "cpu_part": lines[2].split(":", 1)[1].strip()}
+    shutil.rmtree(work, ignore_errors=True)
     report["guest"] = guest
     machines = {s.get("device.machine") for s in log.steps if "device.machine" in s}
     report["device_machine"] = ", ".join(sorted(str(m) for m in machines)) or None

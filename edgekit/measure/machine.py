@@ -19,6 +19,20 @@ import numpy as np
 from edgekit.core.fsutil import cache_dir
 
 
+def require_proc(what: str, proc: Path = Path("/proc")) -> None:
+    """On Linux, a clear error where /proc is not mounted (a chroot or container made without it).
+
+    psutil, the memory readings and the runtimes' CPU detection read it; without it psutil raised
+    NoSuchProcess about edgekit's own process, which read as a bug in edgekit.
+    """
+    if sys.platform.startswith("linux") and not (proc / "self" / "stat").exists():
+        from edgekit.core.errors import UsageError
+
+        raise UsageError(f"/proc is not mounted here, and {what} reads this process's memory and the CPU there.",
+                         hint="Mount it (mount -t proc proc /proc; in a chroot, mount -t proc proc ROOT/proc before "
+                              "entering), or run edgekit in an environment that has it.")
+
+
 def current_rss() -> int | None:
     """This process's resident set size in bytes now (psutil, else /proc/self/statm), or None."""
     try:
@@ -26,11 +40,14 @@ def current_rss() -> int | None:
 
         return int(psutil.Process().memory_info().rss)
     except ImportError:
-        try:
-            pages = int(Path("/proc/self/statm").read_text().split()[1])
-            return pages * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
-            return None
+        pass
+    except psutil.Error:  # /proc unreadable: no figure rather than a crash
+        return None
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def release_freed_memory() -> bool:

@@ -96,7 +96,7 @@ def profile_artifact(path: str | Path, runtime: str | None = None, device: str =
     """Measure PATH on DEVICE ("auto", "cpu", "gpu", "edgetpu", "tpu", a device name or a .toml file)."""
     from edgekit.measure.artifact import describe_artifact
     from edgekit.measure.loop import timed_loop
-    from edgekit.measure.machine import current_rss, peak_rss
+    from edgekit.measure.machine import current_rss, peak_rss, require_proc
     from edgekit.measure.stats import latency_stats
     from edgekit.runtimes import DEVICE_ALIASES, DEVICES, detect_format, pick_runtime, resolve_device
     from edgekit.runtimes.inputs import random_batches, sample_batches
@@ -104,6 +104,7 @@ def profile_artifact(path: str | Path, runtime: str | None = None, device: str =
 
     settings = settings or MeasureSettings()
     settings.check()
+    require_proc("edgekit profile")
     log = log or (lambda _m: None)
     path = Path(path)
     fmt = detect_format(path)
@@ -127,6 +128,12 @@ def profile_artifact(path: str | Path, runtime: str | None = None, device: str =
         profile_dev = detect_profile(kind="gpu" if dev in ("cuda", "tensorrt") else dev)
     threads = settings.threads or (profile_dev.threads if profile_dev else None)
     artifact, notes = describe_artifact(path, fmt)
+    from edgekit.measure.devices import emulated_cpu_facts
+
+    emulated = emulated_cpu_facts()
+    if emulated:
+        notes.append(f"run on an emulated {emulated['core']} ({emulated['device']}, qemu-user): the timings are the "
+                     "emulator's, not the device's")
     options, kernels_note = first_run_isolated(path, cls, dev, threads, settings.batch, dict(options or {}))
     if kernels_note:
         notes.append(f"measured with {cls.label()}'s builtin kernels (no delegate): {kernels_note}")

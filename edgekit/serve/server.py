@@ -94,6 +94,9 @@ def serve(config: ServeConfig, say: Callable[[str], None] | None = None) -> int:
     """Serve until SIGTERM/SIGINT; 0 after a clean drain."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     config.check()
+    from edgekit.measure.machine import require_proc
+
+    require_proc("edgekit serve")  # its metrics read the process's memory there
     configure_logs(config.log_level)  # once, before anything that logs: the models' loading included
     _require_stack()
     log.debug("settings: %s", config)  # the token is not in its repr

@@ -17,6 +17,7 @@ COMMAND_MODULES: list[str] = [
     "check",
     "serve",
     "export",
+    "emulate",
 ]
 
 

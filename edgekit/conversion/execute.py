@@ -161,6 +161,11 @@ def _execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: 
             raise UsageError("This step needs calibration data (--calib).")
         return next(iter(calib.values())) if isinstance(calib, dict) else calib  # a dict: one array per input
 
+    on_cpus: list[Any] = []
+    if options.validate_on:  # the emulated cores, checked runnable here before any step runs
+        from edgekit.emulate.validate import prepare
+
+        on_cpus = prepare(options.validate_on)
     done = _Outcomes(options.strict, progress)
     artifacts = done.artifacts
     extra_files: list[str] = []
@@ -184,7 +189,8 @@ def _execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: 
             art = artifacts.get(cur.path.name)
             if art is None:
                 try:
-                    art = artifacts[cur.path.name] = _artifact(cur.path, chain.format, cur, timeline, ref, progress)
+                    art = artifacts[cur.path.name] = _artifact(cur.path, chain.format, cur, timeline, ref, progress,
+                                                               on_cpus)
                 except EdgekitError as exc:
                     done.fail(cur.path.name, chain.format, chain.precision, exc, timeline, step="validate")
                     continue
@@ -297,13 +303,13 @@ def _run_quietly(step: Step, inp: Intermediate, ctx: StepContext, progress: Call
 
 
 def _artifact(path: Path, fmt: str, inter: Intermediate, timeline: list[TimelineEntry], ref: Any,
-              progress: Callable[[str], None]) -> Artifact:
+              progress: Callable[[str], None], on_cpus: list[Any] | None = None) -> Artifact:
     """Read the artifact's I/O and validate it against the reference, in a child process, and describe it.
 
     A freshly written file may make a runtime abort natively (an int8 model LiteRT's kernels cannot
     run): `check_artifact` loads it where that cannot take edgekit down, falls back from XNNPACK to
     LiteRT's builtin kernels, and turns a crash into a RuntimeFailure, which the caller records as
-    this artifact's failure.
+    this artifact's failure. ON_CPUS (`--validate-on`): the emulated cores it is validated on too.
     """
     from edgekit.conversion.validate import check_artifact
     from edgekit.core.console import captured_output
@@ -323,11 +329,18 @@ def _artifact(path: Path, fmt: str, inter: Intermediate, timeline: list[Timeline
         extra["validation_notes"] = list(check.notes)
         for note in check.notes:
             progress(f"{path.name}: {note}")
-    return Artifact(
+    art = Artifact(
         path=path.name, format=fmt, precision=inter.precision, inputs=inputs, outputs=outputs,
         size_bytes=size_path(path), sha256=sha256_path(path), parent=_parent(timeline), fidelity=check.fidelity,
         seconds=round(_own_seconds(timeline) + extra["validation_seconds"], 3), extra=extra,
     )
+    if on_cpus:
+        from edgekit.emulate.validate import validate_on
+
+        t1 = time.perf_counter()
+        validate_on(art, path, inter.layout, ref, check.outputs_got, on_cpus, progress)
+        art.seconds = round(art.seconds + time.perf_counter() - t1, 3)
+    return art
 
 
 def _own_seconds(timeline: list[TimelineEntry]) -> float:

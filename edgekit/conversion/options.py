@@ -90,6 +90,11 @@ class CommonOptions:
     out_dir: Path | None = option(None, "Output folder (default edgekit-out/<stem>).", flags=("--out", "-o"))
     force: bool = option(False, "Replace outputs of an earlier run.")
     strict: bool = option(False, "Exit 5 when an artifact misses its fidelity thresholds.")
+    validate_on: list[str] = option(
+        [], "Also validate every artifact on the emulated CPU of these devices (comma list): pi3, pi4, pi5 (or "
+        "raspberry-pi-3/4/5), with the aarch64 runtimes under qemu; a miss or crash there fails the artifact. Needs "
+        "the arm64 userland (sudo edgekit emulate setup).", flags=("--validate-on",), cli_type=str,
+        parse=_comma_list)
     int8_recipe: str = option("plain", "How int8 is made: plain, or auto (plain, then the recovery recipes until the "
                               "int8 thresholds are met: minutes on a real model), uint8, equalize, equalize+bias, "
                               "bias, percentile, mse, entropy, nncf (ONNX: NNCF's own), mixed.")
@@ -113,6 +118,10 @@ class CommonOptions:
         from edgekit.sources.onnx_layout import check_layout
 
         self.layout = check_layout(self.layout)
+        if self.validate_on:
+            from edgekit.emulate.cpus import emulated_cpus
+
+            self.validate_on = [c.device for c in emulated_cpus(self.validate_on)]
         if self.output_kinds:
             from edgekit.fidelity.kinds import check_kind
 

@@ -28,6 +28,7 @@ from edgekit.core.artifact import Fidelity, OutputFidelity, TensorSpec
 from edgekit.core.batching import rows_per_chunk
 from edgekit.core.border import vendor_errors
 from edgekit.core.errors import RuntimeFailure
+from edgekit.core.isolate import Launcher
 from edgekit.core.records import Record
 from edgekit.fidelity.kinds import thresholds as kind_thresholds
 from edgekit.fidelity.matching import match_outputs, normalized
@@ -204,23 +205,26 @@ class ArtifactCheck:
     fidelity: Fidelity
     kernels: str | None = None  # LiteRT on the CPU: "xnnpack" or "builtin"; None for other runtimes
     notes: list[str] = field(default_factory=list)  # e.g. why the builtin kernels validated it, not XNNPACK
+    outputs_got: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # the artifact's outputs, by name
 
 
 def check_artifact(path: Path, fmt: str, layout: str, precision: str, ref: Reference, *, isolate: bool = True,
-                   thresholds: dict[str, float] | None = None) -> ArtifactCheck:
+                   thresholds: dict[str, float] | None = None, on: Launcher | None = None) -> ArtifactCheck:
     """Read PATH's I/O specs and validate it against REF, in one child process unless ISOLATE is False.
 
     A runtime that crashes (a signal) or fails on the artifact raises RuntimeFailure naming the runtime,
     the file and what it said: a clean error the caller records as this artifact's failure. Where the
     runtime has more than one CPU kernel path (`kernel_paths`: LiteRT's XNNPACK, then its builtin kernels)
     a path that fails is noted and the next one tried, each in its own child.
-    EDGEKIT_NO_ISOLATION=1 runs it in this process, as isolate=False does.
+    EDGEKIT_NO_ISOLATION=1 runs it in this process, as isolate=False does. ON runs the child under another
+    CPU (edgekit.emulate: a Raspberry Pi's core under qemu, its aarch64 runtimes), always in a child.
     """
     from edgekit.core.isolate import isolation_enabled, run_isolated
 
     cls = runtime_for_format(fmt)
     paths: tuple[str | None, ...] = getattr(cls, "kernel_paths", None) or (None,)
-    isolate = isolate and isolation_enabled()
+    isolate = (isolate and isolation_enabled()) or on is not None
+    path = Path(path).resolve() if on is not None else path  # the same absolute path inside the emulated userland
     # the child finds the runtime by "module:Class" (one registered at run time is not in its own tables)
     feeds = ref.input_arrays()
     request = CheckRequest(path=str(path), runtime=f"{cls.__module__}:{cls.__qualname__}", layout_from=ref.layout,
@@ -230,11 +234,12 @@ def check_artifact(path: Path, fmt: str, layout: str, precision: str, ref: Refer
     notes: list[str] = []
     for i, kernels in enumerate(paths):
         req = dataclasses.replace(request, options={"kernels": kernels} if kernels else {})
-        on = f" with {_kernel_words(kernels)}" if kernels else ""
+        words = f" with {_kernel_words(kernels)}" if kernels else ""
         try:
             if isolate:
                 answer, arrays = run_isolated("edgekit.conversion.validate:_check_in_child", req, sent, who=cls.label(),
-                                              doing=f"validating {path.name}{on}", hint=cls.hint_for)
+                                              doing=f"validating {path.name}{words}", hint=cls.hint_for,
+                                              launcher=on, binds=[path.parent])
             else:
                 answer, arrays = _check_in_child(req, sent)
         except RuntimeFailure as exc:
@@ -242,7 +247,7 @@ def check_artifact(path: Path, fmt: str, layout: str, precision: str, ref: Refer
                 if notes:
                     exc.hint = "\n".join([*notes, exc.hint or ""]).strip()
                 raise
-            notes.append(f"{cls.label()} could not run {path.name}{on}: {exc.message}")
+            notes.append(f"{cls.label()} could not run {path.name}{words}: {exc.message}")
             continue
         if notes:
             notes.append(f"validated with {_kernel_words(kernels)}")
@@ -250,7 +255,7 @@ def check_artifact(path: Path, fmt: str, layout: str, precision: str, ref: Refer
         got = {o.name: arrays[f"y{i}"] for i, o in enumerate(outputs)}
         fidelity = compare(ref, got, precision, thresholds, answer.get("signature"), {o.name: o for o in outputs})
         return ArtifactCheck(inputs=[TensorSpec.from_dict(d) for d in answer["inputs"]], outputs=outputs,
-                             fidelity=fidelity, kernels=answer.get("kernels"), notes=notes)
+                             fidelity=fidelity, kernels=answer.get("kernels"), notes=notes, outputs_got=got)
     raise AssertionError("unreachable: the last kernel path returns or raises")  # pragma: no cover
 
 

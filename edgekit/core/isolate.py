@@ -19,6 +19,7 @@ The child imports only edgekit's light modules and the function's own imports.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -26,9 +27,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -42,6 +43,21 @@ STDERR_LINES = 5
 ChildFunction = Callable[[Any, dict[str, np.ndarray]], tuple[dict[str, Any], dict[str, np.ndarray]]]
 
 
+class Launcher(Protocol):
+    """Runs the child somewhere else than this interpreter: under an emulated CPU (edgekit.emulate.launch.Emulator).
+
+    `argv` is the host command line that runs COMMAND there with BINDS (host folders) at their own paths and
+    ENV as its whole environment; `mountpoints` prepares those paths for the run and tidies them after it.
+    """
+
+    def argv(self, command: Sequence[str], binds: Sequence[Path] = (), env: dict[str, str] | None = None
+             ) -> list[str]: ...
+
+    def mountpoints(self, binds: Sequence[Path]) -> Any: ...
+
+    def exit_signal(self, returncode: int) -> int | None: ...
+
+
 def isolation_enabled() -> bool:
     """False where the user set EDGEKIT_NO_ISOLATION=1 (files they trust: save the child's start-up)."""
     return not os.environ.get("EDGEKIT_NO_ISOLATION")
@@ -49,12 +65,15 @@ def isolation_enabled() -> bool:
 
 def run_isolated(target: str, request: Record, arrays: dict[str, np.ndarray] | None = None, *,
                  who: str, doing: str, hint: str | Callable[[str], str | None] | None = None,
-                 timeout: float = TIMEOUT_S) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+                 timeout: float = TIMEOUT_S, launcher: Launcher | None = None, binds: Sequence[Path] = ()
+                 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Call TARGET ("module:function") with (REQUEST, ARRAYS) in a child process; its (answer, arrays).
 
     REQUEST is a Record dataclass instance the child can import by its class (a plain dict is a TypeError).
     WHO and DOING word the error when the child dies: "<WHO> crashed (SIGABRT) while <DOING>: <stderr>";
     HINT is its hint, or a function of the child's stderr that picks the hint fitting the cause.
+    LAUNCHER runs the child elsewhere (an emulated Arm CPU), with the request's folder and BINDS (the folders
+    the request names, by absolute path) visible there at the same paths.
     """
     with tempfile.TemporaryDirectory(prefix="edgekit-isolate-") as tmp:
         folder = Path(tmp)
@@ -64,12 +83,23 @@ def run_isolated(target: str, request: Record, arrays: dict[str, np.ndarray] | N
         # the child imports what this process can (a runtime registered from a test folder, a plugin)
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "EDGEKIT_ISOLATED": "1",
                "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        argv = [sys.executable, "-m", "edgekit.core.isolate", str(folder)]
+        mounts: Any = contextlib.nullcontext()
+        if launcher is not None:
+            mounts = launcher.mountpoints([folder, *binds])
+            argv = launcher.argv(["python3", "-m", "edgekit.core.isolate", str(folder.resolve())], [folder, *binds],
+                                 {"TF_CPP_MIN_LOG_LEVEL": "3", "EDGEKIT_ISOLATED": "1"})
         try:
-            child = subprocess.run([sys.executable, "-m", "edgekit.core.isolate", str(folder)], capture_output=True,
-                                   text=True, errors="replace", timeout=timeout, env=env, cwd=os.getcwd())
+            with mounts:
+                child = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=timeout,
+                                       env=env, cwd=os.getcwd())
         except subprocess.TimeoutExpired as exc:
             raise RuntimeFailure(f"{who} did not finish within {timeout:.0f} s while {doing}.",
                                  hint=hint("") if callable(hint) else hint) from exc
+        if launcher is not None:  # a launcher's shell exits 128+N where the child died of signal N
+            died_of = launcher.exit_signal(child.returncode)
+            if died_of is not None:
+                child.returncode = -died_of
         if os.environ.get("EDGEKIT_DEBUG") and child.stderr:  # the child's log, as an in-process call shows it
             sys.stderr.write(child.stderr)
         answer_file = folder / "answer.json"
@@ -132,6 +162,12 @@ def _died(child: subprocess.CompletedProcess[str], who: str, doing: str,
     else:
         how = f"exited with status {child.returncode} without an answer"
     message = f"{who} {how} while {doing}" + (f": {tail}" if tail else ".")
+    if child.returncode == -signal.SIGILL:
+        from edgekit.core.sigill import MARK
+
+        said = [ln.strip() for ln in (child.stderr or "").splitlines() if ln.startswith(MARK)]
+        if said:  # the instruction, not qemu's or the shell's words about the signal
+            message = f"{who} {how} while {doing}: an instruction this CPU does not have. {said[-1]}"
     extra = "edgekit ran it in a separate process, so nothing else was affected."
     return RuntimeFailure(message, hint=f"{hint} ({extra})" if hint else extra)
 
@@ -147,7 +183,9 @@ def _reraised(answer: dict[str, Any]) -> EdgekitError:
 def _child(folder: Path) -> int:
     """In the child: run the target, write answer.json (and out.*.npy) into FOLDER."""
     from edgekit.core.registry import resolve
+    from edgekit.core.sigill import report_on_sigill
 
+    report_on_sigill()  # on aarch64: a crash on an instruction this core lacks is named with that instruction
     req = json.loads((folder / "request.json").read_text())
     arrays = {p.name[len("in."):-len(".npy")]: np.load(p, allow_pickle=False) for p in folder.glob("in.*.npy")}
     try:

@@ -38,6 +38,9 @@ class DeviceProfile:
     peak: dict[str, Any] = field(default_factory=dict)  # nominal figures, each with its "source"
     typical_watts: float | None = None  # only used, labelled as an estimate, with --estimate-power
     match: dict[str, Any] = field(default_factory=dict)  # how detect_profile recognises the host
+    # a CPU's core, ISA and /proc/cpuinfo features ([cpu]): what it computes with, and the core an emulated
+    # validation (edgekit.emulate, `convert --validate-on`) runs on
+    cpu: dict[str, Any] = field(default_factory=dict)
     notes: str = ""
     path: str | None = None
 
@@ -55,13 +58,13 @@ class DeviceProfile:
             runtimes=list(d.get("runtimes", [])), threads=int(threads) if threads else None,
             power_sensors=list(d.get("power_sensors", [])), sensor_options=dict(d.get("sensor_options", {})),
             peak=dict(d.get("peak", {})), typical_watts=d.get("typical_watts"), match=dict(d.get("match", {})),
-            notes=str(d.get("notes", "")), path=path,
+            cpu=dict(d.get("cpu", {})), notes=str(d.get("notes", "")), path=path,
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "kind": self.kind, "runtimes": self.runtimes,
                 "threads": self.threads, "power_sensors": self.power_sensors, "peak": self.peak,
-                "typical_watts": self.typical_watts, "path": self.path}
+                "typical_watts": self.typical_watts, "cpu": self.cpu, "path": self.path}
 
 
 def _toml_loads(text: str) -> dict[str, Any]:
@@ -178,6 +181,16 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def emulated_cpu_facts() -> dict[str, str] | None:
+    """The emulated core this process runs on (EDGEKIT_EMULATED_CPU, set by edgekit.emulate), or None."""
+    value = os.environ.get("EDGEKIT_EMULATED_CPU", "")
+    if not value or ":" not in value:
+        return None
+    device, core = value.split(":", 1)
+    return {"device": device, "core": core, "emulator": "qemu-user",
+            "note": "timings under emulation are not device figures"}
+
+
 def host_info(root: str | Path = "/") -> dict[str, Any]:
     """What the measurement ran on: CPU model, cores, OS, board, Python."""
     try:
@@ -187,8 +200,12 @@ def host_info(root: str | Path = "/") -> dict[str, Any]:
     except ImportError:
         physical = None
     usable = usable_cores()
+    emulated = emulated_cpu_facts()
+    model = cpu_model(root)
     return {
-        "cpu_model": cpu_model(root),
+        **({"emulated": emulated} if emulated else {}),
+        # under qemu-user /proc/cpuinfo is the host's: the CPU computing is the emulated core
+        "cpu_model": f"{emulated['core']} (emulated on {model})" if emulated else model,
         "cpu_cores_logical": os.cpu_count(),
         "cpu_cores_physical": physical,
         "cpu_cores_usable": usable,

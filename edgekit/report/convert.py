@@ -64,6 +64,7 @@ precision (with mAP50 where labelled boxes gave one).
             from edgekit.quantize.records import RecipeChoice
 
             verdict += f", recipe {escape(RecipeChoice.from_dict(a.extra['int8_recipe']).cost_words())}"
+        verdict += device_verdicts(a.extra.get("validated_on"))
         acc = "-"
         if f is not None and f.accuracy is not None:
             acc = f"{100 * f.accuracy:.2f}%"
@@ -74,3 +75,21 @@ precision (with mAP50 where labelled boxes gave one).
             f"{f.cosine:.5f}" if f else "-", f"{a.seconds:.1f}s", verdict,
         )
     return table
+
+
+def device_verdicts(validated_on: object) -> str:
+    """", on raspberry-pi-5: pass" per emulated device (`--validate-on`), from the artifact's record."""
+    if not isinstance(validated_on, dict):
+        return ""
+    out = ""
+    for device, rec in validated_on.items():
+        if not isinstance(rec, dict):
+            continue
+        if not rec.get("ran"):
+            said = "[bold red]could not run[/bold red]"
+        elif rec.get("passed"):
+            said = "[green]pass[/green]"
+        else:
+            said = "[bold red]MISS[/bold red]"
+        out += f", {escape(str(device))} {said}"
+    return out

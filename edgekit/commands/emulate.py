@@ -1,0 +1,78 @@
+"""`edgekit emulate`: the arm64 userland and a Raspberry Pi generation's core under qemu (edgekit.emulate)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+ROOT_HELP = "The userland's folder (default: $EDGEKIT_ARM64_ROOT, else ~/.cache/edgekit/arm64/<suite>)."
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(help="Run edgekit on an emulated Raspberry Pi CPU (qemu user mode, an arm64 Debian userland).",
+                        no_args_is_help=True, rich_markup_mode=None)
+    app.add_typer(group, name="emulate")
+
+    @group.command("setup")
+    def setup_cmd(
+        root: Path = typer.Option(None, "--root", help=ROOT_HELP),
+        suite: str = typer.Option("bookworm", "--suite", help="Debian suite of the userland (its python3)."),
+        mirror: str = typer.Option("http://deb.debian.org/debian", "--mirror", help="Debian archive to fetch from."),
+        force: bool = typer.Option(False, "--force", help="Build it again even where one is there."),
+    ) -> None:
+        """Build the arm64 userland (about 30 s; root, debootstrap and Debian's archive): Debian's arm64 python3
+        and the aarch64 wheels edgekit[serve] installs on a Pi."""
+        from edgekit.core.console import err
+        from edgekit.emulate.launch import binfmt_problem, enable_binfmt
+        from edgekit.emulate.userland import build
+
+        land = build(root, suite=suite, mirror=mirror, force=force, progress=lambda s: err.print(f"> {s}"))
+        enable_binfmt()
+        problem = binfmt_problem()
+        typer.echo(f"arm64 userland: {land.root} (python {land.python}, " + ", ".join(
+            f"{k} {v}" for k, v in land.packages.items() if k in ("onnxruntime", "ai-edge-litert", "numpy")) + ")")
+        if problem:
+            typer.echo(f"not runnable yet: {problem}", err=True)
+            raise typer.Exit(2)
+
+    @group.command("status")
+    def status_cmd(
+        root: Path = typer.Option(None, "--root", help=ROOT_HELP),
+        as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
+    ) -> None:
+        """Whether emulated runs can start here: the userland, binfmt_misc, and the cores that can be emulated."""
+        from edgekit.emulate.cpus import emulable, emulated_cpu
+        from edgekit.emulate.launch import binfmt_problem
+        from edgekit.emulate.userland import default_root, find
+
+        land = find(root)
+        status = {"userland": land.to_dict() if land else None, "root": str(root or default_root()),
+                  "binfmt_problem": binfmt_problem(),
+                  "cpus": [emulated_cpu(n).to_dict() for n in emulable()]}
+        if as_json:
+            from edgekit.core.console import print_json
+
+            print_json(status)
+            return
+        typer.echo(f"userland: {land.root} (built {land.built}, python {land.python})" if land
+                   else f"userland: none at {status['root']} (sudo edgekit emulate setup)")
+        typer.echo(f"binfmt_misc: {status['binfmt_problem'] or 'runs aarch64 binaries through qemu-aarch64-static'}")
+        for c in status["cpus"]:
+            typer.echo(f"  {c['device']}: {c['core']} ({c['isa']}) {' '.join(c['features'])}")
+        if land is None or status["binfmt_problem"]:
+            raise typer.Exit(2)
+
+    @group.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+    def run_cmd(
+        ctx: typer.Context,
+        on: str = typer.Option(..., "--on", help="The core: pi3, pi4, pi5 or a device with a [cpu] table."),
+        root: Path = typer.Option(None, "--root", help=ROOT_HELP),
+    ) -> None:
+        """Run `edgekit ARGS...` on the emulated core, e.g. `edgekit emulate run --on pi4 profile m.tflite`.
+
+        The current folder and the folders of the paths among ARGS are visible inside at their own paths.
+        Timings under emulation are the emulator's, never a device's."""
+        from edgekit.emulate.run import run_edgekit
+
+        raise typer.Exit(run_edgekit(on, list(ctx.args), root))

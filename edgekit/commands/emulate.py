@@ -63,6 +63,36 @@ def register(app: typer.Typer) -> None:
         if land is None or status["binfmt_problem"]:
             raise typer.Exit(2)
 
+    @group.command("check")
+    def check_cmd(
+        folders: list[Path] = typer.Argument(..., help="Conversion folders (or their manifest.json)."),
+        on: str = typer.Option("pi3,pi4,pi5", "--on", help="Comma list of cores: pi3, pi4, pi5 or devices with [cpu]."),
+        inputs: str = typer.Option(None, "--input", help="Inputs: 'mnist', an image folder or .npy/.npz (default: "
+                                   "uniform random in [0, 1))."),
+        samples: int = typer.Option(8, "--samples", min=1, help="Inputs per artifact."),
+        as_json: Path = typer.Option(None, "--json", help="Write the rows as JSON to this file."),
+        root: Path = typer.Option(None, "--root", help=ROOT_HELP),
+    ) -> None:
+        """The compatibility table: every artifact on each emulated core, against this host's run of the same file
+        (runs and agrees / differs / SIGILL with the instruction / other crash). Exit 1 where a row is not 'agrees'."""
+        from edgekit.core.console import err
+        from edgekit.emulate.compat import check, markdown
+        from edgekit.emulate.cpus import emulated_cpus
+        from edgekit.emulate.launch import Emulator
+        from edgekit.emulate.userland import require
+
+        cpus = emulated_cpus([n for n in on.split(",") if n.strip()])
+        land = require(root)
+        Emulator(cpus[0], land).check()
+        rows = check(folders, cpus, inputs=inputs, samples=samples, progress=lambda s: err.print(f"> {s}"),
+                     land=land)
+        typer.echo(markdown(rows))
+        if as_json is not None:
+            from edgekit.core.fsutil import atomic_write_json
+
+            atomic_write_json(as_json, {"userland": land.to_dict(), "rows": [r.to_dict() for r in rows]})
+        raise typer.Exit(0 if all(r.status == "agrees" for r in rows) else 1)
+
     @group.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
     def run_cmd(
         ctx: typer.Context,

@@ -172,8 +172,8 @@ def _failed_row(base: Row, exc: EdgekitError) -> Row:
 
 
 def check(folders: list[Path], cpus: list[EmulatedCpu], inputs: str | None = None, samples: int = 8,
-          progress: Callable[[str], None] = lambda s: None) -> list[Row]:
-    """The compatibility rows of every runnable artifact in FOLDERS on each of CPUS."""
+          progress: Callable[[str], None] = lambda s: None, land: Any = None) -> list[Row]:
+    """The compatibility rows of every runnable artifact in FOLDERS on each of CPUS (in the userland LAND)."""
     from edgekit.emulate.launch import Emulator
 
     items = [it for folder in folders for it in items_of(Path(folder), inputs, samples)]
@@ -183,7 +183,7 @@ def check(folders: list[Path], cpus: list[EmulatedCpu], inputs: str | None = Non
     host_facts, host = _run(items)
     rows: list[Row] = []
     for cpu in cpus:
-        emu = Emulator(cpu)
+        emu = Emulator(cpu, land)
         progress(f"{cpu.label}: {len(items)} artifacts in one emulated process ...")
         try:
             answers = [(items, *_run(items, emu))]

@@ -29,14 +29,20 @@ PASSED = ("EDGEKIT_DEBUG", "EDGEKIT_VERBOSE", "EDGEKIT_NO_ISOLATION", "EDGEKIT_I
 # userland; "$@": the userland root, the bind count, the binds, edgekit's package folder, the CPU facts' folder,
 # then `env` and its arguments. The command is not exec'd: the namespace's PID 1 ignores the default action of a
 # signal it sends itself, so qemu's way of dying of a guest's SIGILL (kill(getpid(), SIGILL)) hung as PID 1. The
-# shell stays PID 1 and exits 128+N where the command died of signal N (`exit_signal` reads it back).
+# shell stays PID 1 and exits 128+N where the command died of signal N (`exit_signal` reads it back); it passes
+# SIGTERM/SIGINT on to the command (a PID 1 gets only the signals it has a handler for), so `edgekit serve` drains.
 _ENTER = r"""set -e
 R="$1"; n="$2"; shift 2
 while [ "$n" -gt 0 ]; do mount --bind "$1" "$R$1"; shift; n=$((n-1)); done
 mount --bind -o ro "$1" "$R/opt/edgekit/edgekit"; shift
 mount --bind "$1/cpuinfo" "$R/proc/cpuinfo"
 mkdir -p "$R/sys/devices/system/cpu" && mount --bind "$1/cpu" "$R/sys/devices/system/cpu"; shift
-chroot "$R" "$@"
+set +e
+chroot "$R" "$@" &
+pid=$!
+trap 'kill -TERM "$pid" 2>/dev/null' TERM INT HUP
+while :; do wait "$pid"; rc=$?; kill -0 "$pid" 2>/dev/null || break; done
+exit "$rc"
 """
 
 

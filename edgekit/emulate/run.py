@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 from pathlib import Path
@@ -35,8 +37,21 @@ def run_edgekit(on: str, args: list[str], root: Path | None = None) -> int:
     cwd = Path.cwd()
     binds = binds_for(args, cwd)
     with emu.mountpoints(binds):
-        code = subprocess.run(emu.argv(["python3", "-m", "edgekit.cli", *args], binds, cwd=cwd),
-                              check=False).returncode
+        # its own process group: SIGTERM/SIGINT here go to the whole group (unshare ignores them; the namespace's
+        # shell passes them to edgekit inside, so a served model drains as it would on the device)
+        proc = subprocess.Popen(emu.argv(["python3", "-m", "edgekit.cli", *args], binds, cwd=cwd),
+                                start_new_session=True)
+
+        def forward(signum: int, _frame: object) -> None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signum)
+
+        previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            code = proc.wait()
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
     signum = exit_signal(code)
     if signum is not None:
         try:

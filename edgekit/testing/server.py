@@ -19,11 +19,14 @@ EDGEKIT = [sys.executable, "-m", "edgekit.cli"]
 
 
 class ServerProcess:
-    def __init__(self, args: list[str], log: Path, env: dict[str, str] | None = None, timeout: float = 60.0) -> None:
+    def __init__(self, args: list[str], log: Path, env: dict[str, str] | None = None, timeout: float = 60.0,
+                 on: str | None = None) -> None:
+        """ON: an emulated core to serve on (`edgekit emulate run --on ON serve ...`: pi3, pi4, pi5)."""
         self.log = Path(log)
         self.started = time.perf_counter()
+        emulated = ["emulate", "run", "--on", on] if on else []
         with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen([*EDGEKIT, "serve", *args, "--port", "0"], stdout=out,
+            self.proc = subprocess.Popen([*EDGEKIT, *emulated, "serve", *args, "--port", "0"], stdout=out,
                                          stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=REPO)
         self.port = self._wait_port(timeout)
         self.ready_s = time.perf_counter() - self.started  # process start to listening (models loaded)

@@ -1,6 +1,7 @@
 # `make demo`: create .venv, install edgekit with every extra, convert the bundled model and bench it.
 # `make test`: create .venv if needed, install, lint, run the test suite (what CI runs); as root with apt it also
-# installs Debian's openssh-server where missing, for the tests against a real sshd (tests/remote; else skipped).
+# installs Debian's openssh-server where missing, for the tests against a real sshd (tests/remote; else skipped),
+# and debootstrap + qemu-user-static for the tests on emulated Raspberry Pi cores (tests/emulate; else skipped).
 # `make test-fast`: the same without the tests marked slow (real conversions, torch/TensorFlow models).
 PYTHON ?= python3
 VENV ?= .venv
@@ -27,6 +28,7 @@ lint: $(STAMP)
 
 test: $(STAMP)
 	@sh .ci/ssh-server.sh || true  # best effort: openssh-server for tests/remote where root + apt; else they skip
+	@sh .ci/arm64-tools.sh || true  # best effort: debootstrap + qemu-user-static for tests/emulate; else they skip
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 

@@ -107,9 +107,7 @@ class Emulator:
         """The host command line that runs COMMAND inside, with BINDS (absolute host folders) at their own paths.
 
         CWD: the folder it starts in (one of BINDS, or inside one); the userland's / by default."""
-        import edgekit
-
-        package = Path(edgekit.__file__).resolve().parent
+        package = Path(__file__).resolve().parents[1]  # this process's edgekit package
         root = self.land.root.resolve()
         folders = [str(b) for b in outermost(binds)]
         user = [] if os.geteuid() == 0 else ["--map-root-user"]

@@ -134,7 +134,8 @@ def profile_artifact(path: str | Path, runtime: str | None = None, device: str =
     if emulated:
         notes.append(f"run on an emulated {emulated['core']} ({emulated['device']}, qemu-user): the timings are the "
                      "emulator's, not the device's")
-    options, kernels_note = first_run_isolated(path, cls, dev, threads, settings.batch, dict(options or {}))
+    cls, options, kernels_note = _first_run_or_next(path, fmt, cls, dev, threads, settings.batch, dict(options or {}),
+                                                    runtime is None, notes, log)
     if kernels_note:
         notes.append(f"measured with {cls.label()}'s builtin kernels (no delegate): {kernels_note}")
 
@@ -206,18 +207,20 @@ def profile_artifact(path: str | Path, runtime: str | None = None, device: str =
 
 
 def first_run_isolated(path: Path, cls: type[Runtime], dev: str, threads: int | None, batch: int,
-                        options: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+                       options: dict[str, Any], *, probe: bool = False) -> tuple[dict[str, Any], str | None]:
     """Load PATH and run it once in a child process first, where its runtime can crash natively on a model.
 
     LiteRT aborts the process on some badly quantized models (its builtin kernels' checks), which would
     end `edgekit profile` with a signal instead of an error: the child's crash becomes RuntimeFailure
     (exit 6). The kernels the child settled on ("auto": XNNPACK, or the builtin kernels where XNNPACK
     refuses the model) are the ones this process then loads, with the reason when they are not XNNPACK.
-    Only for runtimes with several CPU kernel paths (LiteRT), on the CPU; EDGEKIT_NO_ISOLATION=1 skips it.
+    Only for runtimes with several CPU kernel paths (LiteRT), on the CPU, unless PROBE: then for any runtime on
+    the CPU, so that a runtime built with an instruction this CPU lacks (SIGILL) is found in the child and the
+    caller can try another (serve's candidates, profile's runtimes). EDGEKIT_NO_ISOLATION=1 skips it.
     """
     from edgekit.core.isolate import isolation_enabled, run_isolated
 
-    if dev != "cpu" or not getattr(cls, "kernel_paths", None) or not isolation_enabled():
+    if dev != "cpu" or not (probe or getattr(cls, "kernel_paths", None)) or not isolation_enabled():
         return options, None
     request = FirstRunRequest(path=str(path), runtime=f"{cls.__module__}:{cls.__qualname__}", device=dev,
                               threads=threads, batch=batch, options=options)
@@ -226,6 +229,44 @@ def first_run_isolated(path: Path, cls: type[Runtime], dev: str, threads: int | 
     if answer.get("kernels"):
         options["kernels"] = answer["kernels"]
     return options, answer.get("kernels_note")
+
+
+def crashed(exc: RuntimeFailure) -> bool:
+    """Whether EXC is a child's death by a signal (SIGILL, SIGSEGV, SIGABRT: edgekit.core.isolate words it so),
+    not an error the runtime raised and the child sent back."""
+    return " crashed (" in exc.message
+
+
+def _first_run_or_next(path: Path, fmt: str, cls: type[Runtime], dev: str, threads: int | None, batch: int,
+                       options: dict[str, Any], may_switch: bool, notes: list[str], log: Callable[[str], None]
+                       ) -> tuple[type[Runtime], dict[str, Any], str | None]:
+    """`first_run_isolated` with CLS, and where MAY_SWITCH (no --runtime named) and other runtimes that load FMT run
+    on this CPU, each of those in turn while the runtime before crashed in the child (a wheel built with an
+    instruction this CPU lacks): (the runtime that ran it, its load options, its kernels note). Every runtime is
+    then probed in a child, so a crash is caught; each switch leaves a note. With --runtime, as before."""
+    from edgekit.runtimes import get_runtime, runtimes_for_format
+
+    others: list[type[Runtime]] = []
+    if may_switch and dev == "cpu":
+        others = [c for c in (get_runtime(n) for n in runtimes_for_format(fmt) if n != cls.name)
+                  if c.available(dev)[0]]
+    failed: list[str] = []
+    while True:
+        try:
+            opts, note = first_run_isolated(path, cls, dev, threads, batch, dict(options), probe=bool(others) or
+                                            bool(failed))
+            return cls, opts, note
+        except RuntimeFailure as exc:
+            if not (others and crashed(exc)):
+                if failed:
+                    raise RuntimeFailure(f"No runtime could run {path.name} on this CPU: " + "; ".join(
+                        [*failed, f"{cls.name}: {exc.message}"]), hint=exc.hint) from exc
+                raise
+            nxt = others.pop(0)
+            failed.append(f"{cls.name}: {exc.message}")
+            notes.append(f"{cls.name} could not run it on this CPU: {exc.message}; measured with {nxt.name}")
+            log(f"{cls.name} could not run {path.name} on this CPU: {exc.message}; trying {nxt.name}")
+            cls = nxt
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,11 @@ on a GPU, and on a CPU the int8 OpenVINO IR where OpenVINO runs (x86), else the 
 Pi), among those that passed validation and whose runtime runs here, or the one `--precision` names. Each model
 answers to `<stem>` (while that is unique) and to `<stem>-<precision>`. Nothing is loaded here: the
 result is plain data, so the choice can be tested and printed before any runtime starts.
+
+The choice is an ordered list of candidates (`resolve_candidates`): the manifest's artifacts in that rank, each
+with its format's runtime, then (where no --runtime is named) the same artifacts on the other runtimes that load
+their format (an ONNX on OpenVINO). The server tries them in order (edgekit.serve.served.first_that_runs): a
+runtime wheel can crash on a CPU that lacks an instruction it was built with (SIGILL on a Pi 4's Cortex-A72).
 """
 
 from __future__ import annotations
@@ -14,9 +19,13 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edgekit.core.artifact import Artifact, Manifest, Preprocessing, SourceInfo
 from edgekit.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from edgekit.runtimes.base import Runtime
 
 
 def preference(kind: str) -> dict[tuple[str, str], tuple[int, int]]:
@@ -83,6 +92,11 @@ def _auto_kind(arts: list[Artifact]) -> str:
 
 def choose_artifact(manifest: Manifest, device: str, precision: str | None, runtime: str | None) -> Artifact:
     """The artifact of MANIFEST to serve on DEVICE (auto, cpu, gpu, edgetpu, a profile): see the module doc."""
+    return rank_artifacts(manifest, device, precision, runtime)[0]
+
+
+def rank_artifacts(manifest: Manifest, device: str, precision: str | None, runtime: str | None) -> list[Artifact]:
+    """The artifacts of MANIFEST that may be served on DEVICE, best first (`choose_artifact` takes the first)."""
     from edgekit.core.precisions import get_precision
 
     ok = [a for a in manifest.artifacts if a.ok and (a.fidelity is None or a.fidelity.passed)]
@@ -104,8 +118,8 @@ def choose_artifact(manifest: Manifest, device: str, precision: str | None, runt
     # case first
     log.debug("device kind %s: candidates %s", kind, [a.path for a in candidates])
     runs = _runs_here(kind, {a.format for a in candidates})
-    return min(candidates, key=lambda a: (not runs[a.format], rank[(a.format, a.precision)],
-                                          a.extra.get("io_dtype") == "uint8"))
+    return sorted(candidates, key=lambda a: (not runs[a.format], rank[(a.format, a.precision)],
+                                             a.extra.get("io_dtype") == "uint8"))
 
 
 def _runs_here(kind: str, formats: set[str]) -> dict[str, bool]:
@@ -131,32 +145,56 @@ def _preprocessing(manifest: Manifest | None) -> Preprocessing | None:
 
 
 def resolve_one(path: Path, device: str, precision: str | None, runtime: str | None) -> ModelChoice:
-    """PATH (artifact, folder or manifest.json) to the model served from it (not loaded)."""
-    from edgekit.runtimes import detect_format, pick_runtime, resolve_device
+    """PATH (artifact, folder or manifest.json) to the model served from it (not loaded): its first candidate."""
+    return resolve_candidates(path, device, precision, runtime)[0]
+
+
+def resolve_candidates(path: Path, device: str, precision: str | None, runtime: str | None) -> list[ModelChoice]:
+    """PATH to the models that may be served from it, in the order to try them (see the module doc).
+
+    A folder or manifest: its ranked artifacts on their formats' runtimes (or RUNTIME); one artifact file: that file.
+    Then, where RUNTIME is None, the same files on each other runtime that loads their format. Nothing is loaded,
+    and no runtime's availability is asked here: the server asks only where it comes to a fallback.
+    """
+    from edgekit.runtimes import detect_format, pick_runtime, runtimes_for_format
 
     p = Path(path)
     if not p.exists():
         raise UsageError(f"No such file or folder: {p}.",
                          hint="Pass an artifact or an `edgekit convert` output folder.")
     manifest: Manifest | None = None
-    art: Artifact | None = None
+    files: list[tuple[Path, Artifact | None]] = []
     if p.is_dir() and (p / "manifest.json").is_file() or p.name == "manifest.json":
         manifest = Manifest.read(p)
         mf = p if p.name == "manifest.json" else p / "manifest.json"
-        art = choose_artifact(manifest, device, precision, runtime)
-        file = manifest.resolve(art, mf)
-        stem = _stem(Path(manifest.source.path)) if manifest.source.path else _stem(file)
+        files = [(manifest.resolve(a, mf), a) for a in rank_artifacts(manifest, device, precision, runtime)]
+        stem = _stem(Path(manifest.source.path)) if manifest.source.path else _stem(files[0][0])
     else:
-        file = p
         from edgekit.measure.artifact import manifest_for
 
+        art: Artifact | None = None
         found = manifest_for(p)
         if found is not None:
             manifest, art = found
+        files = [(p, art)]
         stem = _stem(p)
-    fmt = detect_format(file)
-    cls = pick_runtime(fmt, runtime)
     kind, threads = _device_kind(device) if device != "auto" else ("auto", None)
+    firsts, others = [], []
+    for file, art in files:
+        fmt = detect_format(file)
+        cls = pick_runtime(fmt, runtime)
+        choice = _choice(stem, file, fmt, art, cls, kind, threads, manifest)
+        firsts.append(choice)
+        if runtime is None:
+            others += [_choice(stem, file, fmt, art, pick_runtime(fmt, name), kind, threads, manifest)
+                       for name in runtimes_for_format(fmt) if name != cls.name]
+    return firsts + others
+
+
+def _choice(stem: str, file: Path, fmt: str, art: Artifact | None, cls: type[Runtime], kind: str, threads: int | None,
+            manifest: Manifest | None) -> ModelChoice:
+    from edgekit.runtimes import resolve_device
+
     dev = resolve_device(cls, fmt, kind)
     if art is not None:
         prec = art.precision
@@ -205,6 +243,14 @@ def resolve_models(paths: list[Path], device: str = "auto", precision: str | Non
     return name_models([resolve_one(p, device, precision, runtime) for p in paths])
 
 
+def resolve_candidate_lists(paths: list[Path], device: str = "auto", precision: str | None = None,
+                            runtime: str | None = None) -> list[list[ModelChoice]]:
+    """Each PATH's candidates (`resolve_candidates`), not yet named: the names follow the candidate served."""
+    if not paths:
+        raise UsageError("Name at least one artifact or conversion folder to serve.")
+    return [resolve_candidates(p, device, precision, runtime) for p in paths]
+
+
 def read_labels(path: Path | None) -> list[str] | None:
     """Class names, one a line (blank lines kept as empty names so indices stay right; a trailing one dropped)."""
     if path is None:
@@ -222,4 +268,5 @@ def read_labels(path: Path | None) -> list[str] | None:
     return [ln.strip() for ln in lines]
 
 
-__all__ = ["ModelChoice", "choose_artifact", "name_models", "preference", "read_labels", "resolve_models"]
+__all__ = ["ModelChoice", "choose_artifact", "name_models", "preference", "rank_artifacts", "read_labels",
+           "resolve_candidate_lists", "resolve_candidates", "resolve_models"]

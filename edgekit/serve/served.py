@@ -12,13 +12,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from edgekit.core.errors import EdgekitError, UsageError
+from edgekit.core.errors import EdgekitError, RuntimeFailure, UsageError
 from edgekit.runtimes.base import Runtime
 from edgekit.serve.config import ServeConfig
 from edgekit.serve.detect import Detector, detector_of
@@ -35,10 +35,76 @@ VERSION = "1"
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Probed:
+    """What a candidate's probe (its load and one run in a child) settled: the load options (LiteRT's kernels),
+    the note on them, and what the child took."""
+
+    options: dict[str, Any]
+    kernels_note: str | None
+    seconds: float
+
+
+def probe(choice: ModelChoice, config: ServeConfig) -> Probed | None:
+    """Load CHOICE and run it once on random inputs in a child process (edgekit.measure.profile.first_run_isolated):
+    a runtime that crashes there (SIGILL: an instruction this CPU lacks) is a RuntimeFailure naming it, not a dead
+    server. On the CPU only (a crash on an instruction the board lacks is a CPU matter; an accelerator's device
+    is not opened twice), and not with EDGEKIT_NO_ISOLATION=1: None then, nothing probed."""
+    from edgekit.core.isolate import isolation_enabled
+    from edgekit.measure.profile import first_run_isolated
+    from edgekit.runtimes import get_runtime
+
+    if choice.device != "cpu" or not isolation_enabled():
+        return None
+    t0 = time.perf_counter()
+    options, note = first_run_isolated(choice.path, get_runtime(choice.runtime), choice.device,
+                                       config.threads or choice.threads, 1, dict(config.options), probe=True)
+    return Probed(options, note, time.perf_counter() - t0)
+
+
+def first_that_runs(candidates: list[ModelChoice], config: ServeConfig,
+                    say: Callable[[str], None]) -> tuple[ModelChoice, Probed | None]:
+    """The first of CANDIDATES (edgekit.serve.models.resolve_candidates, best first) whose probe passes, and what it
+    settled. One that fails (RuntimeFailure: a crash in the child, a load error) is skipped with a line through SAY
+    naming the artifact, the runtime and why; a later candidate whose runtime is not available here, or that fails
+    in any way, too. None runs: RuntimeFailure with each candidate's reason. Where nothing is probed (not the CPU,
+    EDGEKIT_NO_ISOLATION=1) the first candidate is served as before."""
+    from edgekit.runtimes import get_runtime
+
+    reasons: list[str] = []
+    last: EdgekitError | None = None
+    for i, c in enumerate(candidates):
+        what = f"{c.path.name} ({c.format} {c.precision or ''}) on {c.runtime}".replace(" )", ")")
+        try:
+            if i > 0:
+                ok, why = get_runtime(c.runtime).available(c.device)
+                if not ok:
+                    reasons.append(f"{what}: not available here: {why}")
+                    continue
+            probed = probe(c, config)
+        except EdgekitError as exc:
+            if i == 0 and not isinstance(exc, RuntimeFailure):
+                raise  # the first candidate's usage error or missing runtime: as before, not a fallback
+            reasons.append(f"{what}: {exc.message}")
+            last = exc
+            more = i + 1 < len(candidates)
+            say(f"model {c.name}: {what} cannot run here: {exc.message}"
+                + ("; trying the next candidate" if more else ""))
+            continue
+        if reasons:
+            say(f"model {c.name}: serving {what} instead (candidate {i + 1} of {len(candidates)})")
+        return c, probed
+    raise RuntimeFailure(f"No candidate for model {candidates[0].name} runs here:\n  "
+                         + "\n  ".join(reasons),
+                         hint=(last.hint if last is not None and last.hint else None)
+                         or "Install a runtime built for this CPU, or convert to another format.")
+
+
 class ServedModel:
     def __init__(self, choice: ModelChoice, config: ServeConfig, metrics: Metrics,
-                 labels: list[str] | None = None) -> None:
+                 labels: list[str] | None = None, probed: Probed | None = None) -> None:
         self.choice = choice
+        self.probed = probed  # the child's first run first_that_runs already did (its kernels), if any
         self.name = choice.name
         self.config = config
         self.metrics = metrics
@@ -81,7 +147,13 @@ class ServedModel:
     def load(self) -> None:
         """Load `workers` runtimes, each warmed up with one inference; check labels against the output."""
         t0 = time.perf_counter()
-        self._first_run_isolated()
+        if self.probed is None:
+            self._first_run_isolated()
+        else:
+            self.options = dict(self.probed.options)
+            if self.probed.kernels_note:
+                self.info["kernels_note"] = self.probed.kernels_note
+            t0 -= self.probed.seconds
         pool = RuntimePool(self._open, workers=self.config.workers, max_queue=self.config.max_queue,
                            batch_timeout_s=self.config.batch_timeout_ms / 1e3, name=self.name)
         pool.start(warmup=lambda rt: rt.run(rt.random_inputs()))
@@ -209,4 +281,4 @@ class ServedModel:
                                     else "KIND_GPU" if self.choice.device == "gpu" else "KIND_MODEL"}]}
 
 
-__all__ = ["PLATFORMS", "VERSION", "ServedModel"]
+__all__ = ["PLATFORMS", "VERSION", "Probed", "ServedModel", "first_that_runs", "probe"]

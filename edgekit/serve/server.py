@@ -61,15 +61,19 @@ def bind(host: str, port: int) -> socket.socket:
 def load_models(config: ServeConfig, say: Callable[[str], None]) -> tuple[list[ServedModel], Metrics]:
     """Resolve and load every PATH; (served models, metrics)."""
     from edgekit.serve.metrics import Metrics
-    from edgekit.serve.models import read_labels, resolve_models
-    from edgekit.serve.served import ServedModel
+    from edgekit.serve.models import name_models, read_labels, resolve_candidate_lists
+    from edgekit.serve.served import ServedModel, first_that_runs
 
     metrics = Metrics()
     labels = read_labels(config.labels)
     served = []
     try:
-        for choice in resolve_models(list(config.paths), config.device, config.precision, config.runtime):
-            m = ServedModel(choice, config, metrics, labels)
+        # each PATH's first candidate that runs here, probed in a child (edgekit.serve.served.first_that_runs), then
+        # named: the names follow what is served
+        picked = [first_that_runs(cands, config, say) for cands in
+                  resolve_candidate_lists(list(config.paths), config.device, config.precision, config.runtime)]
+        for choice, (_, probed) in zip(name_models([c for c, _ in picked]), picked, strict=True):
+            m = ServedModel(choice, config, metrics, labels, probed)
             m.load()
             served.append(m)
             names = " or ".join((choice.name, *choice.aliases))

@@ -60,7 +60,6 @@ PACKAGES = ("linux-image-cloud-arm64", "initramfs-tools", "zstd", "systemd", "sy
 # Bump when the in-guest setup below changes: the cache key holds it, so an old image is not reused.
 SETUP_VERSION = 1
 PY_TAGS = ("--python-version", "3.11", "--implementation", "cp", "--abi", "cp311")
-GLIBC_MINORS = range(17, 37)  # bookworm's glibc is 2.36: every manylinux_2_17 .. manylinux_2_36 aarch64 wheel runs
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SSH_PORT_GUEST, SERVE_PORT_GUEST = 22, 8000
 EMULATED = "emulated (qemu-system-aarch64, TCG on x86-64): not a device figure"
@@ -200,10 +199,10 @@ def _write(path: Path, text: str, mode: int = 0o644) -> None:
 
 
 def _pip_platforms() -> list[str]:
-    out = ["--platform", "manylinux2014_aarch64"]
-    for minor in GLIBC_MINORS:
-        out += ["--platform", f"manylinux_2_{minor}_aarch64"]
-    return out
+    """pip's --platform tags for bookworm's glibc 2.36: the same list edgekit's emulation userland installs with."""
+    from edgekit.emulate.userland import platforms
+
+    return [arg for tag in platforms("2.36") for arg in ("--platform", tag)]
 
 
 def wheel(dest: Path) -> Path:

@@ -55,6 +55,7 @@ class RunRequest(Record):
     paths: list[str] = field(default_factory=list)
     runtimes: list[str] = field(default_factory=list)  # "module:Class" per path
     inputs: list[list[str]] = field(default_factory=list)  # per path, its input names (arrays a<i>x<j>)
+    options: list[dict[str, Any]] = field(default_factory=list)  # per path, the runtime's load options
 
 
 def _run_in_child(request: RunRequest, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -64,10 +65,11 @@ def _run_in_child(request: RunRequest, arrays: dict[str, np.ndarray]) -> tuple[d
 
     facts: list[dict[str, Any]] = []
     out: dict[str, np.ndarray] = {}
-    for i, (path, runtime, names) in enumerate(zip(request.paths, request.runtimes, request.inputs, strict=True)):
+    for i, (path, runtime, names, options) in enumerate(zip(request.paths, request.runtimes, request.inputs,
+                                                             request.options, strict=True)):
         cls = resolve({"runtime": runtime}, "runtime", "runtime")
         rt = cls()
-        rt.load(Path(path))
+        rt.load(Path(path), **options)
         try:
             feeds = {name: arrays[f"a{i}x{j}"] for j, name in enumerate(names)}
             layout = "NCHW"  # the arrays are already in the artifact's own layout: no rearranging
@@ -91,6 +93,12 @@ class _Item:
     precision: str
     runtime: str
     inputs: dict[str, np.ndarray]
+    options: dict[str, Any] = field(default_factory=dict)  # the runtime's load options: LiteRT's kernels
+
+    @property
+    def key(self) -> str:
+        """The row's name: the file, and the kernels where the runtime has several paths."""
+        return self.name + (f" ({self.options['kernels']})" if "kernels" in self.options else "")
 
 
 def items_of(folder: Path, inputs: str | None = None, samples: int = 8) -> list[_Item]:
@@ -111,8 +119,11 @@ def items_of(folder: Path, inputs: str | None = None, samples: int = 8) -> list[
         for j, spec in enumerate(art.inputs):
             shape = [samples, *[d if d > 0 else 1 for d in spec.shape[1:]]]
             feeds[spec.name] = _samples(inputs, shape, spec.layout, seed=j)
-        items.append(_Item(path=manifest.resolve(art, manifest_path), name=art.path, format=art.format,
-                           precision=art.precision, runtime=f"{cls.__module__}:{cls.__qualname__}", inputs=feeds))
+        # a runtime with several CPU kernel paths (LiteRT: XNNPACK, its builtin kernels) gets a row per path
+        for kernels in getattr(cls, "kernel_paths", None) or (None,):
+            items.append(_Item(path=manifest.resolve(art, manifest_path), name=art.path, format=art.format,
+                               precision=art.precision, runtime=f"{cls.__module__}:{cls.__qualname__}", inputs=feeds,
+                               options={"kernels": kernels} if kernels else {}))
     return items
 
 
@@ -129,7 +140,7 @@ def _samples(spec: str | None, shape: list[int], layout: str | None, seed: int) 
 def _request(items: list[_Item]) -> tuple[RunRequest, dict[str, np.ndarray]]:
     arrays = {f"a{i}x{j}": x for i, it in enumerate(items) for j, x in enumerate(it.inputs.values())}
     req = RunRequest(paths=[str(it.path.resolve()) for it in items], runtimes=[it.runtime for it in items],
-                     inputs=[list(it.inputs) for it in items])
+                     inputs=[list(it.inputs) for it in items], options=[dict(it.options) for it in items])
     return req, arrays
 
 
@@ -139,7 +150,7 @@ def _run(items: list[_Item], on: Any = None) -> tuple[dict[str, Any], dict[str, 
     req, arrays = _request(items)
     where = f" on {on.cpu.label}" if on is not None else ""
     return run_isolated("edgekit.emulate.compat:_run_in_child", req, arrays, who=f"the runtime{where}",
-                        doing=f"running {', '.join(it.name for it in items)}", launcher=on,
+                        doing=f"running {', '.join(it.key for it in items)}", launcher=on,
                         binds=sorted({it.path.resolve().parent for it in items}))
 
 
@@ -179,12 +190,12 @@ def check(folders: list[Path], cpus: list[EmulatedCpu], inputs: str | None = Non
     items = [it for folder in folders for it in items_of(Path(folder), inputs, samples)]
     if not items:
         return []
-    progress(f"this host: {len(items)} artifacts")
+    progress(f"this host: {len(items)} artifact runs")
     host_facts, host = _run(items)
     rows: list[Row] = []
     for cpu in cpus:
         emu = Emulator(cpu, land)
-        progress(f"{cpu.label}: {len(items)} artifacts in one emulated process ...")
+        progress(f"{cpu.label}: {len(items)} artifact runs in one emulated process ...")
         try:
             answers = [(items, *_run(items, emu))]
         except RuntimeFailure as exc:  # find which artifact: each alone
@@ -195,13 +206,14 @@ def check(folders: list[Path], cpus: list[EmulatedCpu], inputs: str | None = Non
                     answers.append(([it], *_run([it], emu)))
                 except EdgekitError as one:
                     answers.append(([it], one, {}))
-        by_name = {}
+        by_key = {}
         for group, facts, arrays in answers:
             for k, it in enumerate(group):
-                by_name[it.name] = (facts, arrays, k)
+                by_key[it.key] = (facts, arrays, k)
         for i, it in enumerate(items):
-            base = Row(device=cpu.device, core=cpu.core, artifact=it.name, format=it.format, precision=it.precision)
-            facts, arrays, k = by_name[it.name]
+            base = Row(device=cpu.device, core=cpu.core, artifact=it.name, format=it.format, precision=it.precision,
+                       kernels=it.options.get("kernels"))
+            facts, arrays, k = by_key[it.key]
             if isinstance(facts, EdgekitError):
                 rows.append(_failed_row(base, facts))
                 continue
@@ -209,7 +221,8 @@ def check(folders: list[Path], cpus: list[EmulatedCpu], inputs: str | None = Non
             dev = {f"a{i}y{j}": arrays[f"a{k}y{j}"] for j in range(len(fact["outputs"]))}
             rel, cos = _compare({key: v for key, v in host.items() if key.startswith(f"a{i}y")}, dev, i)
             status = "agrees" if rel <= RELATIVE_TOLERANCE else "differs"
-            rows.append(dataclasses.replace(base, status=status, runtime=fact["runtime"], kernels=fact.get("kernels"),
+            rows.append(dataclasses.replace(base, status=status, runtime=fact["runtime"],
+                                            kernels=fact.get("kernels") or base.kernels,
                                             relative_difference=rel, cosine=cos,
                                             detail="identical" if rel == 0 else ""))
         progress(f"{cpu.label}: " + ", ".join(f"{s} {sum(r.status == s for r in rows if r.device == cpu.device)}"
@@ -224,9 +237,10 @@ def markdown(rows: list[Row]) -> str:
     cores = list(dict.fromkeys((r.device, r.core) for r in rows))
     lines = ["| artifact | runtime | " + " | ".join(f"{d} ({c})" for d, c in cores) + " |",
              "|---|---|" + "---|" * len(cores)]
-    for name in dict.fromkeys(r.artifact for r in rows):
-        mine = {r.device: r for r in rows if r.artifact == name}
+    for name, kernels in dict.fromkeys((r.artifact, r.kernels) for r in rows):
+        mine = {r.device: r for r in rows if r.artifact == name and r.kernels == kernels}
         runtime = next((r.runtime for r in mine.values() if r.runtime), "")
+        runtime += f" ({kernels})" if kernels else ""
         lines.append(f"| {name} | {runtime} | " + " | ".join(_cell(mine.get(d)) for d, _ in cores) + " |")
     return "\n".join(lines)
 

@@ -67,8 +67,8 @@ def first_that_runs(candidates: list[ModelChoice], config: ServeConfig,
     """The first of CANDIDATES (edgekit.serve.models.resolve_candidates, best first) whose probe passes, and what it
     settled. One that fails (RuntimeFailure: a crash in the child, a load error) is skipped with a line through SAY
     naming the artifact, the runtime and why; a later candidate whose runtime is not available here, or that fails
-    in any way, too. None runs: RuntimeFailure with each candidate's reason. Where nothing is probed (not the CPU,
-    EDGEKIT_NO_ISOLATION=1) the first candidate is served as before."""
+    in any way, too. None runs: RuntimeFailure with each candidate's reason (one candidate: its own error). Where
+    nothing is probed (not the CPU, EDGEKIT_NO_ISOLATION=1) the first candidate is served as before."""
     from edgekit.runtimes import get_runtime
 
     reasons: list[str] = []
@@ -85,6 +85,8 @@ def first_that_runs(candidates: list[ModelChoice], config: ServeConfig,
         except EdgekitError as exc:
             if i == 0 and not isinstance(exc, RuntimeFailure):
                 raise  # the first candidate's usage error or missing runtime: as before, not a fallback
+            if len(candidates) == 1:
+                raise  # nothing to fall to: its own error, as an unprobed load would have said it
             reasons.append(f"{what}: {exc.message}")
             last = exc
             more = i + 1 < len(candidates)

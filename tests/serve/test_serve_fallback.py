@@ -158,6 +158,11 @@ def test_none_runs_a_runtime_failure_with_each_reason(enrolled: None, tmp_path: 
     rc = main(["serve", str(folder), "--device", "cpu", "--runtime", "crashing", "--port", "0"])
     err = capsys.readouterr().err
     assert rc == RuntimeFailure.exit_code and "No candidate for model m runs here" in err and "Traceback" not in err
+    # one artifact file, one candidate: its own crash, as a clean error, not a dead server
+    rc = main(["serve", str(folder / "crash.fp32.onnx"), "--device", "cpu", "--runtime", "crashing", "--port", "0"])
+    err = capsys.readouterr().err
+    assert rc == RuntimeFailure.exit_code and "onnxruntime crashed (SIGABRT) while loading and running " \
+        "crash.fp32.onnx" in err and "Traceback" not in err and "No candidate" not in err
 
 
 def test_no_isolation_probes_nothing(enrolled: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -201,11 +201,11 @@ def host_info(root: str | Path = "/") -> dict[str, Any]:
         physical = None
     usable = usable_cores()
     emulated = emulated_cpu_facts()
-    model = cpu_model(root)
+    model = "" if emulated else cpu_model(root)
     return {
         **({"emulated": emulated} if emulated else {}),
-        # under qemu-user /proc/cpuinfo is the host's: the CPU computing is the emulated core
-        "cpu_model": f"{emulated['core']} (emulated on {model})" if emulated else model,
+        # the CPU computing is the emulated core (its /proc/cpuinfo, which edgekit.emulate writes, names no model)
+        "cpu_model": f"{emulated['core']} (emulated by {emulated['emulator']})" if emulated else model,
         "cpu_cores_logical": os.cpu_count(),
         "cpu_cores_physical": physical,
         "cpu_cores_usable": usable,

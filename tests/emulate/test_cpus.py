@@ -41,3 +41,14 @@ def test_a_device_without_an_arm_core_is_refused() -> None:
 
 def test_duplicates_are_one_core() -> None:
     assert [c.device for c in emulated_cpus(["pi5", "raspberry-pi-5", "pi4"])] == ["raspberry-pi-5", "raspberry-pi-4"]
+
+
+def test_a_process_on_an_emulated_core_says_so_in_its_host_facts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from edgekit.measure.devices import host_info
+
+    monkeypatch.setenv("EDGEKIT_EMULATED_CPU", "raspberry-pi-5:cortex-a76")  # what edgekit.emulate.launch sets
+    facts = host_info()
+    assert facts["emulated"]["core"] == "cortex-a76" and facts["emulated"]["device"] == "raspberry-pi-5"
+    assert facts["cpu_model"] == "cortex-a76 (emulated by qemu-user)"
+    monkeypatch.delenv("EDGEKIT_EMULATED_CPU")
+    assert "emulated" not in host_info()

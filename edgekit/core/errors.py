@@ -88,6 +88,11 @@ class RuntimeFailure(EdgekitError):
     exit_code = EXIT_RUNTIME
 
 
+class RuntimeCrash(RuntimeFailure):
+    """The process running an artifact died of a signal (SIGILL, SIGSEGV, SIGABRT), rather than raising an error:
+    an instruction the CPU lacks, or a native bug. What serve and profile fall past to the next runtime."""
+
+
 class CheckFailed(EdgekitError):
     """A CI gate found a regression against its budget or baseline."""
 

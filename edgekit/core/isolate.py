@@ -169,7 +169,8 @@ def _died(child: subprocess.CompletedProcess[str], who: str, doing: str,
         if said:  # the instruction, not qemu's or the shell's words about the signal
             message = f"{who} {how} while {doing}: an instruction this CPU does not have. {said[-1]}"
     extra = "edgekit ran it in a separate process, so nothing else was affected."
-    return RuntimeFailure(message, hint=f"{hint} ({extra})" if hint else extra)
+    cls = errors.RuntimeCrash if child.returncode < 0 else RuntimeFailure
+    return cls(message, hint=f"{hint} ({extra})" if hint else extra)
 
 
 def _reraised(answer: dict[str, Any]) -> EdgekitError:

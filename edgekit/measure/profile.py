@@ -232,9 +232,11 @@ def first_run_isolated(path: Path, cls: type[Runtime], dev: str, threads: int | 
 
 
 def crashed(exc: RuntimeFailure) -> bool:
-    """Whether EXC is a child's death by a signal (SIGILL, SIGSEGV, SIGABRT: edgekit.core.isolate words it so),
-    not an error the runtime raised and the child sent back."""
-    return " crashed (" in exc.message
+    """Whether EXC is a child's death by a signal (SIGILL, SIGSEGV, SIGABRT: edgekit.core.isolate raises
+    RuntimeCrash for it), not an error the runtime raised and the child sent back."""
+    from edgekit.core.errors import RuntimeCrash
+
+    return isinstance(exc, RuntimeCrash)
 
 
 def _first_run_or_next(path: Path, fmt: str, cls: type[Runtime], dev: str, threads: int | None, batch: int,

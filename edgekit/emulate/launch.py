@@ -177,7 +177,7 @@ def exit_signal(returncode: int) -> int | None:
 def outermost(binds: Sequence[Path]) -> list[Path]:
     """BINDS resolved, each once, without those inside another (its folder is bound with it), shortest first."""
     out: list[Path] = []
-    for b in sorted({Path(b).resolve() for b in binds}, key=lambda p: len(p.parts)):
+    for b in sorted({Path(b).resolve() for b in binds}, key=lambda p: (len(p.parts), str(p))):
         if not any(b == o or o in b.parents for o in out):
             out.append(b)
     return out

@@ -72,17 +72,6 @@ class Reference:
         return dict(self.outputs) if self.outputs else {"output": self.y_ref}
 
 
-def run_artifact(path: Path, fmt: str, x: np.ndarray, layout_from: str, layout_to: str) -> np.ndarray:
-    """First output of the artifact on every sample of X (float in, dequantized float out)."""
-    runtime = runtime_for_format(fmt)()
-    runtime.load(path)
-    try:
-        outs = _outputs(runtime, {runtime.inputs[0].name: x}, layout_from, layout_to)
-        return outs[runtime.outputs[0].name]
-    finally:
-        runtime.close()
-
-
 def _feed_for(spec_name: str, feeds: dict[str, np.ndarray], n_specs: int) -> np.ndarray:
     """The source input that feeds the artifact input SPEC_NAME: the same name (normalised), or the only one."""
     if spec_name in feeds:

@@ -93,7 +93,3 @@ class RuntimeCrash(RuntimeFailure):
     an instruction the CPU lacks, or a native bug. What serve and profile fall past to the next runtime."""
 
 
-class CheckFailed(EdgekitError):
-    """A CI gate found a regression against its budget or baseline."""
-
-    exit_code = EXIT_CHECK

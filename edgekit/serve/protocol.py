@@ -43,11 +43,6 @@ class InferRequest:
     outputs: list[Requested]
 
 
-def json_depth(data: bytes) -> int:
-    """How deep DATA's arrays and objects nest (brackets inside strings not counted), without recursing."""
-    return jsonsafe.depth(data)
-
-
 def load_json(data: bytes, what: str = "body") -> Any:
     """JSON from DATA, or a 400: malformed, not UTF-8, or nested deeper than MAX_JSON_DEPTH (edgekit.core.jsonsafe)."""
     try:

@@ -125,7 +125,8 @@ def test_remote_bind_needs_allow_remote_and_a_token(tmp_path) -> None:
 
 
 def test_json_depth_counts_brackets_outside_strings_only() -> None:
-    from edgekit.serve.protocol import MAX_JSON_DEPTH, json_depth
+    from edgekit.core.jsonsafe import depth as json_depth
+    from edgekit.serve.protocol import MAX_JSON_DEPTH
 
     tricky = json.dumps({"s": 'a "quoted" [[[' * 40 + "\\", "d": [[[1]]], "t": "]]]" * 40}).encode()
     assert json_depth(tricky) == 4  # the object and three lists; 120 '[' inside strings are not nesting

@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; tests/api/test_p
     from edgekit.core.errors import FidelityError as FidelityError
     from edgekit.core.errors import MissingDependency as MissingDependency
     from edgekit.core.errors import NotAvailable as NotAvailable
+    from edgekit.core.errors import RuntimeCrash as RuntimeCrash
     from edgekit.core.errors import RuntimeFailure as RuntimeFailure
     from edgekit.core.errors import UnsupportedModel as UnsupportedModel
     from edgekit.core.errors import UsageError as UsageError

@@ -48,6 +48,7 @@ PUBLIC: dict[str, str] = {
     "ConversionError": "edgekit.core.errors:ConversionError",
     "FidelityError": "edgekit.core.errors:FidelityError",
     "RuntimeFailure": "edgekit.core.errors:RuntimeFailure",
+    "RuntimeCrash": "edgekit.core.errors:RuntimeCrash",
     "ArtifactNotFound": "edgekit.api.result:ArtifactNotFound",
 }
 

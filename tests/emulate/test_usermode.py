@@ -180,3 +180,25 @@ def test_without_proc_edgekit_says_so(arm64_userland, bundled_conversion) -> Non
         dest.unlink()
     assert p.returncode == 2, p.stderr[-1500:]
     assert "/proc is not mounted" in p.stderr and "bug in edgekit" not in p.stderr
+
+
+def test_the_emulate_commands_as_a_user_types_them(arm64_userland, bundled_conversion, monkeypatch,
+                                                    tmp_path: Path) -> None:
+    """`edgekit emulate status` and `edgekit emulate check` (the table, its JSON, its exit code)."""
+    monkeypatch.setenv("EDGEKIT_ARM64_ROOT", str(arm64_userland.root))
+    edgekit = [sys.executable, "-m", "edgekit.cli", "emulate"]
+    p = subprocess.run([*edgekit, "status", "--json"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    status = json.loads(p.stdout)
+    assert status["binfmt_problem"] is None and status["userland"]["packages"]["onnxruntime"]
+    assert {c["core"] for c in status["cpus"]} >= {"cortex-a53", "cortex-a72", "cortex-a76"}
+    folder = bundled_conversion.manifest_path.parent
+    p = subprocess.run([*edgekit, "check", str(folder), "--on", "pi4", "--input", "mnist", "--samples", "4", "--json",
+                        str(tmp_path / "compat.json")], capture_output=True, text=True, timeout=900)
+    rows = json.loads((tmp_path / "compat.json").read_text())["rows"]
+    assert len(rows) == 4 + 4 * 2 and {r["core"] for r in rows} == {"cortex-a72"}
+    # exit 1 where a row is not "agrees" (LiteRT's builtin int8 kernels round differently on Arm), else 0
+    assert p.returncode == (0 if all(r["status"] == "agrees" for r in rows) else 1), p.stderr[-1500:]
+    assert "| mnist_cnn.int8.tflite | litert" in p.stdout
+    p = subprocess.run([*edgekit, "check", str(folder), "--on", "pi9"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "did you mean 'pi5'" in p.stderr

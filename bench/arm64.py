@@ -29,8 +29,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parents[1]
 CORES = ["pi3", "pi4", "pi5"]
 HAND = "## Read by hand"
@@ -61,10 +59,7 @@ def profile(folder: Path, fmt: str, pi: str) -> dict[str, Any]:
 
 
 def serve(folders: list[Path], pi: str, log: Path) -> dict[str, Any]:
-    import tritonclient.http as httpclient
-
-    from edgekit.conversion.calibration import mnist_split
-    from edgekit.testing.server import ServerProcess
+    from edgekit.testing.server import ServerProcess, mnist_digits_right
 
     t0 = time.perf_counter()
     try:
@@ -73,16 +68,7 @@ def serve(folders: list[Path], pi: str, log: Path) -> dict[str, Any]:
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     ready = time.perf_counter() - t0
     try:
-        _, _, x_test, y_test = mnist_split()
-        client = httpclient.InferenceServerClient(server.url, network_timeout=300)
-        meta = client.get_model_metadata("mnist_cnn")
-        inp, out = meta["inputs"][0], meta["outputs"][0]
-        right = 0
-        for image, label in zip(x_test[:20], y_test[:20], strict=True):
-            x = (image.astype(np.float32) / 255).reshape([1 if d < 0 else d for d in inp["shape"]])
-            tensor = httpclient.InferInput(inp["name"], list(x.shape), inp["datatype"])
-            tensor.set_data_from_numpy(x)
-            right += int(client.infer("mnist_cnn", [tensor]).as_numpy(out["name"]).argmax()) == int(label)
+        right = mnist_digits_right(server.url, "mnist_cnn", 20, timeout=300)
     finally:
         code = server.stop()
     return {"ok": code == 0 and right >= 19, "ready_s_emulated": round(ready, 1), "right": f"{right}/20",

@@ -68,4 +68,25 @@ class ServerProcess:
             raise
 
 
-__all__ = ["EDGEKIT", "REPO", "ServerProcess"]
+
+def mnist_digits_right(url: str, model: str = "mnist_cnn", n: int = 20, timeout: float = 120) -> int:
+    """How many of the first N real MNIST test digits the served MODEL classifies right, asked by tritonclient
+    (the KServe v2 client nobody here wrote) at URL ("127.0.0.1:PORT"), each as float pixels in [0, 1]."""
+    import numpy as np
+    import tritonclient.http as httpclient
+
+    from edgekit.conversion.calibration import mnist_split
+
+    _, _, x_test, y_test = mnist_split()
+    client = httpclient.InferenceServerClient(url, network_timeout=timeout)
+    meta = client.get_model_metadata(model)
+    inp, out = meta["inputs"][0], meta["outputs"][0]
+    right = 0
+    for image, label in zip(x_test[:n], y_test[:n], strict=True):
+        x = (image.astype(np.float32) / 255).reshape([1 if d < 0 else d for d in inp["shape"]])
+        tensor = httpclient.InferInput(inp["name"], list(x.shape), inp["datatype"])
+        tensor.set_data_from_numpy(x)
+        right += int(client.infer(model, [tensor]).as_numpy(out["name"]).argmax()) == int(label)
+    return right
+
+__all__ = ["mnist_digits_right", "EDGEKIT", "REPO", "ServerProcess"]

@@ -11,7 +11,6 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from edgekit.core.errors import RuntimeFailure
@@ -20,6 +19,7 @@ from edgekit.measure.profile import profile_artifact
 from edgekit.measure.settings import MeasureSettings
 from edgekit.runtimes import RUNTIMES
 from edgekit.runtimes.onnxruntime import OnnxRuntime
+from edgekit.testing.onnx_graphs import tiny_onnx
 
 QUICK = MeasureSettings(runs=3, min_seconds=0.0, warmup=1)
 
@@ -35,19 +35,6 @@ class AbortingRuntime(OnnxRuntime):
         return super().run(inputs)
 
 
-def tiny_onnx(path: Path) -> Path:
-    """A one-convolution ONNX model (as tests/remote/conftest.py builds it)."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 1, 3, 3)).astype(np.float32), "w")
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])]
-    graph = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [w])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
-    return path
 
 
 @pytest.fixture

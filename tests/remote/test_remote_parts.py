@@ -15,7 +15,7 @@ from edgekit.remote.device import Device, DeviceFacts, install_line
 from edgekit.remote.errors import AuthRefused, HostUnreachable, RemoteRunFailed, classify
 from edgekit.remote.files import bundle, write_tar
 from edgekit.remote.host import HostSpec, Remote, SshSettings
-from tests.remote.conftest import tiny_onnx
+from edgekit.testing.onnx_graphs import tiny_onnx
 
 
 @pytest.mark.parametrize(("spec", "host", "user", "port"), [

@@ -20,8 +20,8 @@ from edgekit.cli import main
 from edgekit.core.errors import EXIT_MISSING, EXIT_USAGE
 from edgekit.measure.bench_report import BenchReport
 from edgekit.measure.profile import ProfileResult
+from edgekit.testing.onnx_graphs import tiny_onnx
 from tests.remote import sshd
-from tests.remote.conftest import tiny_onnx
 
 pytestmark = pytest.mark.slow  # each remote run starts a Python and edgekit on the device side: seconds
 QUICK = ["--runs", "5", "--min-seconds", "0", "--warmup", "1"]

@@ -26,6 +26,7 @@ from edgekit.runtimes.onnxruntime import OnnxRuntime
 from edgekit.serve.config import ServeConfig
 from edgekit.serve.models import resolve_candidates
 from edgekit.serve.served import first_that_runs
+from edgekit.testing.onnx_graphs import tiny_onnx
 
 LSE_LDADD = 0xF8200020  # ldadd x0, x0, [x1]: ARMv8.1 LSE, which a Pi 4's Cortex-A72 lacks
 
@@ -58,19 +59,6 @@ class SigillRuntime(CrashingRuntime):
         return super().run(inputs)
 
 
-def tiny_onnx(path: Path) -> Path:
-    """A one-convolution ONNX model (as tests/remote/conftest.py builds it): milliseconds to load and run."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 1, 3, 3)).astype(np.float32), "w")
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])]
-    graph = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [w])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
-    return path
 
 
 @pytest.fixture

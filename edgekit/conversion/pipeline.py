@@ -133,6 +133,8 @@ def _run(src: Source, options: ConvertOptions, say: Callable[[str], None], start
 
     plan = make_plan(src, options)
     check_outputs(plan, options.out_dir)
+    for change in src.changes:  # what the loader changed in its own copy (dims pinned, custom ops rewritten)
+        say(f"source: {change}")
     for line in plan.describe():
         say(f"plan: {line}")
     shape = [options.batch if d <= 0 else d for d in src.input_shape]

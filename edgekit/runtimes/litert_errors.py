@@ -4,7 +4,8 @@ LiteRT reports every failure as one RuntimeError whose text runs its messages to
 XNNPACK delegateunsupported datatype ... tensor 0Node number 1 (TfLiteXNNPackDelegate) failed to
 prepare."). The causes users meet, and what fits each:
 - an unresolved custom op: the file is fine; the op needs the runtime that ships it (or a
-  custom-op resolver), never "re-run convert";
+  custom-op resolver), never "re-run convert" (MediaPipe's three that XNNPACK runs are said to be so, and
+  that `edgekit convert` rewrites them);
 - XNNPACK refusing an int8 model ("failed to prepare"): XNNPACK's limits (scales, types), named with
   the tensor and the op it feeds, read from the file; LiteRT's builtin kernels are the fallback;
 - a malformed file (bad identifier, truncated flatbuffer): then, and only then, the file is to blame.
@@ -35,15 +36,33 @@ def custom_ops(text: str) -> list[str]:
 
 
 def custom_op_hint(ops: list[str]) -> str:
-    """What runs a model with these custom ops (never "re-convert": the file is fine)."""
+    """What runs a model with these custom ops (never "re-convert": the file is fine).
+
+    MediaPipe's three (Convolution2DTransposeBias, MaxPoolingWithArgmax2D, MaxUnpooling2D) are run by LiteRT's
+    XNNPACK delegate, though not by its builtin kernels, and `edgekit convert` rewrites them into builtins
+    (edgekit.tflite.custom_ops); any other custom op needs the runtime that ships it.
+    """
     from edgekit.core.sniff import EDGETPU_CUSTOM_OP
+    from edgekit.tflite.custom_ops import MEDIAPIPE_OPS
 
     if EDGETPU_CUSTOM_OP in ops:
         return ("It is compiled for the Edge TPU: run it with `--device edgetpu` on a Coral host with libedgetpu, or "
                 "use the uncompiled int8 .tflite on the CPU.")
-    return ("Custom ops are not part of LiteRT: run the model with the runtime that ships them (e.g. MediaPipe for "
-            "its graph ops), or register their kernels with a custom-op resolver (a LiteRT build linked with "
-            "them). `edgekit inspect` lists every op.")
+    mediapipe = [op for op in ops if op in MEDIAPIPE_OPS]
+    others = [op for op in ops if op not in MEDIAPIPE_OPS]
+    words = []
+    if mediapipe:
+        words.append(f"MediaPipe's {', '.join(mediapipe)}: LiteRT runs {'it' if len(mediapipe) == 1 else 'them'} "
+                     "with XNNPACK (not with its builtin kernels), and `edgekit convert` rewrites "
+                     f"{'it' if len(mediapipe) == 1 else 'them'} into exact builtin ops, so the model converts and "
+                     "quantizes like any float .tflite.")
+    if others:
+        words.append(("Custom ops are not part of LiteRT: run the model with the runtime that ships them (e.g. "
+                      "MediaPipe for its graph ops), or register their kernels with a custom-op resolver (a LiteRT "
+                      "build linked with them). `edgekit inspect` lists every op.") if not mediapipe else
+                     (f"{', '.join(others)}: not part of LiteRT; run the model with the runtime that ships "
+                      f"{'it' if len(others) == 1 else 'them'} (e.g. MediaPipe), or register a custom-op resolver."))
+    return " ".join(words)
 
 
 def hint_for(text: str) -> str:

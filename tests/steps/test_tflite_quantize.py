@@ -91,8 +91,11 @@ def test_fp16_tflite_to_int8_and_edgetpu_validated_against_itself(fp16_tflite: t
 
     path, calib = fp16_tflite
     out = tmp_path / "out"
+    # every output is validated (issue 37): the second head, a sigmoid of noise features' mean, is no mask to judge
+    # by its regions, so it is judged as the regression it is
     code = main(["convert", str(path), "--target", "tflite,edgetpu", "--quantize", "int8", "--calib", str(calib),
-                 "--calib-size", "32", "--val-size", "16", "--out", str(out), "--json"])
+                 "--calib-size", "32", "--val-size", "16", "--out", str(out), "--json",
+                 "--output-kind", "Identity_1=regression"])
     assert code == 10  # the Edge TPU model written but not compiled here: every artifact otherwise fine
     manifest = json.loads((out / "manifest.json").read_text())
     arts = {Path(a["path"]).name: a for a in manifest["artifacts"]}

@@ -100,8 +100,10 @@ class CommonOptions:
                               "bias, percentile, mse, entropy, nncf (ONNX: NNCF's own), mixed.")
     explain: bool = option(False, "Diagnose every int8 artifact layer by layer (always done when one misses).")
     output_kinds: dict[str, str] | None = option(
-        None, "How an output is judged, by output name: classes, dense, sequence or regression (--output-kind "
-        "name=kind); default from its shape.", flags=("--output-kind",), cli_type=list[str] | None, multiple=True,
+        None, "How an output is judged, by output name (--output-kind name=kind): classes, dense, sequence, mask, "
+        "landmarks, score, regression, detection[:yolov8|yolov5|nms|ssd|tflite-postprocess], or "
+        "anchors:<face|face-full|palm|pose|anchors file> for a raw-anchor detector; default from its shape and "
+        "values.", flags=("--output-kind",), cli_type=list[str] | None, multiple=True,
         parse=_kinds, cli_help=" Repeat per output.")
     mask_thresholds: dict[str, float] | None = option(
         None, "Where a single-channel probability map (the mask kind: text detectors, saliency) is cut before its mask "

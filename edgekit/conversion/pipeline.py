@@ -170,6 +170,7 @@ def reference(src: Source, feeds: dict[str, Any], labels: Any, inputs_name: str,
     from edgekit.conversion.validate import Reference
     from edgekit.fidelity.decide import decide_kinds
     from edgekit.fidelity.kinds import asked_with_masks
+    from edgekit.fidelity.landmarks import image_size
 
     outputs = src.run_outputs(feeds)
     cuts = dict(options.mask_thresholds or {})
@@ -182,7 +183,7 @@ def reference(src: Source, feeds: dict[str, Any], labels: Any, inputs_name: str,
     masks = held_out_masks(options.calib, options.calib_size, options.val_size)
     boxes = held_out_boxes(options.calib, options.calib_size, options.val_size)
     first = next(iter(feeds.values()))
-    choices = decide_kinds(outputs, src.layout, kinds, src.metadata)
+    choices = decide_kinds(outputs, src.layout, kinds, src.metadata, image_size(first, src.layout))
     return Reference(x=first, y_ref=next(iter(outputs.values())), labels=labels, layout=src.layout,
                      inputs_name=inputs_name, outputs=outputs, feeds=feeds if len(feeds) > 1 else None,
                      masks=masks, kinds=kinds, choices=choices, boxes=boxes, mask_thresholds=cuts)

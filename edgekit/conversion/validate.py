@@ -153,7 +153,8 @@ def compare(ref: Reference, y: np.ndarray | dict[str, np.ndarray], precision: st
             fid = judge(a, got[m.artifact], kind=kind, precision=precision, channel_axis=-1 if ref.layout == "NHWC"
                         else 1, labels=ref.labels if m.source == first_classes else None,
                         masks=ref.masks if kind == "dense" else None, thresholds=thresholds, inputs=ref.inputs_name,
-                        name=m.source, mask_threshold=ref.mask_threshold(m.source) if kind == "mask" else None)
+                        name=m.source, mask_threshold=ref.mask_threshold(m.source) if kind == "mask" else None,
+                        landmarks=getattr(choice, "landmarks", None))
         if several:
             fid.failures = [f"output '{m.source}': {f}" for f in fid.failures]
         spec = (specs or {}).get(m.artifact or "")
@@ -174,8 +175,9 @@ def decided(ref: Reference) -> dict[str, Any]:
     """REF's KindChoice per source output, decided (and kept on REF) the first time it is asked for."""
     if not ref.choices:
         from edgekit.fidelity.decide import decide_kinds
+        from edgekit.fidelity.landmarks import image_size
 
-        ref.choices = decide_kinds(ref.output_arrays(), ref.layout, ref.kinds)
+        ref.choices = decide_kinds(ref.output_arrays(), ref.layout, ref.kinds, input_size=image_size(ref.x, ref.layout))
     return ref.choices
 
 

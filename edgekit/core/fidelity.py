@@ -57,6 +57,18 @@ class Fidelity(Record):
     region_recall: float | None = None  # the source's connected regions matched by the artifact's at IoU >= 0.5
     region_precision: float | None = None  # the artifact's regions matched by the source's
     regions: int | None = None  # the source's regions on the held-out inputs
+    # landmarks (kind "landmarks", edgekit.fidelity.landmarks): each point's 2-D distance from the source's point
+    landmark_error_px: float | None = None  # mean, in input pixels
+    landmark_p95_px: float | None = None  # 95th percentile, in input pixels
+    landmark_error_share: float | None = None  # the mean as a share of the input's longer side
+    landmark_p95_share: float | None = None  # the 95th percentile as a share of it
+    landmarks: dict[str, Any] | None = None  # how the points were read (Landmarks.to_dict(): values per point, size)
+    # a detector's keypoints (anchors heads), on the source boxes the artifact matched
+    keypoint_error_px: float | None = None  # mean distance, in input pixels
+    keypoint_error_share: float | None = None  # ... as a share of the input's longer side
+    # scores beside landmarks (kind "score": presence, handedness): samples decided the same at 0.5 (a sigmoid first
+    # for logits); `score_change` holds the mean |probability change|
+    score_agreement: float | None = None
     notes: list[str] = field(default_factory=list)  # what the verdict rests on where it is not the usual measure
     outputs: list[OutputFidelity] = field(default_factory=list)
     # int8: the layers that lose the most, ranked, with their fix (edgekit.quantize.records.Diagnosis.to_dict())

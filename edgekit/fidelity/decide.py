@@ -8,11 +8,16 @@ a sequence (issue 27). So the decision reads, in order:
 2. the model's own metadata (Ultralytics writes `task: detect` and its class `names` into every export);
 3. detector heads recognisable from the shapes and the values on the held-out inputs (edgekit.fidelity.detection
    HEADS), only where that is unambiguous: pixel-range boxes beside [0, 1] scores, many more anchors than rows;
-4. names that say what an output holds (box, landmark, embedding ...), and sibling heads: beside an output
+   raw (N, A, 4 + 2K) regressors beside (N, A, C) scores whose A and K are a MediaPipe detector's (edgekit.fidelity.
+   anchors.PRESETS);
+4. landmarks (edgekit.fidelity.landmarks): points whose x and y lie inside the input image and spread over a good
+   part of it (a classifier's 63 or 1404 probabilities or logits do not), with the scalars beside them judged as
+   scores (presence, handedness) and a same-sized twin of small values (world landmarks, metres) as a regression;
+5. names that say what an output holds (box, landmark, embedding ...), and sibling heads: beside an output
    that holds probabilities, an output whose values are not a distribution is a regression;
-5. a single-channel map whose values all lie in [0, 1] is a probability map, judged by its thresholded mask
+6. a single-channel map whose values all lie in [0, 1] is a probability map, judged by its thresholded mask
    (edgekit.fidelity.mask): a text detector's, a saliency map, a one-class segmenter's;
-6. the shape (edgekit.fidelity.kinds.kind_of).
+7. the shape (edgekit.fidelity.kinds.kind_of).
 Every decision carries its reason, which the manifest records (`kind_reason`).
 """
 
@@ -25,8 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgekit.core.errors import UsageError
+from edgekit.fidelity.anchors import NMS_IOU, anchor_head, parse_source, preset_for
 from edgekit.fidelity.detection import HEADS, ROLES, Head
 from edgekit.fidelity.kinds import kind_of, parse_asked
+from edgekit.fidelity.landmarks import Landmarks, asked_landmarks, is_logit, read_landmarks, scalar, values_per_sample
 from edgekit.fidelity.mask import probability_map, single_channel_map
 
 _REGRESSION_NAME = re.compile(r"(^|[^a-z])(box|boxes|bbox|bboxes|reg|regression|landmarks?|ldmk|lmk|kpts?|keypoints?|"
@@ -35,11 +42,13 @@ _REGRESSION_NAME = re.compile(r"(^|[^a-z])(box|boxes|bbox|bboxes|reg|regression|
 
 @dataclass
 class KindChoice:
-    """How one source output is judged, and why. HEAD: for detection outputs, how to decode it."""
+    """How one source output is judged, and why. HEAD: for detection outputs, how to decode it; LANDMARKS: for
+    landmark outputs, how to read their points."""
 
     kind: str
     reason: str
     head: Head | None = None
+    landmarks: Landmarks | None = None
 
 
 def _unit(a: np.ndarray, tol: float = 1e-3) -> bool:
@@ -95,12 +104,46 @@ def head_from_shape(y: np.ndarray, fmt: str | None = None, classes: int | None =
     return None
 
 
-def _group_heads(outputs: dict[str, np.ndarray]) -> dict[str, Head]:
-    """Multi-output detector heads from shapes and values: SSD boxes + scores, TFLite_Detection_PostProcess."""
+def _anchor_partner(name: str, outputs: dict[str, np.ndarray]) -> tuple[str, str] | None:
+    """(regressors, scores) names where NAME is one of a raw-anchor pair: (N, A, 4 + 2K) beside (N, A, C), C smaller."""
+    y = outputs[name]
+    if y.ndim != 3:
+        return None
+    for other, a in outputs.items():
+        if other == name or a.ndim != 3 or a.shape[1] != y.shape[1]:
+            continue
+        big, small = (name, other) if y.shape[2] > a.shape[2] else (other, name)
+        coords = outputs[big].shape[2]
+        if coords >= 4 and (coords - 4) % 2 == 0 and outputs[small].shape[2] < coords:
+            return big, small
+    return None
+
+
+def anchors_head(regressors: str, scores: str, outputs: dict[str, np.ndarray], source: dict[str, object],
+                 input_size: tuple[int, int] | None) -> Head:
+    """The anchors Head of a (REGRESSORS, SCORES) pair, its anchors from SOURCE ({}: the preset of that anchor count);
+    UsageError where they do not fit."""
+    r, c = outputs[regressors], outputs[scores]
+    spec, keypoints, cut = anchor_head(dict(source), int(r.shape[1]), int(r.shape[2]), input_size)
+    return Head("anchors", int(c.shape[2]), [regressors, scores], confidence=cut, nms_iou=NMS_IOU,
+                keypoints=keypoints, anchors=spec.to_dict())
+
+
+def _group_heads(outputs: dict[str, np.ndarray], input_size: tuple[int, int] | None = None) -> dict[str, Head]:
+    """Multi-output detector heads from shapes and values: SSD boxes + scores, TFLite_Detection_PostProcess, raw
+    regressors + scores of a MediaPipe detector (its anchor count and keypoints, and its input size where known)."""
     found: dict[str, Head] = {}
     three = {n: a for n, a in outputs.items() if a.ndim == 3}
     two = {n: a for n, a in outputs.items() if a.ndim == 2}
     one = {n: a for n, a in outputs.items() if a.ndim == 1}
+    for bn in three:
+        pair = _anchor_partner(bn, three)
+        if bn in found or pair is None or pair[0] != bn:
+            continue
+        p = preset_for(int(three[bn].shape[1]), int(three[bn].shape[2]))
+        if p is not None and input_size in (None, (p.options.input_size_height, p.options.input_size_width)):
+            head = anchors_head(pair[0], pair[1], outputs, {"preset": p.name}, input_size)
+            found.update(dict.fromkeys(head.outputs, head))
     for bn, b in three.items():
         if b.shape[2] != 4 or bn in found:
             continue
@@ -120,25 +163,50 @@ def _group_heads(outputs: dict[str, np.ndarray]) -> dict[str, Head]:
 
 
 def _box_deltas(name: str, y: np.ndarray, outputs: dict[str, np.ndarray]) -> str | None:
-    """The partner's name where Y is an (N, A, 4) box output beside (N, A, C) scores that is not in corner form."""
-    if y.ndim != 3 or y.shape[2] != 4:
+    """The partner's name where Y is an (N, A, 4) box output beside (N, A, C) scores that is not in corner form, or
+    (N, A, 4 + 2K) box and keypoint regressors (K <= 64, A >= 64) beside fewer (N, A, C) scores."""
+    if y.ndim != 3 or y.shape[2] < 4:
+        return None
+    coords = y.shape[2]
+    if coords == 4:
+        return next((n for n, a in outputs.items() if n != name and a.ndim == 3 and a.shape[1] == y.shape[1]
+                     and a.shape[2] != 4), None)
+    if (coords - 4) % 2 or coords > 4 + 2 * 64 or y.shape[1] < 64:
         return None
     return next((n for n, a in outputs.items() if n != name and a.ndim == 3 and a.shape[1] == y.shape[1]
-                 and a.shape[2] != 4), None)
+                 and a.shape[2] < coords), None)
 
 
 def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, str] | None = None,
-                 metadata: dict[str, str] | None = None) -> dict[str, KindChoice]:
-    """A KindChoice for every source output, from the source's OUTPUTS on the held-out inputs."""
+                 metadata: dict[str, str] | None = None, input_size: tuple[int, int] | None = None
+                 ) -> dict[str, KindChoice]:
+    """A KindChoice for every source output, from the source's OUTPUTS on the held-out inputs.
+
+    INPUT_SIZE: (height, width) of the image input in pixels (edgekit.fidelity.landmarks.image_size), where the model
+    has one: landmarks are recognised as coordinates inside it, and raw-anchor heads decode against it."""
     asked = dict(asked or {})
     choices: dict[str, KindChoice] = {}
     names = ultralytics_names(metadata)
     task = (metadata or {}).get("task")
-    groups = _group_heads({n: a for n, a in outputs.items() if n not in asked})
+    groups = _group_heads({n: a for n, a in outputs.items() if n not in asked}, input_size)
+    asked_heads: dict[tuple[str, ...], Head] = {}  # one Head per asked multi-output head, however many outputs name it
 
     for name, value in asked.items():
         kind, fmt = parse_asked(value)
         head = None
+        if kind == "detection" and fmt is not None and fmt.partition(":")[0] == "anchors":
+            head = _asked_anchors(name, fmt, outputs, input_size)
+            head = asked_heads.setdefault(tuple(head.outputs), head)
+            for other in head.outputs:
+                if other != name and other not in asked:  # the pair's other output is judged with it
+                    choices[other] = KindChoice("detection", f"judged with '{name}' as one anchors head (asked for: "
+                                                             f"--output-kind {name}={value})", head)
+            choices[name] = KindChoice("detection", "asked for (--output-kind)", head)
+            continue
+        if kind == "landmarks" and name in outputs:
+            lm = asked_landmarks(outputs[name], input_size, int(fmt) if fmt else None)
+            choices[name] = KindChoice("landmarks", f"asked for (--output-kind): {_landmark_words(lm)}", landmarks=lm)
+            continue
         if kind == "detection":
             head = _asked_head(name, fmt, outputs, names)
         if kind == "mask" and name in outputs and not single_channel_map(outputs[name], layout):
@@ -161,8 +229,7 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
                 continue
         if name in groups:
             head = groups[name]
-            choices[name] = KindChoice("detection", f"{head.format} detector outputs ({', '.join(head.outputs)}): "
-                                                    "boxes beside [0, 1] scores of the same anchors", head)
+            choices[name] = KindChoice("detection", _group_words(head), head)
             continue
         head = head_from_shape(y)
         if head is not None:
@@ -171,6 +238,7 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
                 else "(N, K, 6)"
             choices[name] = KindChoice("detection", f"a {head.format} detector head: {rows} with pixel boxes beside "
                                                     "[0, 1] scores", head)
+    _landmark_choices(outputs, choices, input_size)
     # names and siblings, for what is not a detector
     # siblings that hold probabilities over more than one class. A softmax one (rows summing to 1) makes every
     # differently shaped output that is not a distribution a regression, [0, 1] values or not (an O-Net's
@@ -183,11 +251,19 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
             continue
         shape_kind = kind_of(y.shape, layout)
         partner = _box_deltas(name, y, outputs)
-        if partner is not None:
+        if partner is not None and y.shape[2] > 4:
+            choices[name] = KindChoice("regression", f"(N, {y.shape[1]}, {y.shape[2]}) box and keypoint regressors "
+                                                     f"beside '{partner}': relative to anchors the model does not "
+                                                     f"output, and no preset has {y.shape[1]} anchors, judged as a "
+                                                     f"regression (--output-kind {name}=anchors:FILE, the anchors as "
+                                                     ".npy/.csv or their SsdAnchorsCalculatorOptions as .pbtxt/.json, "
+                                                     "judges them as boxes)")
+        elif partner is not None:
             choices[name] = KindChoice("regression", f"(N, A, 4) boxes beside '{partner}' that are not corners: box "
                                                      "deltas relative to anchors the model does not output, judged as "
                                                      "a regression (give decoded boxes and --output-kind "
-                                                     f"{name}=detection:ssd to judge them as boxes)")
+                                                     f"{name}=detection:ssd, or the anchors: {name}=anchors:FILE, to "
+                                                     "judge them as boxes)")
         elif shape_kind in ("classes", "dense", "sequence") and _REGRESSION_NAME.search(name):
             choices[name] = KindChoice("regression", f"its name '{name}' says it holds coordinates or features, "
                                                      "not class scores")
@@ -205,6 +281,71 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
         else:
             choices[name] = KindChoice(shape_kind, _shape_words(shape_kind, y.shape))
     return {n: choices[n] for n in outputs}
+
+
+def _group_words(head: Head) -> str:
+    if head.format != "anchors":
+        return f"{head.format} detector outputs ({', '.join(head.outputs)}): boxes beside [0, 1] scores of the same " \
+               "anchors"
+    spec = head.anchors or {}
+    return (f"raw-anchor detector outputs ({', '.join(head.outputs)}): {spec.get('count')} anchors and "
+            f"{head.keypoints} keypoints, the anchors of MediaPipe's '{spec.get('preset')}' graph (--output-kind "
+            f"{head.outputs[0]}=anchors:<preset or file> to say otherwise); decoded, then boxes and keypoints judged")
+
+
+def _landmark_words(lm: Landmarks) -> str:
+    where = f"an input of {lm.size[1]}x{lm.size[0]} pixels" if lm.size else "the source's coordinate extent"
+    unit = "fractions of the input" if lm.normalized else "pixels"
+    return f"{lm.points} points of {lm.dims} values (x, y first) in {unit}, errors as a share of {where}"
+
+
+def _landmark_choices(outputs: dict[str, np.ndarray], choices: dict[str, KindChoice],
+                      input_size: tuple[int, int] | None) -> None:
+    """Landmark outputs among OUTPUTS not yet decided, and beside them (or beside landmarks asked for) their scalars
+    (scores) and world twins."""
+    found = {n: c.landmarks for n, c in choices.items() if c.kind == "landmarks" and c.landmarks is not None}
+    for name, y in outputs.items():
+        if name in choices or input_size is None or min(input_size) < 32:  # a 28x28 classifier's ReLU logits
+            continue
+        lm = read_landmarks(y, input_size)
+        if lm is not None:
+            found[name] = lm
+            choices[name] = KindChoice("landmarks", f"shape {list(y.shape)}: coordinates inside the "
+                                                    f"{input_size[1]}x{input_size[0]} input spanning a good part of "
+                                                    f"it, not class scores: {_landmark_words(lm)}", landmarks=lm)
+    if not found:
+        return
+    first = next(iter(found))
+    for name, y in outputs.items():
+        if name in choices:
+            continue
+        if scalar(y):
+            words = "logits, read through a sigmoid" if is_logit(y) else "probabilities"
+            choices[name] = KindChoice("score", f"one value per sample beside the landmarks '{first}' ({words}): a "
+                                                "presence, visibility or handedness score, judged by its decision at "
+                                                "0.5 and its probability's change")
+            continue
+        layout = values_per_sample(y.shape)
+        twin = next((n for n, lm in found.items() if layout is not None and layout[0] in
+                     (lm.points * 3, int(np.prod(outputs[n].shape[1:])))), None)
+        if twin is not None:
+            top = float(np.nanmax(np.abs(y))) if y.size else 0.0
+            choices[name] = KindChoice("regression", f"a world-landmarks twin of '{twin}' ({found[twin].points} "
+                                                     f"points, values within +-{top:.3g}: metric coordinates, not "
+                                                     "input pixels), judged as a regression")
+
+
+def _asked_anchors(name: str, fmt: str, outputs: dict[str, np.ndarray], input_size: tuple[int, int] | None) -> Head:
+    if name not in outputs:
+        raise UsageError(f"--output-kind {name}=anchors: the model has no output '{name}'; its outputs are "
+                         f"{list(outputs)}.")
+    pair = _anchor_partner(name, outputs)
+    if pair is None:
+        raise UsageError(f"--output-kind {name}=anchors: '{name}' {list(outputs[name].shape)} has no partner among "
+                         f"{ {n: list(a.shape) for n, a in outputs.items()} }.",
+                         hint="A raw-anchor head is two outputs over the same A anchors: (N, A, 4 + 2K) regressors "
+                              "(a box and K keypoints) and (N, A, C) score logits, C smaller.")
+    return anchors_head(pair[0], pair[1], outputs, parse_source(fmt.partition(":")[2]), input_size)
 
 
 def _spatial(y: np.ndarray, layout: str) -> str:
@@ -230,7 +371,7 @@ def _sibling(name: str, y: np.ndarray, outputs: dict[str, np.ndarray], probs: li
 
 def _asked_head(name: str, fmt: str | None, outputs: dict[str, np.ndarray], names: dict[int, str] | None) -> Head:
     y = outputs[name]
-    if fmt in ROLES:
+    if fmt in ROLES and fmt != "anchors":
         group = _group_heads(outputs)
         if name in group and group[name].format == fmt:
             return group[name]
@@ -254,4 +395,4 @@ def _shape_words(kind: str, shape: tuple[int, ...]) -> str:
             }.get(kind, f"shape {dims}: not class scores")
 
 
-__all__ = ["KindChoice", "decide_kinds", "head_from_shape", "ultralytics_names"]
+__all__ = ["KindChoice", "anchors_head", "decide_kinds", "head_from_shape", "ultralytics_names"]

@@ -12,7 +12,11 @@ Head formats (`HEADS`), each a layout that exporters really write:
 - nms      one (N, K, 6) tensor with NMS already applied: x1, y1, x2, y2, score, class (end-to-end exports);
 - ssd      two outputs, decoded boxes (N, A, 4) in corner form and scores (N, A, C);
 - tflite-postprocess  TFLite_Detection_PostProcess's four outputs: boxes (N, K, 4) as ymin, xmin, ymax,
-           xmax, classes (N, K), scores (N, K) and the count (N,).
+           xmax, classes (N, K), scores (N, K) and the count (N,);
+- anchors  two outputs before any decode, (N, A, 4 + 2K) regressors (a box and K keypoints relative to A SSD anchors
+           the model does not output) and (N, A, C) score logits: MediaPipe's BlazeFace, BlazePalm and pose detector.
+           Decoded against anchors generated from MediaPipe's options or read from a file (edgekit.fidelity.anchors),
+           boxes and keypoints in fractions of the input; the keypoints of matched boxes are compared too.
 A box's corner order (x-first or y-first) does not change an IoU, so only centre-size vs corners matters.
 
 Plain numpy: importing this module imports nothing heavy. mAP against labelled boxes is in
@@ -27,10 +31,13 @@ from typing import Any
 
 import numpy as np
 
-HEADS: tuple[str, ...] = ("yolov8", "yolov5", "nms", "ssd", "tflite-postprocess")
+from edgekit.fidelity.anchors import AnchorHead, decode_raw
+
+HEADS: tuple[str, ...] = ("yolov8", "yolov5", "nms", "ssd", "tflite-postprocess", "anchors")
 # Head formats whose detections come in several outputs: the role each output plays, in the order given
 ROLES: dict[str, tuple[str, ...]] = {"ssd": ("boxes", "scores"),
-                                     "tflite-postprocess": ("boxes", "classes", "scores", "count")}
+                                     "tflite-postprocess": ("boxes", "classes", "scores", "count"),
+                                     "anchors": ("regressors", "scores")}
 
 CONFIDENCE = 0.25  # the confidence cut of Ultralytics' predict and of the issue's measurements
 NMS_IOU = 0.7  # Ultralytics' predict default
@@ -45,6 +52,8 @@ class Head:
 
     OUTPUTS: the source output names in the order of ROLES[format] (one name for single-tensor heads).
     NAMES: class names where the model carries them (Ultralytics metadata), index -> name.
+    KEYPOINTS: points per box the head decodes (anchors heads); ANCHORS: how an anchors head is decoded
+    (edgekit.fidelity.anchors.AnchorHead.to_dict(): its anchors' preset, options or file, scales, input size).
     """
 
     format: str
@@ -54,6 +63,8 @@ class Head:
     nms_iou: float = NMS_IOU
     match_iou: float = MATCH_IOU
     names: dict[int, str] | None = None
+    keypoints: int = 0
+    anchors: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -62,20 +73,42 @@ class Head:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Head:
+        """From a manifest's record (hostile input: KeyError, TypeError or ValueError where it is not a head)."""
         names = d.get("names")
+        anchors = d.get("anchors")
+        if str(d["format"]) == "anchors":
+            anchors = AnchorHead.from_dict(anchors).to_dict()  # checked: a bad record is no head
+        keypoints = int(d.get("keypoints") or 0)
+        if not 0 <= keypoints <= 1000:
+            raise ValueError(f"keypoints {keypoints} out of range")
         return cls(format=str(d["format"]), classes=int(d.get("classes") or 0), outputs=list(d.get("outputs") or []),
                    confidence=float(d.get("confidence", CONFIDENCE)), nms_iou=float(d.get("nms_iou", NMS_IOU)),
                    match_iou=float(d.get("match_iou", MATCH_IOU)),
-                   names={int(k): str(v) for k, v in names.items()} if isinstance(names, dict) else None)
+                   names={int(k): str(v) for k, v in names.items()} if isinstance(names, dict) else None,
+                   keypoints=keypoints, anchors=anchors if isinstance(anchors, dict) else None)
+
+    def anchor_head(self) -> AnchorHead:
+        """How this anchors head decodes (ValueError where it is not one)."""
+        return AnchorHead.from_dict(self.anchors)
+
+    def pixels(self) -> tuple[float, float] | None:
+        """Input pixels per unit of the decoded coordinates, (x, y): the input's width and height for an anchors head
+        (fractions of the input); None where the head's coordinates are already pixels or their scale is unknown."""
+        if self.format != "anchors" or not self.anchors:
+            return None
+        h, w = self.anchor_head().input_size
+        return float(w), float(h)
 
 
 @dataclass
 class Detections:
-    """One image's detections: (M, 4) boxes as x1, y1, x2, y2 (or y-first, consistently), scores, class indices."""
+    """One image's detections: (M, 4) boxes as x1, y1, x2, y2 (or y-first, consistently), scores, class indices,
+    and (M, K, 2) keypoints x, y where the head has them."""
 
     boxes: np.ndarray
     scores: np.ndarray
     classes: np.ndarray
+    keypoints: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -125,13 +158,16 @@ def nms(boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, iou: float =
 
 
 def _select(boxes: np.ndarray, conf: np.ndarray, cls: np.ndarray, head: Head, nms_done: bool = False,
-            suppress: bool = True) -> Detections:
+            suppress: bool = True, keypoints: np.ndarray | None = None) -> Detections:
     keep = conf > head.confidence
     boxes, conf, cls = boxes[keep], conf[keep], cls[keep]
+    keypoints = keypoints[keep] if keypoints is not None else None
     if suppress and not nms_done and len(conf):
         k = nms(boxes, conf, cls, head.nms_iou)
         boxes, conf, cls = boxes[k], conf[k], cls[k]
-    return Detections(boxes.astype(np.float64), conf.astype(np.float64), cls.astype(np.int64))
+        keypoints = keypoints[k] if keypoints is not None else None
+    return Detections(boxes.astype(np.float64), conf.astype(np.float64), cls.astype(np.int64),
+                      keypoints.astype(np.float64) if keypoints is not None else None)
 
 
 def decode(outputs: Sequence[np.ndarray], head: Head, suppress: bool = True) -> list[Detections]:
@@ -144,6 +180,9 @@ def decode(outputs: Sequence[np.ndarray], head: Head, suppress: bool = True) -> 
     fmt, c = head.format, head.classes
     arrays = [np.nan_to_num(np.asarray(o, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0) for o in outputs]
     out: list[Detections] = []
+    if fmt == "anchors":
+        spec = head.anchor_head()
+        anchors = spec.anchors()
     for i in range(len(arrays[0])):
         if fmt == "yolov8":
             y = arrays[0][i]  # (4 + C, A)
@@ -165,6 +204,9 @@ def decode(outputs: Sequence[np.ndarray], head: Head, suppress: bool = True) -> 
             boxes, classes, scores = arrays[0][i], arrays[1][i], arrays[2][i]
             n = int(np.clip(np.rint(arrays[3][i]), 0, len(scores))) if len(arrays) > 3 else len(scores)
             out.append(_select(boxes[:n], scores[:n], np.rint(classes[:n]).astype(np.int64), head, nms_done=True))
+        elif fmt == "anchors":
+            boxes, kps, conf, cls = decode_raw(arrays[0][i], arrays[1][i], anchors, spec, head.keypoints)
+            out.append(_select(boxes, conf, cls, head, suppress=suppress, keypoints=kps))
         else:
             raise ValueError(f"unknown detection head format {fmt!r}; formats: {', '.join(HEADS)}")
     return out
@@ -181,11 +223,16 @@ class Comparison:
     precision: float | None  # matched / artifact detections (None: the artifact detected nothing)
     mean_iou: float | None  # of the matched pairs
     score_change: float | None  # mean |artifact score - source score| over the matched pairs
+    # the matched pairs' keypoints (heads that have them): each point's distance, in input pixels where the caller
+    # gave the scale, else in the boxes' units
+    keypoint_error: float | None = None  # mean
+    keypoint_error_p95: float | None = None  # 95th percentile
 
 
 def compare_detections(source: Sequence[Detections], artifact: Sequence[Detections], match_iou: float = MATCH_IOU,
                        source_candidates: Sequence[Detections] | None = None,
-                       artifact_candidates: Sequence[Detections] | None = None) -> Comparison:
+                       artifact_candidates: Sequence[Detections] | None = None,
+                       pixels: tuple[float, float] | None = None) -> Comparison:
     """How many of the source's detections the artifact keeps, and of the artifact's the source has.
 
     A source detection is kept when the artifact has a box of the same class at IoU >= MATCH_IOU among
@@ -194,10 +241,12 @@ def compare_detections(source: Sequence[Detections], artifact: Sequence[Detectio
     the measure blind to NMS's tie-breaking: a detector whose scores are near ties (a random-weight YOLOv8n:
     0.47-0.53) keeps another of several overlapping boxes for a rounding of 1e-6, and the same detector
     compared with itself through a float converter measured 94% recall. A box that int8 pushes under the cut
-    or lifts over it still counts, on its side.
+    or lifts over it still counts, on its side. Where both have keypoints, each kept source box's keypoints are
+    compared with its match's: distances scaled by PIXELS (x, y pixels per unit of the coordinates) where given.
     """
-    def kept(ref: Sequence[Detections], pool: Sequence[Detections]) -> tuple[int, list[float], list[float]]:
-        hits, ious, changes = 0, [], []
+    def kept(ref: Sequence[Detections], pool: Sequence[Detections]
+             ) -> tuple[int, list[float], list[float], list[np.ndarray]]:
+        hits, ious, changes, moved = 0, [], [], []
         for r, p in zip(ref, pool, strict=True):
             if not len(r) or not len(p):
                 continue
@@ -208,16 +257,22 @@ def compare_detections(source: Sequence[Detections], artifact: Sequence[Detectio
             hits += int(got.sum())
             ious.extend(iou[np.arange(len(r)), best][got].tolist())
             changes.extend(np.abs(p.scores[best[got]] - r.scores[got]).tolist())
-        return hits, ious, changes
+            if r.keypoints is not None and p.keypoints is not None and r.keypoints.size and got.any():
+                step = (p.keypoints[best[got]] - r.keypoints[got]) * (np.asarray(pixels) if pixels else 1.0)
+                moved.append(np.sqrt((step ** 2).sum(-1)).ravel())
+        return hits, ious, changes, moved
 
     n_src = sum(len(d) for d in source)
     n_art = sum(len(d) for d in artifact)
-    found, ious, changes = kept(source, artifact_candidates or artifact)
-    back, _, _ = kept(artifact, source_candidates or source)
+    found, ious, changes, moved = kept(source, artifact_candidates or artifact)
+    back, _, _, _ = kept(artifact, source_candidates or source)
+    dist = np.concatenate(moved) if moved else np.zeros(0)
     return Comparison(source_detections=n_src, artifact_detections=n_art, matched=found,
                       recall=found / n_src if n_src else None, precision=back / n_art if n_art else None,
                       mean_iou=float(np.mean(ious)) if ious else None,
-                      score_change=float(np.mean(changes)) if changes else None)
+                      score_change=float(np.mean(changes)) if changes else None,
+                      keypoint_error=float(dist.mean()) if dist.size else None,
+                      keypoint_error_p95=float(np.percentile(dist, 95)) if dist.size else None)
 
 
 def labelled_boxes(boxes: np.ndarray, images: int) -> list[Detections]:

@@ -12,6 +12,7 @@ import numpy as np
 from edgekit.core.artifact import Fidelity
 from edgekit.fidelity.detection import MIN_DETECTIONS, Head, compare_detections, decode, labelled_boxes
 from edgekit.fidelity.kinds import thresholds as kind_thresholds
+from edgekit.fidelity.landmarks import CUT, Landmarks, asked_landmarks, errors, is_logit, score_of
 
 
 def _flat(a: np.ndarray, n: int) -> np.ndarray:
@@ -59,12 +60,13 @@ def mean_iou(pred: np.ndarray, truth: np.ndarray, classes: int) -> float:
 def judge(y_ref: np.ndarray, y: np.ndarray, *, kind: str, precision: str, channel_axis: int = 1,
           labels: np.ndarray | None = None, masks: np.ndarray | None = None,
           thresholds: dict[str, float] | None = None, inputs: str = "held-out", name: str | None = None,
-          mask_threshold: float | None = None) -> Fidelity:
+          mask_threshold: float | None = None, landmarks: Landmarks | None = None) -> Fidelity:
     """Fidelity of artifact outputs Y against the source's Y_REF (same shape), judged as KIND at PRECISION.
 
     CHANNEL_AXIS: the class axis of a dense map (1 for NCHW, -1 for NHWC). LABELS: one class index per
     sample (classes: accuracy). MASKS: (N, H, W) class indices (dense: mIoU; < 0 is ignored). MASK_THRESHOLD:
-    where a `mask` output is cut (edgekit.fidelity.mask.DEFAULT_THRESHOLD where None).
+    where a `mask` output is cut (edgekit.fidelity.mask.DEFAULT_THRESHOLD where None). LANDMARKS: how a `landmarks`
+    output's points are read (edgekit.fidelity.decide decided it; read from Y_REF alone where None).
     """
     th = kind_thresholds(kind, precision)
     th.update(thresholds or {})
@@ -97,6 +99,15 @@ def judge(y_ref: np.ndarray, y: np.ndarray, *, kind: str, precision: str, channe
         fid.step_agreement = argmax_agreement(a, b, -1)
     elif kind == "mask":
         th = _judge_mask(fid, a, b, th, channel_axis, mask_threshold)
+    elif kind.partition(":")[0] == "landmarks":
+        _judge_landmarks(fid, a, b, landmarks, kind)
+    elif kind == "score":
+        logits = is_logit(a)
+        pa, pb = score_of(a, logits), score_of(b, logits)
+        fid.score_agreement = float(((pa >= CUT) == (pb >= CUT)).mean()) if n else None
+        fid.score_change = float(np.abs(pa - pb).mean()) if n else None
+        if logits:
+            fid.notes.append("the source's values leave [0, 1]: logits, compared as sigmoid probabilities")
     fid.failures = _failures(fid, th, finite)
     fid.passed = not fid.failures
     return fid
@@ -128,12 +139,16 @@ def judge_detection(y_ref: list[np.ndarray], y: list[np.ndarray], head: Head, *,
     b = np.nan_to_num(np.concatenate([r.reshape(n, -1) for r in y], axis=1).astype(np.float64), nan=0.0,
                       posinf=0.0, neginf=0.0)
     src, art = decode(y_ref, head), decode(y, head)
+    pixels = head.pixels()
     cmp = compare_detections(src, art, head.match_iou, decode(y_ref, head, suppress=False),
-                             decode(y, head, suppress=False))
+                             decode(y, head, suppress=False), pixels=pixels)
     fid = Fidelity(top1_agreement=None, cosine=cosine(a, b), relative_error=relative_error(a, b),
                    max_abs_error=float(np.abs(a - b).max()) if finite and a.size else float("inf") if not finite
                    else 0.0, detection_recall=cmp.recall, detection_precision=cmp.precision, box_iou=cmp.mean_iou,
                    score_change=cmp.score_change, detections=cmp.source_detections, **base)
+    if cmp.keypoint_error is not None:
+        fid.keypoint_error_px = cmp.keypoint_error
+        fid.keypoint_error_share = cmp.keypoint_error / max(pixels) if pixels else None
     if boxes is not None and len(boxes):
         from edgekit.fidelity.coco import mean_ap
 
@@ -145,11 +160,29 @@ def judge_detection(y_ref: list[np.ndarray], y: list[np.ndarray], head: Head, *,
                          f"held-out inputs, too few to judge boxes by (at least {MIN_DETECTIONS}): the raw outputs "
                          "are judged by the regression measures instead; pass --calib pictures with objects in them")
         reg = kind_thresholds("regression", precision)
-        th = {**{k: v for k, v in th.items() if k not in ("detection_recall", "detection_precision")}, **reg}
+        boxes_only = ("detection_recall", "detection_precision", "keypoint_error_share")
+        th = {**{k: v for k, v in th.items() if k not in boxes_only}, **reg}
         fid.thresholds = th
     fid.failures = _failures(fid, th, finite)
     fid.passed = not fid.failures
     return fid
+
+
+def _judge_landmarks(fid: Fidelity, a: np.ndarray, b: np.ndarray, lm: Landmarks | None, kind: str) -> None:
+    """Fill FID's landmark measures: each point's 2-D distance, mean and 95th percentile, in pixels and as a share of
+    the input's side."""
+    if lm is None:
+        fmt = kind.partition(":")[2]
+        lm = asked_landmarks(a, None, int(fmt) if fmt.isdigit() else None)
+    d, side = errors(a, b, lm)
+    if not d.size:
+        return
+    fid.landmarks = lm.to_dict()
+    fid.landmark_error_px, fid.landmark_p95_px = float(d.mean()), float(np.percentile(d, 95))
+    fid.landmark_error_share, fid.landmark_p95_share = fid.landmark_error_px / side, fid.landmark_p95_px / side
+    if lm.size is None:
+        fid.notes.append(f"the model's input is not an image of a known size: landmark errors are shares of the "
+                         f"source coordinates' extent ({side:.4g}), in the output's own units")
 
 
 def _judge_mask(fid: Fidelity, a: np.ndarray, b: np.ndarray, th: dict[str, float], channel_axis: int,
@@ -190,6 +223,21 @@ def _failures(f: Fidelity, th: dict[str, float], finite: bool) -> list[str]:
     if f.detection_precision is not None and f.detection_precision < th.get("detection_precision", 0.0):
         out.append(f"detection precision {f.detection_precision:.2%} < {th['detection_precision']:.2%}: the "
                    "artifact finds boxes the source does not")
+    side = (f.landmarks or {}).get("size")
+    side_words = f"the {max(side)} px side" if side else "the source coordinates' extent"
+    for key, value, px, words in (
+            ("landmark_error_share", f.landmark_error_share, f.landmark_error_px, "landmarks moved"),
+            ("landmark_p95_share", f.landmark_p95_share, f.landmark_p95_px, "95% of landmarks moved up to"),
+            ("keypoint_error_share", f.keypoint_error_share, f.keypoint_error_px, "keypoints of matched boxes moved")):
+        if value is not None and key in th and not value <= th[key]:
+            mean = " on average" if key != "landmark_p95_share" else ""
+            where = side_words if key != "keypoint_error_share" else "the input's side"
+            out.append(f"{words} {px:.3g} px{mean}: {value:.2%} of {where} > {th[key]:.2%}")
+    if f.score_agreement is not None and "score_agreement" in th and f.score_agreement < th["score_agreement"]:
+        out.append(f"score decisions at {CUT} agree on {f.score_agreement:.2%} of samples < "
+                   f"{th['score_agreement']:.2%}")
+    if f.score_change is not None and "score_change" in th and not f.score_change <= th["score_change"]:
+        out.append(f"score probability changed by {f.score_change:.3g} on average > {th['score_change']}")
     if "cosine" in th and not f.cosine >= th["cosine"]:
         out.append(f"cosine similarity {f.cosine:.5f} < {th['cosine']}")
     if "relative_error" in th and f.relative_error is not None and not f.relative_error <= th["relative_error"]:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.core.errors import EdgekitError, RuntimeFailure, UnsupportedModel, UsageError
+from edgekit.core.errors import RuntimeFailure, UnsupportedModel, UsageError
 from edgekit.core.fsutil import sha256_file
 from edgekit.core.layout import guess_layout
 from edgekit.core.records import Record
@@ -96,7 +96,7 @@ def _runs_in_child(request: RunsRequest, arrays: dict[str, Any]) -> tuple[dict[s
             rt.load(Path(request.path), device="cpu", kernels="auto")
             spec = rt.inputs[0]
             rt.run_float({spec.name: np.zeros([d if d > 0 else 1 for d in spec.shape], np.float32)})
-    except EdgekitError as exc:
+    except RuntimeFailure as exc:  # LiteRT's load/run failures; a missing LiteRT (MissingDependency) is raised as it is
         said = all_text(exc.__cause__) if exc.__cause__ is not None else exc.message
         return {"runs": False, "said": _quoted(said)}, {}
     return {"runs": True, "said": ""}, {}

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from edgekit.core.errors import UnsupportedModel
-from edgekit.tflite.flatbuffer import FLOAT32, INT32, FlatModel, text
+from edgekit.tflite.flatbuffer import FLOAT32, INT32, FlatModel
 
 CONV_T_BIAS = "Convolution2DTransposeBias"
 MAX_POOL_ARGMAX = "MaxPoolingWithArgmax2D"
@@ -86,10 +86,20 @@ class _Graph(FlatModel):
         self.sg = self.model.subgraphs[0]
         self.sg.tensors = list(self.sg.tensors or [])
         self.sg.operators = list(self.sg.operators or [])
+        for op in self.sg.operators:  # a damaged file may leave them out: FlatModel's index reads both
+            op.inputs = op.inputs if op.inputs is not None else []
+            op.outputs = op.outputs if op.outputs is not None else []
         self.model.operatorCodes = list(self.model.operatorCodes or [])
         self.model.buffers = list(self.model.buffers or [])
         self.codes = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+        for sg in self.model.subgraphs:
+            for k, op in enumerate(sg.operators or []):
+                if not 0 <= op.opcodeIndex < len(self.model.operatorCodes):
+                    raise _Refused(f"operator {k} names opcode {op.opcodeIndex}, which the file does not define")
         self.reindex()
+
+    def tensor_name(self, tensor: int) -> str:
+        return _text(self.sg.tensors[tensor].name)
 
     def custom_name(self, k: int) -> str | None:
         """The custom code of op K, or None for a builtin (or an opcode index the file does not define)."""
@@ -99,7 +109,7 @@ class _Graph(FlatModel):
         c = self.model.operatorCodes[index]
         if max(c.builtinCode, c.deprecatedBuiltinCode) != self.schema.BuiltinOperator.CUSTOM or not c.customCode:
             return None
-        return text(c.customCode)
+        return _text(c.customCode)
 
     def shape(self, t: int) -> list[int]:
         shape = self.sg.tensors[t].shape
@@ -115,6 +125,11 @@ class _Graph(FlatModel):
 
     def is_output(self, t: int) -> bool:
         return t in {int(x) for x in (self.sg.outputs if self.sg.outputs is not None else [])}
+
+
+def _text(value: Any) -> str:
+    """A name from the file (bytes in the object API), never failing on bytes that are not UTF-8."""
+    return value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else str(value)
 
 
 def _ints(options: Any, count: int, what: str) -> list[int]:

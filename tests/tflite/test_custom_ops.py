@@ -4,6 +4,7 @@ form and against the arithmetic of MediaPipe's own kernels, on graphs built in m
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from pathlib import Path
 
@@ -145,3 +146,15 @@ def test_a_truncated_file_is_unsupported_not_a_traceback(tmp_path: Path) -> None
     blob = mg.to_mediapipe_form(mg.segmenter(tmp_path / "seg.tflite").read_bytes())
     with pytest.raises(UnsupportedModel, match="truncated or corrupt"):
         rewrite_custom_ops(blob[: len(blob) // 3])
+
+
+def test_mutated_files_give_a_rewrite_a_refusal_or_unsupported_never_another_error(tmp_path: Path) -> None:
+    seeds = [mg.to_mediapipe_form(mg.segmenter(tmp_path / "seg.tflite").read_bytes()),
+             mg.unpooling(tmp_path / "unpool.tflite").read_bytes()]
+    rng = np.random.default_rng(0)
+    for i in range(300):  # bytes flipped at random: names that are not UTF-8, opcodes and tensors out of range ...
+        blob = bytearray(seeds[i % 2])
+        for _ in range(rng.integers(1, 8)):
+            blob[rng.integers(0, len(blob))] = rng.integers(0, 256)
+        with contextlib.suppress(UnsupportedModel):  # anything else (IndexError, UnicodeDecodeError) fails the test
+            rewrite_custom_ops(bytes(blob))

@@ -28,7 +28,7 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -227,7 +227,10 @@ def preset_for(count: int, coords: int | None = None) -> Preset | None:
 
 def _read_bytes(path: Path, what: str) -> bytes:
     if not path.is_file():
-        raise UsageError(f"The {what} {path} does not exist or is not a file.")
+        raise UsageError(f"The {what} {path} does not exist or is not a file.",
+                         hint="Give the path of the anchors as a .npy or .csv of (A, 4) rows x_center, y_center, w, h, "
+                         "or of their SsdAnchorsCalculatorOptions as .pbtxt or .json; or a preset: "
+                         f"{', '.join(PRESETS)}.")
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise UsageError(f"The {what} {path} is {size:,} bytes, larger than an anchors file can be "
@@ -332,7 +335,6 @@ class AnchorHead:
     sigmoid: bool = True
     clip: float = 100.0  # score_clipping_thresh
     count: int = 0  # anchors
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.source, "input_size": list(self.input_size), "scale": list(self.scale),

@@ -71,6 +71,14 @@ class BenchRow(Record):
     region_precision: float | None = None
     regions: int | None = None
     mask_threshold: float | None = None
+    # landmarks (edgekit.fidelity.landmarks), an anchor head's keypoints, a presence score's decisions at 0.5
+    landmark_error_px: float | None = None
+    landmark_p95_px: float | None = None
+    landmark_error_share: float | None = None
+    landmark_p95_share: float | None = None
+    keypoint_error_px: float | None = None
+    keypoint_error_share: float | None = None
+    score_agreement: float | None = None
     status: Status = "ok"
     note: str | None = None  # why not measured, or the ProfileResult's notes
     p50_ms: float | None = None

@@ -35,6 +35,11 @@ def plain(**figures: float | str) -> Fidelity:
     (detector(map50=0.612), "recall 97.1% prec 96.0% mAP50 61.2%"),
     (detector(detections=12), "recall 97.1% prec 96.0% on 12 boxes"),
     (dataclasses.replace(detector(), detection_precision=None), "recall 97.1% prec -"),
+    (dataclasses.replace(detector(), keypoint_error_px=2.65, keypoint_error_share=0.0207),
+     "recall 97.1% prec 96.0% kp 2.6 px"),
+    (plain(kind="landmarks", relative_error=0.02, landmark_error_px=2.08, landmark_error_share=0.0108,
+           landmark_p95_px=5.71, landmark_p95_share=0.0297), "2.08 px (1.08%) p95 5.7 px"),
+    (plain(kind="score", relative_error=3.6, score_agreement=0.971, score_change=0.02), "97.10% decided"),
 ])
 def test_agreement_words_by_kind(fid: Fidelity | None, words: str) -> None:
     assert agreement(fid) == words

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from edgekit.core.artifact import Artifact
+from edgekit.core.errors import EdgekitError
 from edgekit.fidelity.detection import HEADS, MAX_DETECTIONS, Detections, Head, decode
 from edgekit.serve.errors import RequestError, bad_request
 
@@ -209,6 +210,9 @@ def detections(results: dict[str, np.ndarray], det: Detector, cuts: Cuts, box: L
         shapes = [list(np.shape(a)) for a in arrays]
         raise RequestError(500, f"the model's outputs {shapes} do not fit its recorded {head.format} head "
                            f"({head.classes} classes): {exc}") from exc  # chained: the log shows where
+    except EdgekitError as exc:  # an anchors head whose anchors file is gone or changed since conversion
+        raise RequestError(500, f"the model's {head.format} head cannot decode here: {exc.message}"
+                           + (f" {exc.hint}" if exc.hint else "")) from exc
     order = np.argsort(-found.scores, kind="stable")
     unclipped = box.undo(_input_pixels(found.boxes, head, in_w, in_h), clip=False)
     centred = box.in_picture(unclipped)

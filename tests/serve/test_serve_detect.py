@@ -162,3 +162,14 @@ def test_outputs_that_do_not_fit_the_head_are_a_500_naming_them() -> None:
         detections({"b": np.zeros((1, 8, 4)), "s": np.zeros((1, 5, 2))}, Detector(head, ["b", "s"]),
                    parse_cuts({"conf": "0"}, head), fit(8, 8, 8, 8), 8, 8, None)
     assert err.value.status == 500 and "do not fit its recorded ssd head" in err.value.message
+
+
+def test_an_anchors_head_whose_file_is_gone_is_a_500_that_says_so(tmp_path) -> None:
+    anchors = {"file": str(tmp_path / "anchors.npy"), "sha256": "", "input_size": [128, 128],
+               "scale": [128.0, 128.0, 128.0, 128.0]}
+    head = Head("anchors", 1, ["regressors", "classificators"], keypoints=6, anchors=anchors)
+    det = Detector(head, ["regressors", "classificators"])
+    results = {"regressors": np.zeros((1, 896, 16), np.float32), "classificators": np.zeros((1, 896, 1), np.float32)}
+    with pytest.raises(RequestError) as err:
+        detections(results, det, parse_cuts({}, head), fit(128, 128, 128, 128), 128, 128, None)
+    assert err.value.status == 500 and "anchors.npy" in str(err.value) and "cannot decode here" in str(err.value)

@@ -6,7 +6,8 @@
 # downloaded: the "training" is a least-squares fit of the last layer on synthetic data, a second.
 #
 # A percent-format script: open it in Jupyter (jupytext), VS Code or Spyder as cells, or run it whole
-# with `python examples/notebook/quickstart.py [OUT_FOLDER]`. tests/api/test_notebook_example.py runs it.
+# with `python examples/notebook/quickstart.py [OUT_FOLDER]`. tests/api/test_notebook_example.py runs it in a
+# Jupyter kernel, as a notebook runs.
 
 # %%
 import sys
@@ -17,7 +18,10 @@ import torch
 
 import edgekit
 
-out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("edgekit-out") / "notebook"
+# The output folder: `python quickstart.py OUT` names it; in a notebook kernel, whose argv holds the kernel's own
+# flags (`-f CONNECTION_FILE`), it is edgekit-out/notebook beside the notebook.
+in_kernel = "ipykernel" in sys.modules
+out = Path(sys.argv[1]) if len(sys.argv) > 1 and not in_kernel else Path("edgekit-out") / "notebook"
 rng = np.random.default_rng(0)
 
 # %% [markdown]

@@ -78,7 +78,7 @@ def make_predict(path: Path) -> tuple[Callable[[np.ndarray], dict[str, np.ndarra
     return predict_all, names, rt
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunsRequest(Record):
     """What `_runs_in_child` is sent: the .tflite LiteRT is asked to load and run once."""
 

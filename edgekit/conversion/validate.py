@@ -223,6 +223,7 @@ def check_artifact(path: Path, fmt: str, layout: str, precision: str, ref: Refer
     sent = {f"x{i}": x for i, x in enumerate(feeds.values())}  # file names from indices: tensor names hold ':' '/'
 
     notes: list[str] = []
+    refused: list[tuple[str, str]] = []  # (what the runtime said, the kernel path) for each path that failed
     for i, kernels in enumerate(paths):
         req = dataclasses.replace(request, options={"kernels": kernels} if kernels else {})
         words = f" with {_kernel_words(kernels)}" if kernels else ""
@@ -234,10 +235,14 @@ def check_artifact(path: Path, fmt: str, layout: str, precision: str, ref: Refer
             else:
                 answer, arrays = _check_in_child(req, sent)
         except RuntimeFailure as exc:
+            exc.message = _named(exc.message, path)
             if i + 1 == len(paths):
-                if notes:
-                    exc.hint = "\n".join([*notes, exc.hint or ""]).strip()
+                if refused:  # what an earlier path said as the last one did is said once, in the message
+                    said = [f"{cls.label()} failed the same way with {k}" if m == exc.message
+                            else f"{cls.label()} could not run {path.name} with {k}: {m}" for m, k in refused]
+                    exc.hint = "\n".join([*said, exc.hint or ""]).strip()
                 raise
+            refused.append((exc.message, _kernel_words(kernels)))
             notes.append(f"{cls.label()} could not run {path.name}{words}: {exc.message}")
             continue
         if notes:
@@ -248,6 +253,14 @@ def check_artifact(path: Path, fmt: str, layout: str, precision: str, ref: Refer
         return ArtifactCheck(inputs=[TensorSpec.from_dict(d) for d in answer["inputs"]], outputs=outputs,
                              fidelity=fidelity, kernels=answer.get("kernels"), notes=notes, outputs_got=got)
     raise AssertionError("unreachable: the last kernel path returns or raises")  # pragma: no cover
+
+
+def _named(message: str, path: Path) -> str:
+    """MESSAGE with PATH's folder left out: a failed artifact is validated in the run's staging folder, which is gone
+    when the manifest is read (its name is the artifact's record)."""
+    for shown in sorted({str(path), str(Path(path).resolve())}, key=len, reverse=True):
+        message = message.replace(shown, path.name)
+    return message
 
 
 def _kernel_words(kernels: str | None) -> str:

@@ -8,9 +8,12 @@ converted model gets (edgekit.quantize.tflite: --int8-recipe, the Edge TPU graph
 16x8 mode) with the user's calibration data, and the artifact is validated against the float .tflite itself (the
 source's reference is the file run by LiteRT).
 
-An fp16 file's float16 weights are first made the float32 constants they stand for (edgekit.tflite.float_weights:
-exact). A dynamic-range file (int8 weights, float activations) is refused: its weights are already rounded, and
-quantizing again would round them twice.
+An fp16 file's float16 weights are first made the float32 constants they stand for, and a sparse file's compressed
+weights (DENSIFY) the dense constants they stand for (edgekit.tflite.float_weights: both exact): the quantizer
+quantizes a layer's weights only where they are a constant, and left DENSIFY-fed filters float16 in int8 layers that
+LiteRT cannot load (MediaPipe's pose detector, issue 37). The int8 model is then checked for such a layer before it
+leaves the step (edgekit.quantize.tflite.loadable). A dynamic-range file (int8 weights, float activations) is
+refused: its weights are already rounded, and quantizing again would round them twice.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ class TfliteQuantize(Step):
 
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
         from edgekit.sources.tflite import precision_of
-        from edgekit.tflite.float_weights import float32_weights
+        from edgekit.tflite.float_weights import dense_weights, float32_weights
         from edgekit.tflite.model import read_tflite
 
         tf = require("tensorflow", purpose="quantize a float .tflite")
@@ -53,7 +56,10 @@ class TfliteQuantize(Step):
                              f"files to {' or '.join(MAKES)}, not a {have} one to {want}.",
                              hint="Quantize the float model it was made from, or take this file as it is "
                              f"(--quantize {have}).")
-        blob, folded = float32_weights(inp.path.read_bytes())
+        blob, densified = dense_weights(inp.path.read_bytes())
+        if densified:
+            ctx.log(f"{inp.path.name}: {densified} sparse weight tensors (DENSIFY) read as the dense values they hold")
+        blob, folded = float32_weights(blob)
         if folded:
             ctx.log(f"{inp.path.name}: {folded} float16 weight tensors read as the float32 values they hold")
         io_dtype = (self.params.io_dtype or "int8") if want == "int8" else "float32"

@@ -334,6 +334,7 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
 
         blob, moved = float_ops_last(blob)
     _refuse_absurd_ranges(job, blob)
+    _refuse_float_weights(job, blob)
     noise = input_noise_agreement(lambda x: run_tflite([s.ref_path], x)[0], s.x, s.y_ref) if searching else None
     choice = RecipeChoice(
         requested=requested, chosen=label, config={"recipe": base, "denylisted_nodes": list(nodes),
@@ -416,6 +417,13 @@ def _refuse_absurd_ranges(job: TfliteJob, blob: bytes) -> None:
     found = absurd_ranges(_write(job, "range-check.tflite", blob))
     if found:
         raise ConversionError(absurd_words(found), hint=ABSURD_HINT, step="tflite_convert", op=found[0].tensor)
+
+
+def _refuse_float_weights(job: TfliteJob, blob: bytes) -> None:
+    """ConversionError naming the layer, where the int8 model has one LiteRT cannot load for its float weights."""
+    from edgekit.quantize.tflite.loadable import refuse_float_weights
+
+    refuse_float_weights(_write(job, "weights-check.tflite", blob))
 
 
 def _preflight_counts(job: TfliteJob, blob: bytes) -> dict[str, Any]:

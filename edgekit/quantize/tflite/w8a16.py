@@ -21,6 +21,7 @@ The mixed int8/int16 recipe is ONNX's (edgekit.quantize.onnx.search, `mixed16`).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from edgekit.quantize.records import RecipeChoice
@@ -44,6 +45,9 @@ def quantize_w8a16(job: TfliteJob, requested: str) -> tuple[bytes, RecipeChoice]
     from edgekit.quantize.tflite.int16_bounds import raise_small_steps
 
     blob, raised = raise_small_steps(blob)  # else LiteRT refuses to prepare a fused ReLU6 on a tiny int16 step
+    from edgekit.quantize.tflite.loadable import refuse_float_weights
+
+    refuse_float_weights(_written(job, blob))  # a layer LiteRT cannot load fails here, named, not at validation
     if raised is not None:
         notes.append(raised.words())
         job.log(f"w8a16: {raised.words()}")
@@ -65,6 +69,12 @@ def auto_notes(job: TfliteJob, requested: str) -> None:
     """JOB's notes gain NO_MIXED16 where the int8 search is auto's (the record says what ONNX's auto would add)."""
     if requested in ("auto", "mixed16"):
         job.notes.append(NO_MIXED16)
+
+
+def _written(job: TfliteJob, blob: bytes) -> Path:
+    path = job.work / "w8a16-weights-check.tflite"
+    path.write_bytes(blob)
+    return path
 
 
 def _sixteen_by_eight(tf: Any, float_bytes: bytes, job: TfliteJob) -> bytes:

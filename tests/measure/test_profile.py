@@ -161,8 +161,10 @@ def test_power_measured_over_the_window(tiny_models: dict[str, Any], tmp_path: P
     assert pw.idle_watts == pytest.approx(4.0, rel=0.05)
     assert pw.avg_watts == pytest.approx(10.0, rel=0.05)
     assert pw.net_watts == pytest.approx(6.0, rel=0.08)
-    # energy per inference: the net power over the window, shared by the runs in it
-    assert pw.joules_per_inference == pytest.approx(6.0 * r.timed_seconds / r.runs, rel=0.15)
+    # energy per inference: the net power over the sensor's window, shared by the runs in it; the window holds the timed
+    # runs and the gaps between them (wider on a busy machine), and no more than the time since it opened
+    window = time.perf_counter() - starts[1]
+    assert 6.0 * r.timed_seconds / r.runs * 0.95 <= pw.joules_per_inference <= 6.0 * window / r.runs
 
 
 def test_measured_peak_is_cached() -> None:

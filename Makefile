@@ -3,7 +3,10 @@
 # installs Debian's openssh-server where missing, for the tests against a real sshd (tests/remote; else skipped),
 # and debootstrap + qemu-user-static for the tests on emulated Raspberry Pi cores (tests/emulate; else skipped).
 # `make test-fast`: the same without the tests marked slow (real conversions, torch/TensorFlow models).
+# Both run pytest on TEST_WORKERS processes (pytest-xdist; the tests sharing a session or module fixture stay on one
+# worker: tests/conftest.py). `make test TEST_WORKERS=0` runs them in this one process.
 PYTHON ?= python3
+TEST_WORKERS ?= 2
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.edgekit-installed
@@ -30,11 +33,11 @@ test: $(STAMP)
 	@sh .ci/ssh-server.sh || true  # best effort: openssh-server for tests/remote where root + apt; else they skip
 	@sh .ci/arm64-tools.sh || true  # best effort: debootstrap + qemu-user-static for tests/emulate; else they skip
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow"
 
 bench: $(STAMP)
 	$(BIN)/python bench/convert.py --json bench/results/convert.json

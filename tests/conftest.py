@@ -62,7 +62,56 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 SLOW_FIXTURES = frozenset({"bundled_conversion", "tiny_models", "tf_models", "every_target"})
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# Session fixtures that cost nothing to build twice: they do not tie their tests to one worker.
+CHEAP_SESSION_FIXTURES = frozenset({"repo", "bundled_pt2", "fixtures_dir"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    if config.pluginmanager.hasplugin("xdist"):
+        for item, group in shared_work_groups(items).items():
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def shared_work_groups(items: list[pytest.Item]) -> dict[pytest.Item, str]:
+    """Which tests must run on one worker (`make test` runs pytest-xdist with --dist loadgroup): those sharing work.
+
+    A session fixture of the suite's own (a real conversion, the arm64 userland, an sshd) or a module's fixture
+    (its module's real conversion) is built once per worker that asks for it, so the tests sharing one go to one
+    worker: tests are linked through each such fixture they take, and each connected set is one group. Tests that
+    take none are spread one by one.
+    """
+    parent: dict[str, str] = {}
+
+    def find(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    keys_of: dict[pytest.Item, list[str]] = {}
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        keys: list[str] = []
+        for name, defs in (info.name2fixturedefs.items() if info is not None else ()):
+            scope = defs[-1].scope if defs else "function"
+            if scope in ("module", "class", "package"):
+                keys.append(f"module:{item.nodeid.split('::')[0]}")
+            elif scope == "session" and name not in CHEAP_SESSION_FIXTURES and _ours(defs[-1]):
+                keys.append(f"session:{name}")
+        if keys:
+            keys_of[item] = keys
+            for key in keys[1:]:
+                parent[find(key)] = find(keys[0])
+    return {item: find(keys[0]) for item, keys in keys_of.items()}
+
+
+def _ours(fixturedef: Any) -> bool:
+    """A fixture defined in this repository's tests (not pytest's own, like tmp_path_factory)."""
+    import inspect
+
+    try:
+        return Path(inspect.getfile(fixturedef.func)).resolve().is_relative_to(REPO / "tests")
+    except (TypeError, OSError):
+        return False

@@ -244,7 +244,7 @@ def _execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: 
         source=source.describe(),
         artifacts=list(artifacts.values()),
         options=options.to_dict(),
-        tool_versions={d: version_of(d) for d in TOOL_DISTS},
+        tool_versions={d: version_of(d) for d in tool_dists(plan)},
         edgekit_version=__version__,
         warnings=warnings,
         run=_run_facts(started),
@@ -252,6 +252,14 @@ def _execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: 
     manifest.preprocessing = Preprocessing.of_conversion(manifest.options, manifest.source)
     manifest_path = manifest.write(out_dir / "manifest.json")
     return ConvertResult(manifest, manifest_path, bool(unfinished), unfinished[0] if unfinished else None, warnings)
+
+
+def tool_dists(plan: Plan) -> list[str]:
+    """The distributions whose versions the manifest records: TOOL_DISTS, then each requested target's own."""
+    from edgekit.targets import get_target
+
+    extra = [d for name in dict.fromkeys(c.target for c in plan.chains) for d in get_target(name).dists]
+    return list(dict.fromkeys([*TOOL_DISTS, *extra]))
 
 
 def _run_facts(started: float) -> RunFacts:
@@ -385,4 +393,4 @@ def _parent(timeline: list[TimelineEntry]) -> str | None:
     return " -> ".join(t["step"] for t in timeline[:-1]) or "source"
 
 
-__all__ = ["ConvertResult", "TOOL_DISTS", "execute"]
+__all__ = ["ConvertResult", "TOOL_DISTS", "execute", "tool_dists"]

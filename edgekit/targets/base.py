@@ -40,6 +40,9 @@ class TargetSpec:
     options: type | None = None
     # the --int8-recipe names its steps know, as "module:attr" naming a tuple (read only when a request is checked)
     int8_recipes: str | None = None
+    # the distributions its steps and post-steps convert and quantize with: the manifest records their versions
+    # (tool_versions) for every run that asks for the target, beside edgekit.conversion.execute.TOOL_DISTS
+    dists: tuple[str, ...] = ()
 
     def wanted(self, asked: list[str]) -> list[str]:
         """The precisions this target makes for a request of ASKED."""

@@ -79,4 +79,5 @@ TARGET = TargetSpec(
     steps=("edgekit.targets.openvino:OpenVinoConvert",),
     precisions=("fp32", "fp16", "int8"),
     int8_recipes="edgekit.quantize.openvino:RECIPES",
+    dists=("openvino", "nncf"),
 )

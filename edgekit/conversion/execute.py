@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from edgekit._version import __version__
-from edgekit.conversion.outdir import output_lock, staging_dir
-from edgekit.conversion.plan import Plan, check_outputs, shown_path, stem_of
+from edgekit.conversion.outdir import staging_dir
+from edgekit.conversion.plan import Plan, shown_path, stem_of
 from edgekit.core._deps import version_of
 from edgekit.core.artifact import Artifact, ArtifactFailure, Manifest, Preprocessing, RunFacts
 from edgekit.core.errors import EdgekitError, InternalError, UsageError
@@ -141,19 +141,12 @@ def execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: A
     Each artifact succeeds or fails on its own: a failed step or validation is recorded as that
     artifact's failure (with the step, the op where known, the message and the hint) and the
     others are published. Only when no artifact could be made does the run raise, with the first
-    failure's error; --strict stops at the first failure. The output folder's lock is held from the
-    check of earlier outputs to the manifest: a second run into it is refused (OutputBusy).
+    failure's error; --strict stops at the first failure. The caller holds the output folder's lock and has
+    refused earlier outputs (edgekit.conversion.pipeline.run: one lock and one check for the whole run).
     """
-    with output_lock(plan.options.out_dir):
-        return _execute(plan, calib, ref, progress, started)
-
-
-def _execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: Any, progress: Callable[[str], None],
-             started: float | None) -> ConvertResult:
     started = time.perf_counter() if started is None else started
     options, source = plan.options, plan.source
     out_dir = Path(options.out_dir)
-    check_outputs(plan, out_dir)
     stem = stem_of(source)
 
     def calibration() -> np.ndarray:

@@ -100,7 +100,7 @@ def _convert(source: str | Path | None, progress: Callable[[str], None] | None, 
     with run_meter.phase("load"):
         src: Source = load_source(path, kind, load_opts)  # a file is probed in a child first: a crash stays there
     options_.out_dir = Path(options_.out_dir) if options_.out_dir else Path("edgekit-out") / stem_of(src)
-    result = run(src, options_, say, started)
+    result = run(src, options_, say, started, wanted)
     if options_.strict and result.fidelity_failures:
         names = ", ".join(a.path for a in result.fidelity_failures)
         err = FidelityError(
@@ -114,24 +114,26 @@ def _convert(source: str | Path | None, progress: Callable[[str], None] | None, 
     return result
 
 
-def run(src: Source, options: ConvertOptions, say: Callable[[str], None], started: float | None = None
-        ) -> ConvertResult:
+def run(src: Source, options: ConvertOptions, say: Callable[[str], None], started: float | None = None,
+        wanted: list[tuple[str, list[str]]] | None = None) -> ConvertResult:
     """Plan the conversion of a loaded source, pick its calibration and validation data, execute.
 
-    The output folder's lock is taken first, so a second run into the same --out is refused before
-    it spends time on calibration data and reference outputs (edgekit.conversion.outdir).
+    WANTED: the request as `check_request` judged it (None: judged here). The output folder's lock is taken
+    first and held to the manifest, so a second run into the same --out is refused before it spends time on
+    calibration data and reference outputs (edgekit.conversion.outdir); earlier outputs are refused once, here.
     """
     from edgekit.conversion.outdir import output_lock
 
     with output_lock(options.out_dir), (run_meter.metering() if run_meter.current() is None
                                         else contextlib.nullcontext()):
-        return _run(src, options, say, started)
+        return _run(src, options, say, started, wanted)
 
 
-def _run(src: Source, options: ConvertOptions, say: Callable[[str], None], started: float | None) -> ConvertResult:
+def _run(src: Source, options: ConvertOptions, say: Callable[[str], None], started: float | None,
+         wanted: list[tuple[str, list[str]]] | None) -> ConvertResult:
     from edgekit.conversion.calibration import random_samples, split_for_conversion
 
-    plan = make_plan(src, options)
+    plan = make_plan(src, options, wanted)
     check_outputs(plan, options.out_dir)
     for change in src.changes:  # what the loader changed in its own copy (dims pinned, custom ops rewritten)
         say(f"source: {change}")

@@ -203,11 +203,16 @@ def quantized_tflite(source: Source, precision: str, options: ConvertOptions) ->
     return [QUANTIZE_STEP]
 
 
-def make_plan(source: Source, options: ConvertOptions) -> Plan:
-    """Every chain the request needs, or the reason it cannot run, before any step runs."""
+def make_plan(source: Source, options: ConvertOptions, wanted: list[tuple[str, list[str]]] | None = None) -> Plan:
+    """Every chain the request needs, or the reason it cannot run, before any step runs.
+
+    WANTED is what `check_request` (and `check_modules`) already judged for this source's family: the pipeline
+    judges the request once, before the model is loaded, and hands the result here. Without it (a plan made on its
+    own) the request is judged here."""
     chains: list[Chain] = []
-    wanted = check_request(options, source.family)
-    check_modules([t for t, _ in wanted], source.family)
+    if wanted is None:
+        wanted = check_request(options, source.family)
+        check_modules([t for t, _ in wanted], source.family)
     for target, precisions in wanted:
         spec = get_target(target)
         route_steps, own_steps = target_steps(source.family, spec)

@@ -148,7 +148,7 @@ def test_lock_refuses_another_process_and_is_reentrant_here(tmp_path: Path) -> N
         assert "--out" in (exc.value.hint or "")
     finally:
         _stop(child, signal.SIGINT)
-    with output_lock(out), output_lock(out):  # the API and execute() both take it in one run
+    with output_lock(out), output_lock(out):  # the API and pipeline.run() both take it in one run
         assert lock_path(out).exists()
     assert not lock_path(out).exists()
 

@@ -11,6 +11,7 @@ on (option names and values, targets, precisions, calibration) is judged before 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,7 @@ def convert(model: Any, targets: str | list[str] | None = None, quantize: str | 
     from edgekit.conversion.options import API_NAMES, ConvertOptions
     from edgekit.conversion.outdir import output_lock
     from edgekit.conversion.pipeline import convert as run_pipeline
+    from edgekit.conversion.pipeline import convert_request
     from edgekit.conversion.plan import check_request
     from edgekit.core.errors import FidelityError
     from edgekit.sources import memory
@@ -64,7 +66,7 @@ def convert(model: Any, targets: str | list[str] | None = None, quantize: str | 
             if arrays is not None:
                 given[keyword["calib"]] = "in-memory arrays"  # judged as given; written below
             requested = ConvertOptions.from_keywords(**given, **_targets(targets, quantize))
-            check_request(requested)  # names, values, calibration: before anything is written
+            wanted = check_request(requested)  # names, values, calibration: before anything is written
             memory.check_inputs(kind, example_inputs, requested.input_shape)
             stem = memory.check_name(name or DEFAULT_NAME) if kind else _stem(Path(model))
             out_dir = Path(requested.out_dir) if requested.out_dir else Path("edgekit-out") / stem
@@ -75,11 +77,11 @@ def convert(model: Any, targets: str | list[str] | None = None, quantize: str | 
                 src, calib, consumed = memory.write_source(
                     model, kind, out_dir, stem, example_inputs=example_inputs,
                     input_shape=requested.input_shape, calib=arrays, signature=requested.signature)
-                run_options = {k: v for k, v in options.items() if not (consumed and API_NAMES.get(k) == "input_shape")}
-                run_options[keyword.get("out_dir", "out_dir")] = out_dir
-                if calib is not None:
-                    run_options[keyword["calib"]] = str(calib)
-                return Conversion.of(run_pipeline(src or model, targets, quantize, progress=say, **run_options))
+                # the request as judged above, pointing at what was just written: not parsed or judged again
+                run = dataclasses.replace(requested, out_dir=out_dir,
+                                          input_shape=None if consumed else requested.input_shape,
+                                          calib=str(calib) if calib is not None else requested.calib)
+                return Conversion.of(convert_request(src or model, run, say, wanted=wanted))
     except FidelityError as exc:  # --strict: the outputs were written; the error carries the result, as the API's
         done = getattr(exc, "result", None)
         if done is not None and not isinstance(done, Conversion):

@@ -58,22 +58,31 @@ def convert(
         options["quantize"] = quantize
     started = time.perf_counter()
     with run_meter.metering():  # the process tree's peak memory and the phases' seconds, for the manifest
-        return _convert(source, progress, started, options)
+        options_ = ConvertOptions.from_keywords(**options)  # checked against the declarations, strings parsed
+        return convert_request(source, options_, progress, started)
 
 
-def _convert(source: str | Path | None, progress: Callable[[str], None] | None, started: float,
-             options: dict[str, Any]) -> ConvertResult:
+def convert_request(source: str | Path | None, options_: ConvertOptions, progress: Callable[[str], None] | None,
+                    started: float | None = None, wanted: list[tuple[str, list[str]]] | None = None
+                    ) -> ConvertResult:
+    """`convert` for a request already parsed (OPTIONS_) and, where WANTED is given, already judged by
+    `check_request` (the Python API judges a model held in memory before it writes it): nothing is parsed or
+    checked twice."""
+    if run_meter.current() is None:
+        with run_meter.metering():
+            return convert_request(source, options_, progress, started, wanted)
     from edgekit.core.errors import FidelityError
     from edgekit.sources import LoadOptions
     from edgekit.sources.detect import FAMILY, detect
     from edgekit.sources.probe import load_source
 
+    started = time.perf_counter() if started is None else started
     say = progress or (lambda _m: None)
-    options_ = ConvertOptions.from_keywords(**options)  # checked against the declarations, strings parsed
     from edgekit.core.sniff import is_tflite
 
     # option values are judged before the model is loaded (a .tflite, taken as it is, needs no calibration)
-    wanted = check_request(options_, "tflite" if source and is_tflite(source) else None)
+    if wanted is None:
+        wanted = check_request(options_, "tflite" if source and is_tflite(source) else None)
     model, input_shape = options_.factory, options_.input_shape
     if source is None or str(source) == "":
         if not model:
@@ -191,4 +200,4 @@ def reference(src: Source, feeds: dict[str, Any], labels: Any, inputs_name: str,
                      masks=masks, kinds=kinds, choices=choices, boxes=boxes, mask_thresholds=cuts)
 
 
-__all__ = ["API_NAMES", "ConvertResult", "convert", "run"]
+__all__ = ["API_NAMES", "ConvertResult", "convert", "convert_request", "run"]

@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Literal
 
 from edgekit.core.errors import ConversionError, EdgekitError, InternalError
 
@@ -275,7 +276,7 @@ class vendor_errors(contextlib.ContextDecorator):  # noqa: N801 - used like cont
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> bool:
+                 tb: TracebackType | None) -> Literal[False]:
         if exc is None or isinstance(exc, EdgekitError):
             return False
         mapped = self.map(exc)

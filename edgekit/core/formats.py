@@ -121,7 +121,7 @@ def sniffed(path: str | Path) -> str | None:
 
     specs = sorted((s for s in FORMATS.values() if s.sniff), key=lambda s: (s.compiled_from is None, s.order))
     for spec in specs:
-        if resolve({spec.name: spec.sniff}, spec.name, "format sniffer")(path):  # type: ignore[dict-item]
+        if spec.sniff and resolve({spec.name: spec.sniff}, spec.name, "format sniffer")(path):
             return spec.name
     return None
 

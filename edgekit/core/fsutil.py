@@ -93,7 +93,7 @@ def _default_mode(path: str) -> None:
     os.chmod(path, 0o666 & ~umask)
 
 
-def _write_atomically(path: Path, fill: Callable[[BinaryIO], None]) -> Path:
+def _write_atomically(path: Path, fill: Callable[[BinaryIO], object]) -> Path:
     """FILL a temp file in PATH's folder, fsync it, give it the usual mode, and rename it over PATH."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -34,8 +34,10 @@ class PrecisionSpec:
         return (self.name, *self.aliases)
 
 
-def _spec(name: str, order: int, help: str, thresholds: dict[str, float], **kw: object) -> PrecisionSpec:
-    return PrecisionSpec(name, order, help, MappingProxyType(thresholds), **kw)  # type: ignore[arg-type]
+def _spec(name: str, order: int, help: str, thresholds: dict[str, float], *, needs_calibration: bool = False,
+          aliases: tuple[str, ...] = ()) -> PrecisionSpec:
+    return PrecisionSpec(name, order, help, MappingProxyType(thresholds), needs_calibration=needs_calibration,
+                         aliases=aliases)
 
 
 PRECISIONS: dict[str, PrecisionSpec] = {

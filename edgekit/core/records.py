@@ -17,7 +17,7 @@ import dataclasses
 import types
 import typing
 from functools import cache
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 R = TypeVar("R", bound="Record")
 
@@ -25,15 +25,19 @@ R = TypeVar("R", bound="Record")
 class Record:
     """Mixin for dataclasses: `to_dict()` is `dataclasses.asdict`; `from_dict()` rebuilds nested records."""
 
+    if TYPE_CHECKING:  # every Record is a dataclass: what dataclasses.fields() takes (typeshed's DataclassInstance)
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
     def to_dict(self) -> dict[str, Any]:
         """The fields in declaration order; nested records through their own to_dict()."""
-        return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
     def from_dict(cls: type[R], d: dict[str, Any]) -> R:
-        kinds = _record_fields(cls)
-        hints = _hints(cls)
-        required = _required(cls)
+        record_class: type = cls  # the caches' key; mypy sees no Hashable in a type[R] (a class is hashable)
+        kinds = _record_fields(record_class)
+        hints = _hints(record_class)
+        required = _required(record_class)
         values: dict[str, Any] = {}
         for key, value in d.items():
             if key not in hints:

@@ -98,7 +98,7 @@ class _LineFilter(io.TextIOBase):
         return int(self.stream.fileno())
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # read-only: io's C base has no setter; typeshed says attribute
         return str(getattr(self.stream, "encoding", "utf-8"))
 
 

@@ -18,7 +18,8 @@ that suits --device, or --precision, is served). Several PATHs serve several mod
 EDGEKIT_TOKEN). SIGTERM/SIGINT: readiness turns false, requests in flight finish, exit 0.
 
 From a conversion folder (or an artifact with its manifest beside it) every artifact answers with the source
-model's tensor names, and takes the artifact's own names too: one client works against each of them."""
+model's tensor names, and takes the artifact's own names too: one client works against each of them. Where
+`edgekit bench` measured the folder on this machine, the fastest row that passed validation is served (--bench)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -51,6 +52,9 @@ def register(app: typer.Typer) -> None:
         log_level: str = typer.Option("info", help="debug|info|warning|error: the server's log on stderr (a line "
                                       "per failed request, the traceback of a 500; debug adds uvicorn's access "
                                       "log)."),
+        bench: str = typer.Option("auto", help="A bench.json measured on this machine: from a folder, serve the "
+                                  "fastest row that passed validation (auto: FOLDER/bench/bench.json where `edgekit "
+                                  "bench` wrote one; off: the format table's ranks)."),
     ) -> None:
         from edgekit.commands.profile import parse_options
         from edgekit.serve.config import ServeConfig, read_token
@@ -63,6 +67,6 @@ def register(app: typer.Typer) -> None:
             max_queue=max_queue, max_body_mb=max_body_mb, max_image_mpix=max_image_mpix, timeout_s=timeout_s,
             drain_s=drain_s, token=read_token(token_file, os.environ.get("EDGEKIT_TOKEN")),
             allow_remote=allow_remote, labels=labels, top_k=top_k, options=parse_options(option),
-            log_level=check_level(log_level),
+            log_level=check_level(log_level), bench=bench,
         )
         raise typer.Exit(serve(config))

@@ -269,6 +269,7 @@ def make_row(job: Job, status: Status, result: ProfileResult | None, message: st
         if result.notes:
             row.note = "; ".join(result.notes)
         row.p50_ms, row.p90_ms = result.latency_ms.p50, result.latency_ms.p90
+        row.sha256 = result.artifact.sha256
         row.throughput_per_s = result.throughput_per_s
         row.joules_per_inference = result.power.joules_per_inference
         row.energy_estimated = bool(result.power.estimated)

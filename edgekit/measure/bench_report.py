@@ -47,6 +47,7 @@ class BenchRow(Record):
     device: str = ""
     host: str | None = None  # the --remote device (user@host:port) it was measured on; None: this machine
     path: str = ""
+    sha256: str = ""  # the file measured (its ProfileResult's artifact.sha256): serve trusts a row of this file only
     size_bytes: int | None = None
     top1_agreement: float | None = None
     accuracy: float | None = None

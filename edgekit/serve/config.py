@@ -36,6 +36,7 @@ class ServeConfig:
     top_k: int = 5
     options: dict[str, object] = field(default_factory=dict)  # runtime load options (--option KEY=VALUE)
     log_level: str = "info"  # debug | info | warning | error (edgekit.serve.logs)
+    bench: str = "auto"  # the bench report that orders the candidates: auto (beside the folder), off, or a path
 
     @property
     def max_body_bytes(self) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,6 +59,7 @@ class ModelChoice:
     preprocessing: Preprocessing | None
     threads: int | None = None  # the device profile's (--device NAME or FILE.toml), where --threads is not given
     source: SourceInfo | None = None  # the manifest's source: the tensor names served (edgekit.serve.names)
+    chosen_by: str = ""  # why it stands where it does among its PATH's candidates (edgekit.serve.bench_rank)
 
 
 def _stem(path: Path) -> str:
@@ -244,11 +246,23 @@ def resolve_models(paths: list[Path], device: str = "auto", precision: str | Non
 
 
 def resolve_candidate_lists(paths: list[Path], device: str = "auto", precision: str | None = None,
-                            runtime: str | None = None) -> list[list[ModelChoice]]:
-    """Each PATH's candidates (`resolve_candidates`), not yet named: the names follow the candidate served."""
+                            runtime: str | None = None, bench: str | Path | None = "auto",
+                            say: Callable[[str], None] | None = None) -> list[list[ModelChoice]]:
+    """Each PATH's candidates (`resolve_candidates`), not yet named: the names follow the candidate served.
+
+    Ordered by the bench report of this machine where one is given (BENCH) or found beside a conversion folder
+    (edgekit.serve.bench_rank), else by the format table; SAY hears why, per PATH."""
+    from edgekit.serve.bench_rank import chosen, rank
+
     if not paths:
         raise UsageError("Name at least one artifact or conversion folder to serve.")
-    return [resolve_candidates(p, device, precision, runtime) for p in paths]
+    lists = []
+    for p in paths:
+        ranking = rank(resolve_candidates(p, device, precision, runtime), Path(p), bench)
+        if say is not None and ranking.report is not None:  # without a report the table decides, as it always did
+            say(f"{p}: candidates in the order of {ranking.why}")
+        lists.append(chosen(ranking))
+    return lists
 
 
 def read_labels(path: Path | None) -> list[str] | None:

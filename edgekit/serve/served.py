@@ -259,6 +259,8 @@ class ServedModel:
                                   # served name -> the artifact's own (accepted too): edgekit.serve.names
                                   "artifact_names": {"inputs": {w.name: w.spec.name for w in self.inputs},
                                                      "outputs": {w.name: w.spec.name for w in self.outputs}}}
+        if c.chosen_by:
+            params["chosen_by"] = c.chosen_by  # its measured p50 in the bench report, or the format table's rank
         if c.preprocessing is not None:
             params["preprocessing"] = c.preprocessing.to_dict()
         if self.detector is not None:

@@ -71,7 +71,8 @@ def load_models(config: ServeConfig, say: Callable[[str], None]) -> tuple[list[S
         # each PATH's first candidate that runs here, probed in a child (edgekit.serve.served.first_that_runs), then
         # named: the names follow what is served
         picked = [first_that_runs(cands, config, say) for cands in
-                  resolve_candidate_lists(list(config.paths), config.device, config.precision, config.runtime)]
+                  resolve_candidate_lists(list(config.paths), config.device, config.precision, config.runtime,
+                                          config.bench, say)]
         for choice, (_, probed) in zip(name_models([c for c, _ in picked]), picked, strict=True):
             m = ServedModel(choice, config, metrics, labels, probed)
             m.load()

@@ -91,8 +91,8 @@ def kind_agreement(fid: Any) -> float | None:
     return None
 
 
-def judge(y_ref: np.ndarray, y: np.ndarray, precision: str = "int8", z: float = MARGIN_Z,
-          choice: Any = None, mask_threshold: float | None = None, layout: str = "NCHW") -> Judged:
+def judge(y_ref: np.ndarray | dict[str, np.ndarray], y: np.ndarray | dict[str, np.ndarray], precision: str = "int8",
+          z: float = MARGIN_Z, choice: Any = None, mask_threshold: float | None = None, layout: str = "NCHW") -> Judged:
     """Candidate outputs Y against the float outputs Y_REF, by validation's own thresholds, the top-1 agreement's
     (or, for a detector, the box recall's and precision's) lower bound (Z sigmas) included.
 
@@ -100,10 +100,15 @@ def judge(y_ref: np.ndarray, y: np.ndarray, precision: str = "int8", z: float = 
     detector's head from its metadata); None: decided from Y_REF's shape and values, as validation would.
     MASK_THRESHOLD: where a probability map (the mask kind) is cut, as --mask-threshold says for that output (None:
     the kind's default): the search judges the mask its user reads (a text detector's at 0.3), as validation does.
-    LAYOUT: the outputs' own (a .tflite's NHWC: its per-pixel class maps judged along the right axis)."""
+    LAYOUT: the outputs' own (a .tflite's NHWC: its per-pixel class maps judged along the right axis).
+    Y_REF and Y as dicts (output name -> array): the outputs of one detector head that keeps boxes and scores apart
+    (MediaPipe's regressors and logits), judged together as CHOICE's head, as validation judges them."""
     from edgekit.conversion.validate import Reference, compare
     from edgekit.core.precisions import PRECISIONS
 
+    if isinstance(y_ref, dict):
+        return _judge_head(y_ref, y, precision, z, choice, layout)
+    assert not isinstance(y, dict)
     if choice is not None and choice.head is not None:  # the head reads the one output judged here, by its name
         several = len(choice.head.outputs) > 1  # boxes and scores apart (SSD): the search runs the first output only
         choice = None if several else dataclasses.replace(choice, head=dataclasses.replace(choice.head,
@@ -126,6 +131,39 @@ def judge(y_ref: np.ndarray, y: np.ndarray, precision: str = "int8", z: float = 
     return Judged(fid.passed and not failures, float(fid.cosine), fid.top1_agreement, failures, len(y_ref),
                   top1_margins(y_ref, y), fid.detection_recall, fid.detection_precision, fid.detections,
                   kind_agreement(fid))
+
+
+def _judge_head(y_ref: dict[str, np.ndarray], y: np.ndarray | dict[str, np.ndarray], precision: str, z: float,
+                choice: Any, layout: str) -> Judged:
+    """The outputs Y of a detector head of several outputs (CHOICE's head names them, Y_REF's keys) against the
+    float ones: its boxes after the head's own decode, their recall and precision bounded as one output's are."""
+    from edgekit.conversion.validate import Reference, compare
+
+    if not isinstance(y, dict):
+        raise TypeError("a head of several outputs is judged on every one of them (a dict by name)")
+    first = next(iter(y_ref.values()))
+    ref = Reference(x=np.zeros((len(first), 1), np.float32), y_ref=first, labels=None, layout=layout,
+                    inputs_name="calibration", outputs=dict(y_ref), choices=dict.fromkeys(y_ref, choice))
+    fid = compare(ref, y, precision)
+    failures = list(fid.failures)
+    if fid.passed and fid.detection_recall is not None:
+        from edgekit.quantize.detect_decode import box_bounds
+
+        failures += box_bounds(fid, z, wilson_low)
+    return Judged(fid.passed and not failures, float(fid.cosine), None, failures, len(first), None,
+                  fid.detection_recall, fid.detection_precision, fid.detections, kind_agreement(fid))
+
+
+def output_noise(y: np.ndarray | dict[str, np.ndarray], y_ref: np.ndarray | dict[str, np.ndarray]) -> float:
+    """The noise power of Y against Y_REF: mean squared error, or, for several outputs (a detector head's boxes in
+    pixels and its score logits), the sum of each output's mean squared error as a share of its float variance, so
+    that pixel-sized errors do not drown the logits'."""
+    if isinstance(y_ref, dict):
+        assert isinstance(y, dict)
+        return float(sum(((y[k] - v).astype(np.float64) ** 2).mean() / max(float(v.astype(np.float64).var()), 1e-12)
+                         for k, v in y_ref.items()))
+    assert not isinstance(y, dict)
+    return float(((y - y_ref).astype(np.float64) ** 2).mean())
 
 
 def top1_margins(y_ref: np.ndarray, y: np.ndarray) -> dict[str, float | int] | None:
@@ -416,6 +454,6 @@ Log = Callable[[str], None]
 
 __all__ = ["AUTO_FLOAT_CAP", "AUTO_MACS_TARGET", "Judged", "NOT_JUDGED", "Reach", "best", "best_float_free",
            "cap_share", "cost_record", "error_share", "has_classes", "input_noise_agreement", "judge", "kind_agreement",
-           "largest_within", "macs_fraction", "margin_z", "needed_samples", "out_of_reach", "prefix_nodes",
-           "ranked_units", "say", "smallest_float_set", "split", "top1_margins", "trial", "twin_noise_agreement",
-           "wilson_low"]
+           "largest_within", "macs_fraction", "margin_z", "needed_samples", "out_of_reach", "output_noise",
+           "prefix_nodes", "ranked_units", "say", "smallest_float_set", "split", "top1_margins", "trial",
+           "twin_noise_agreement", "wilson_low"]

@@ -93,4 +93,34 @@ def with_statistic(cal_bytes: bytes, float_bytes: bytes, statistic: str,
                  "narrower than min/max)"
 
 
-__all__ = ["STATISTICS", "activation_histograms", "rewrite_ranges", "with_statistic"]
+# where a sigmoid is flat: |logit| >= 16 gives a score within 1.2e-7 of 0 or 1 (MediaPipe's decoders clip at 100)
+LOGIT_BOUND = 16.0
+
+
+def cut_logit_ranges(cal_bytes: bytes, names: Iterable[str], bound: float = LOGIT_BOUND) -> tuple[bytes, int]:
+    """CAL_BYTES with the calibrated ranges of the score logits NAMES cut to [-BOUND, BOUND]; (model, how many cut).
+
+    Why: a raw-anchor detector's logits run far below the sigmoid's flat end (MediaPipe's pose detector: -385 to
+    0.36 on photos), and an int8 scale over that range is a step of 1.5 logits, which moves a score at the 0.5 cut
+    by up to 0.19 (the int8 pose detector kept 7.5% of the float model's anchors over 0.5). Cut at +-16 the step is
+    0.06 at most, and what the cut saturates, a score under 1.2e-7 (or over 1 - 1.2e-7), no decoder tells apart.
+    Where the head's last layers stay float (a CPU target) the cut changes nothing they compute; on an
+    integer-only target (the Edge TPU) it is what keeps the scores."""
+    fm = FlatModel(cal_bytes)
+    wanted = set(names)
+    done = 0
+    for name, k in _ranged(fm).items():
+        if name not in wanted:
+            continue
+        q = fm.sg.tensors[k].quantization
+        lo, hi = float(q.min[0]), float(q.max[0])
+        if lo >= -bound and hi <= bound:
+            continue
+        q.min = np.array([min(max(lo, -bound), 0.0)], np.float32)
+        q.max = np.array([max(min(hi, bound), 0.0)], np.float32)
+        done += 1
+    return (fm.to_bytes() if done else cal_bytes), done
+
+
+__all__ = ["LOGIT_BOUND", "STATISTICS", "activation_histograms", "cut_logit_ranges", "rewrite_ranges",
+           "with_statistic"]

@@ -60,6 +60,9 @@ class TfliteJob:
     decode_heads: tuple[str, ...] = ()
     # a float .tflite given as the source (edgekit.steps.tflite_quantize): the float model, in place of the SavedModel's
     float_tflite: bytes | None = None
+    # the tensors holding a raw-anchor head's score logits (its classifier layers and the reshapes and concatenation
+    # after them): their calibrated ranges are cut where the sigmoid is flat (edgekit.quantize.tflite.ranges)
+    score_logits: tuple[str, ...] = ()
 
     def representative(self) -> Iterator[list[np.ndarray] | dict[str, np.ndarray]]:
         for i in range(0, len(self.samples) - self.batch + 1, self.batch):

@@ -38,15 +38,40 @@ def run_tflite(paths: list[Path], x: np.ndarray, latency: bool = False) -> list[
     return [arrays.get(f"y{i}") for i in range(len(paths))]
 
 
+def run_tflite_outputs(paths: list[Path], x: np.ndarray) -> list[dict[str, np.ndarray] | None]:
+    """Every output of each model, by tensor name, on every sample of X (float in, float out); None for one that
+    failed. For a detector whose boxes and scores are separate outputs (MediaPipe's anchor heads), which the first
+    output alone does not judge."""
+    from edgekit.core.isolate import isolation_enabled, run_isolated
+
+    request = RunRequest(paths=[str(p) for p in paths], every_output=True)
+    if not isolation_enabled():
+        answer, arrays = _run_in_child(request, {"x": x})
+    else:
+        try:
+            answer, arrays = run_isolated("edgekit.quantize.tflite.run:_run_in_child", request, {"x": x},
+                                          who="LiteRT", doing="running int8 candidates")
+        except RuntimeFailure:
+            if len(paths) == 1:
+                return [None]
+            return [run_tflite_outputs([p], x)[0] for p in paths]
+    names = answer.get("names", {})
+    return [{n: arrays[f"y{i}_{k}"] for k, n in enumerate(names[str(i)])} if str(i) in names else None
+            for i in range(len(paths))]
+
+
 @dataclass(frozen=True)
 class RunRequest(Record):
-    """What `_run_in_child` is sent besides the samples ("x"): the candidates, and whether to time them instead.
+    """What `_run_in_child` is sent besides the samples ("x"): the candidates, and whether to time them instead
+    (LATENCY) or to send back every output (EVERY_OUTPUT: arrays y<i>_<k>, their names in the answer) rather than
+    the first.
 
     A record rather than a dict so a renamed key fails at the call, not as a KeyError inside the child.
     """
 
     paths: list[str]
     latency: bool = False
+    every_output: bool = False
 
 
 def _run_in_child(request: RunRequest, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
@@ -57,6 +82,7 @@ def _run_in_child(request: RunRequest, arrays: dict[str, np.ndarray]) -> tuple[d
     x = arrays["x"]
     out: dict[str, np.ndarray] = {}
     errors: dict[str, str] = {}
+    names: dict[str, list[str]] = {}
     for i, path in enumerate(request.paths):
         if request.latency:
             out[f"y{i}"] = np.array([latency_ms(path)])
@@ -66,20 +92,27 @@ def _run_in_child(request: RunRequest, arrays: dict[str, np.ndarray]) -> tuple[d
             runtime.load(Path(path), threads=usable_cores())  # LiteRT runs on one thread unless told
             spec = runtime.inputs[0]
             batch = spec.shape[0] if spec.shape and spec.shape[0] > 0 else 1
-            parts = []
+            wanted = [o.name for o in (runtime.outputs if request.every_output else runtime.outputs[:1])]
+            parts: dict[str, list[np.ndarray]] = {n: [] for n in wanted}
             for k in range(0, len(x), batch):
                 chunk = x[k:k + batch]
                 n = len(chunk)
                 if n < batch:
                     chunk = np.concatenate([chunk, np.repeat(chunk[-1:], batch - n, axis=0)])
-                y = runtime.run_float({spec.name: chunk.astype(np.float32)})[runtime.outputs[0].name]
-                parts.append(np.asarray(y, np.float32)[:n])
-            out[f"y{i}"] = np.concatenate(parts)
+                got = runtime.run_float({spec.name: chunk.astype(np.float32)})
+                for name in wanted:
+                    parts[name].append(np.asarray(got[name], np.float32)[:n])
+            if request.every_output:
+                for k, name in enumerate(wanted):
+                    out[f"y{i}_{k}"] = np.concatenate(parts[name])
+                names[str(i)] = wanted
+            else:
+                out[f"y{i}"] = np.concatenate(parts[wanted[0]])
         except RuntimeFailure as exc:  # LiteRT refused this candidate: it is judged failed, the others go on
             errors[path] = exc.message[:300]
         finally:
             runtime.close()
-    return {"errors": errors}, out
+    return {"errors": errors, "names": names}, out
 
 
 def latency_ms(path: str, runs: int = 20) -> float:
@@ -110,4 +143,4 @@ def run_first_output(path: str | Path, x: np.ndarray) -> np.ndarray:
     return y
 
 
-__all__ = ["RunRequest", "latency_ms", "run_first_output", "run_tflite"]
+__all__ = ["RunRequest", "latency_ms", "run_first_output", "run_tflite", "run_tflite_outputs"]

@@ -34,6 +34,7 @@ from edgekit.quantize.search import (
     judge,
     macs_fraction,
     margin_z,
+    output_noise,
     prefix_nodes,
     ranked_units,
     say,
@@ -41,7 +42,7 @@ from edgekit.quantize.search import (
     split,
     trial,
 )
-from edgekit.quantize.tflite.ranges import STATISTICS, with_statistic
+from edgekit.quantize.tflite.ranges import LOGIT_BOUND, STATISTICS, cut_logit_ranges, with_statistic
 from edgekit.quantize.tflite.recipes import (
     AUTO_ORDER,
     BIAS_CORRECTING,
@@ -56,7 +57,7 @@ from edgekit.quantize.tflite.recipes import (
     plain,
     quantized,
 )
-from edgekit.quantize.tflite.run import run_tflite
+from edgekit.quantize.tflite.run import run_tflite, run_tflite_outputs
 
 DECIDE_SAMPLES = 64  # a named recipe's detection output is recognised on this many calibration samples
 PROBE_SAMPLES = 32  # damage is a noise power, not a count: fewer samples measure it well enough
@@ -81,6 +82,18 @@ class _Search:
         self.macs = {fm.tensors[op.outputs[0]].name: fm.op_macs(op) for op in fm.ops if op.outputs}
         # a detector: judged by its boxes, its decode on the quantizer's denylist (edgekit.quantize.detect_decode)
         self.choice, self.decode = _detection(fm, self.ref_path, self.y_ref, job)
+        # a head whose boxes and scores are separate outputs (MediaPipe's regressors and logits): every one of them
+        # is run and judged, as validation judges them; the first output alone said nothing of the scores
+        self.head_outputs: tuple[str, ...] = ()
+        self.y_head: dict[str, np.ndarray] | None = None
+        head = getattr(self.choice, "head", None)
+        if searching and self.decode is not None and head is not None and len(head.outputs) > 1:
+            got = run_tflite_outputs([self.ref_path], self.x)[0]
+            if got is not None and set(head.outputs) <= set(got):
+                self.head_outputs = tuple(head.outputs)
+                self.y_head = {n: got[n] for n in self.head_outputs}
+        if self.decode is not None and self.decode.nodes:
+            job.score_logits = self.job.score_logits = _score_logits(fm, head)
         self.mask_threshold = job.kinds.mask_threshold(fm.tensors[fm.outputs[0]].name, len(fm.outputs)) \
             if job.kinds is not None else None
         # the outputs' layout (the SavedModel's, NHWC from onnx2tf): judged along it, not as NCHW (a P-Net's
@@ -108,13 +121,13 @@ class _Search:
         assert self.y_ref is not None  # only a search judges
         t0 = time.perf_counter()
         paths = [_write(self.job, f"candidate-{len(self.kept) + i}.tflite", c[1]) for i, c in enumerate(cands)]
-        ys = run_tflite(paths, self.x)
+        ys = self.run(paths, self.x)
         first = None
         for (label, blob, nodes, cal, edits), y, path in zip(cands, ys, paths, strict=True):
             path.unlink(missing_ok=True)
             z = margin_z(len(self.kept) + 1)  # stricter as more candidates are tried
-            judged = judge(self.y_ref, y, z=z, choice=self.choice, mask_threshold=self.mask_threshold,
-                           layout=self.layout) \
+            judged = judge(self.y_head if self.y_head is not None else self.y_ref, y, z=z, choice=self.choice,
+                           mask_threshold=self.mask_threshold, layout=self.layout) \
                 if y is not None else Judged(False, float("nan"), None, ["LiteRT could not run it"])
             self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
             self.kept.append((judged, len(nodes), (label, blob, nodes, cal, edits)))
@@ -122,6 +135,14 @@ class _Search:
             if judged.passed and first is None:
                 first = len(self.kept) - 1
         return first
+
+    def run(self, paths: list[Path], x: np.ndarray) -> list[Any]:
+        """Each model's outputs on X as the search judges them: the head's outputs by name where it has several
+        (None for a model LiteRT could not run or that lacks one), else the first output."""
+        if not self.head_outputs:
+            return run_tflite(paths, x)
+        return [None if y is None or not set(self.head_outputs) <= set(y) else {n: y[n] for n in self.head_outputs}
+                for y in run_tflite_outputs(paths, x)]
 
     def quantized(self, cal: bytes, denylist: tuple[str, ...]) -> bytes | None:
         """CAL quantized with DENYLIST in float; None (noted) where the quantizer refuses: with every op that reads
@@ -157,17 +178,19 @@ class _Search:
         rest = tuple(n for n in everything if n not in covered)
         blobs = [self.quantized(cal, tuple(n for n in everything if n not in set(u))) for u in units]  # only U int8
         paths = [_write(self.job, f"probe-{i}.tflite", b) for i, b in enumerate([*blobs, base_blob]) if b is not None]
-        x, y_ref = self.x[:PROBE_SAMPLES], self.y_ref[:PROBE_SAMPLES]
-        ran = iter(run_tflite(paths, x))
+        x = self.x[:PROBE_SAMPLES]
+        y_ref = {k: v[:PROBE_SAMPLES] for k, v in self.y_head.items()} if self.y_head is not None else \
+            self.y_ref[:PROBE_SAMPLES]
+        ran = iter(self.run(paths, x))
         ys = [next(ran) if b is not None else None for b in blobs]
         whole = next(ran)  # the base itself, every group quantized
         for p in paths:
             p.unlink(missing_ok=True)
-        damage = [(float(((y - y_ref).astype(np.float64) ** 2).mean()) if y is not None else float("inf"), u)
+        damage = [(output_noise(y, y_ref) if y is not None else float("inf"), u)
                   for y, u in zip(ys, units, strict=True)]
         ranked = ranked_units(damage, self.macs) + ([rest] if rest else [])
         if whole is not None:
-            self.error_share = error_share(damage, float(((whole - y_ref).astype(np.float64) ** 2).mean()))
+            self.error_share = error_share(damage, output_noise(whole, y_ref))
         self.job.log(f"int8 mixed precision: measured {len(units)} layer groups alone on {base}; most damaging: "
                      + ", ".join(f"{len(u)} ops ending {u[-1]}" for _, u in sorted(damage, key=lambda d: -d[0])[:3]))
         tried: dict[tuple[str, ...], int] = {}
@@ -212,7 +235,28 @@ def _detection(fm: Any, ref_path: Path, y_ref: np.ndarray | None, job: TfliteJob
     choice = decide_kinds(outputs, kinds.layout, asked, kinds.metadata)[name]
     if choice.kind != "detection":
         return choice, None
-    return choice, tflite_decode(fm, [fm.outputs[0]])
+    # every output of the head: each keeps its own scale (MediaPipe's logits beside regressors in pixels)
+    head = set(choice.head.outputs) if choice.head is not None else set()
+    return choice, tflite_decode(fm, [t for t in fm.outputs if fm.tensors[t].name in head] or [fm.outputs[0]])
+
+
+def _score_logits(fm: Any, head: Any) -> tuple[str, ...]:
+    """The tensors of the float TFLite model FM that hold HEAD's score logits where its decode takes their sigmoid
+    (a raw-anchor head: MediaPipe's classifier layers, and the reshapes and concatenation after them); () for any
+    other head."""
+    if head is None or head.format != "anchors" or len(head.outputs) < 2:
+        return ()
+    from edgekit.quantize.detect_decode import tflite_decode
+
+    try:
+        sigmoid = head.anchor_head().sigmoid
+    except (ValueError, KeyError, TypeError):
+        return ()
+    scores = [t for t in fm.outputs if fm.tensors[t].name == head.outputs[1]]
+    if not sigmoid or not scores:
+        return ()
+    region = tflite_decode(fm, scores)
+    return (*region.nodes, *region.head_layers) if region.head_layers else ()
 
 
 def _float_outputs(path: Path, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -239,6 +283,10 @@ def _decode_record(s: _Search, float_free: bool, moved: int = 0) -> dict[str, An
     where = ("the TFLite quantizer's denylist: the decode's ops stay float after the head's int8 layers (a "
              "DEQUANTIZE between), and the outputs are float32")
     heads = s.decode.head_layers
+    cut = {"score_logits_cut": {"tensors": list(s.job.score_logits), "bound": LOGIT_BOUND, "why": (
+        "the score logits' int8 range is cut to +-16, where the sigmoid is flat (a score within 1.2e-7 of 0 or 1): "
+        "over the whole range (MediaPipe's pose detector: -385 to 0.36) one int8 step is 1.5 logits")}} \
+        if s.job.score_logits else {}
     if float_free:
         where += ("; on an integer-only target such as the Edge TPU these float ops run on the CPU after the TPU "
                   "part (the compiler maps ops in order up to the first float one), so the ops are ordered to run "
@@ -246,12 +294,12 @@ def _decode_record(s: _Search, float_free: bool, moved: int = 0) -> dict[str, An
         return s.decode.record(macs_fraction(s.decode.nodes, s.macs), where, {
             "head_outputs": "int8: on an integer-only target the head's last layers run on the TPU, so they keep "
             "int8 outputs; only the decode after them is float",
-            "head_layers_macs_fraction": round(macs_fraction(heads, s.macs), 6), "ops_moved": moved})
+            "head_layers_macs_fraction": round(macs_fraction(heads, s.macs), 6), "ops_moved": moved, **cut})
     return s.decode.record(macs_fraction(s.decode.nodes, s.macs), where, {
         "head_outputs": "float: the head's last layers are on the denylist too (TFLite has no int8 layer with a float "
         "output), so the class logits are not rounded before the sigmoid and the 0.25 cut (mini DFL detector: box "
         "recall 92.0% with the decode alone in float, 97.2% with these layers too)",
-        "head_layers_macs_fraction": round(macs_fraction(heads, s.macs), 6)})
+        "head_layers_macs_fraction": round(macs_fraction(heads, s.macs), 6), **cut})
 
 
 def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Path | None, dict[str, Any]]:
@@ -282,6 +330,8 @@ def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Pat
     if base in STATISTICS:  # the calibrator's min/max replaced by the statistic, measured on the same float model
         cal, words = with_statistic(cal, edited or float_model(job), base, job.representative())
         job.notes.append(words)
+    if job.score_logits:  # after any statistic: the cut is the sigmoid's, not the data's
+        cal, _ = cut_logit_ranges(cal, job.score_logits)
     cal_path = _write(job, f"{base}.calibrated.tflite", cal)
     return quantized(job, cal_path.read_bytes(), nodes), cal_path, edits
 

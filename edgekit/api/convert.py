@@ -42,6 +42,7 @@ def convert(model: Any, targets: str | list[str] | None = None, quantize: str | 
     `strict=True` when an artifact misses its thresholds, its `result` the Conversion).
     """
     from edgekit.api.result import Conversion
+    from edgekit.conversion.execute import ConvertResult
     from edgekit.conversion.options import API_NAMES, ConvertOptions
     from edgekit.conversion.outdir import output_lock
     from edgekit.conversion.pipeline import convert as run_pipeline
@@ -83,9 +84,8 @@ def convert(model: Any, targets: str | list[str] | None = None, quantize: str | 
                                           calib=str(calib) if calib is not None else requested.calib)
                 return Conversion.of(convert_request(src or model, run, say, wanted=wanted))
     except FidelityError as exc:  # --strict: the outputs were written; the error carries the result, as the API's
-        done = getattr(exc, "result", None)
-        if done is not None and not isinstance(done, Conversion):
-            exc.result = Conversion.of(done)  # type: ignore[attr-defined]
+        if isinstance(exc.result, ConvertResult):
+            exc.result = Conversion.of(exc.result)
         raise
 
 

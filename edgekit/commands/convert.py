@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from edgekit.core.errors import EXIT_NOT_COMPILED, EXIT_PARTIAL
+
+if TYPE_CHECKING:
+    from edgekit.conversion.execute import ConvertResult
 
 HELP = """Convert a model to the targets and precisions listed below, validate every artifact against the
 source, and write them with a manifest.json.
@@ -49,6 +52,7 @@ def register(app: typer.Typer) -> None:
               *(parameter(d) for d in flagged if d.name in own)]
 
     def convert_cmd(**values: Any) -> int:
+        from edgekit.conversion.execute import ConvertResult
         from edgekit.conversion.pipeline import convert
         from edgekit.core.console import err, progress, quiet_stdout
         from edgekit.core.errors import FidelityError
@@ -59,9 +63,8 @@ def register(app: typer.Typer) -> None:
             with quiet_stdout():
                 result = convert(values["source"], progress=progress, **fields)
         except FidelityError as exc:
-            result = getattr(exc, "result", None)
-            if result is not None:
-                _show(result, json_out)
+            if isinstance(exc.result, ConvertResult):  # --strict: what was written, shown before the error
+                _show(exc.result, json_out)
             raise
         _show(result, json_out)
         if result.failed:
@@ -80,19 +83,19 @@ def register(app: typer.Typer) -> None:
 
     app.command("convert", help=_help())(with_signature(convert_cmd, params))
 
-    def _show(result: object, json_out: bool) -> None:
+    def _show(result: ConvertResult, json_out: bool) -> None:
         from edgekit.core.console import out as console_out
         from edgekit.core.console import print_json, warn
         from edgekit.report import convert_table
         from edgekit.report.convert import run_line
 
         if json_out:
-            print_json(result.manifest.to_dict())  # type: ignore[attr-defined]
+            print_json(result.manifest.to_dict())
         else:
-            console_out.print(convert_table(result.manifest))  # type: ignore[attr-defined]
-            console_out.print(f"manifest: {result.manifest_path}")  # type: ignore[attr-defined]
-            line = run_line(result.manifest)  # type: ignore[attr-defined]
+            console_out.print(convert_table(result.manifest))
+            console_out.print(f"manifest: {result.manifest_path}")
+            line = run_line(result.manifest)
             if line:
                 console_out.print(line, highlight=False)
-        for w in result.warnings:  # type: ignore[attr-defined]
+        for w in result.warnings:
             warn(w)

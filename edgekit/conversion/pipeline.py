@@ -11,14 +11,17 @@ import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgekit.conversion.execute import ConvertResult, execute
 from edgekit.conversion.options import API_NAMES, ConvertOptions  # API_NAMES: re-exported, as before
 from edgekit.conversion.plan import check_modules, check_outputs, check_request, make_plan, stem_of
-from edgekit.core.errors import UsageError
+from edgekit.core.errors import InternalError, UsageError
 from edgekit.measure import run_meter
 from edgekit.sources.base import Source
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _factory_family(spec: str) -> str:
@@ -118,7 +121,7 @@ def convert_request(source: str | Path | None, options_: ConvertOptions, progres
             hint="See each artifact's fidelity.failures in manifest.json; try more or better --calib data, or a "
             "higher precision.",
         )
-        err.result = result  # type: ignore[attr-defined]  (the CLI still prints the table)
+        err.result = result  # the CLI still prints the table
         raise err
     return result
 
@@ -133,23 +136,25 @@ def run(src: Source, options: ConvertOptions, say: Callable[[str], None], starte
     """
     from edgekit.conversion.outdir import output_lock
 
-    with output_lock(options.out_dir), (run_meter.metering() if run_meter.current() is None
-                                        else contextlib.nullcontext()):
-        return _run(src, options, say, started, wanted)
+    out_dir = options.out_dir
+    if out_dir is None:  # convert_request names the default folder after the loaded source, before calling here
+        raise InternalError("pipeline.run() was given options without an out_dir.")
+    with output_lock(out_dir), (run_meter.metering() if run_meter.current() is None else contextlib.nullcontext()):
+        return _run(src, options, out_dir, say, started, wanted)
 
 
-def _run(src: Source, options: ConvertOptions, say: Callable[[str], None], started: float | None,
+def _run(src: Source, options: ConvertOptions, out_dir: Path, say: Callable[[str], None], started: float | None,
          wanted: list[tuple[str, list[str]]] | None) -> ConvertResult:
     from edgekit.conversion.calibration import random_samples, split_for_conversion
 
     plan = make_plan(src, options, wanted)
-    check_outputs(plan, options.out_dir)
+    check_outputs(plan, out_dir)
     for change in src.changes:  # what the loader changed in its own copy (dims pinned, custom ops rewritten)
         say(f"source: {change}")
     for line in plan.describe():
         say(f"plan: {line}")
     shape = [options.batch if d <= 0 else d for d in src.input_shape]
-    calib_x = None
+    calib_x: np.ndarray | dict[str, np.ndarray] | None = None
     t_data = time.perf_counter()
     if src.inputs:  # several inputs: a .npz with one array per input name (edgekit.conversion.feeds)
         from edgekit.conversion.feeds import split_named

@@ -80,6 +80,9 @@ class FidelityError(EdgekitError):
     """An artifact's outputs differ from the source model beyond the thresholds (--strict)."""
 
     exit_code = EXIT_FIDELITY
+    # What the run made all the same (outputs and manifest are written before --strict raises): the pipeline's
+    # ConvertResult, which the Python API replaces with its Conversion; None until one is attached.
+    result: object | None = None
 
 
 class RuntimeFailure(EdgekitError):

@@ -9,6 +9,7 @@ for an artifact file, a `Conversion` for a run: edgekit.api.handles).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -102,7 +103,7 @@ def bench(target: str | Path | Any, *, runtimes: str | list[str] | None = None,
           devices: str | list[str] | None = None, out: str | Path | None = None, runs: int = 50,
           min_seconds: float = 0.5, warmup: int = 5, batch: int = 1, threads: int | None = None,
           include_source: bool = True, in_process: bool = False, quiet: bool = False,
-          remote: str | Remote | list[str | Remote] | None = None, local: bool = True) -> BenchReport:
+          remote: str | Remote | Sequence[str | Remote] | None = None, local: bool = True) -> BenchReport:
     """Profile every artifact of a conversion run on every runtime and device here: `edgekit bench`.
 
     TARGET: the run's folder, its manifest.json, or the Conversion. RUNTIMES / DEVICES keep only those (a
@@ -137,7 +138,7 @@ def load(path: str | Path | Any, device: str = "cpu", *, runtime: str | None = N
     from edgekit.core.errors import UsageError
 
     if hasattr(path, "load") and hasattr(path, "record"):
-        return path.load(device, runtime=runtime, threads=threads, layout=layout, **options)  # type: ignore[no-any-return]
+        return path.load(device, runtime=runtime, threads=threads, layout=layout, **options)
     p = Path(path)
     record = manifest = None
     if (p.parent / "manifest.json").is_file():

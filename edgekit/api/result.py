@@ -132,8 +132,10 @@ class Conversion:
         raise ArtifactNotFound(f"The run made no artifact {wanted}.", hint=f"It made: {have}.")
 
     def __contains__(self, key: object) -> bool:
+        if not isinstance(key, (int, str, tuple)):
+            return False  # a key __getitem__ refuses (ArtifactNotFound)
         try:
-            self[key]  # type: ignore[index]
+            self[key]
         except (ArtifactNotFound, IndexError):
             return False
         return True

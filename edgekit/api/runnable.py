@@ -92,7 +92,7 @@ class LoadedModel:
         self.outputs = [self._tensor(s, names.outputs[s.name], None, None) for s in rt.outputs]
         # image-shaped outputs go back from the artifact's layout to the source's, as validation compares them
         own = next((o for w, o in self._layouts.values() if w and o and w != o), None)
-        self._out_layouts = (own, want) if own else None
+        self._out_layouts: tuple[str, str] | None = (own, want) if own and want else None  # own is set only with want
         self._by_name: dict[str, str] = {}
         for t in self.inputs:
             for alias in (t.name, t.own_name, *aliases(t.own_name, t.name)):

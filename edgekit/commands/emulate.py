@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
 
     @group.command("setup")
     def setup_cmd(
-        root: Path = typer.Option(None, "--root", help=ROOT_HELP),
+        root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
         suite: str = typer.Option("bookworm", "--suite", help="Debian suite of the userland (its python3)."),
         mirror: str = typer.Option("http://deb.debian.org/debian", "--mirror", help="Debian archive to fetch from."),
         force: bool = typer.Option(False, "--force", help="Build it again even where one is there."),
@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
 
     @group.command("status")
     def status_cmd(
-        root: Path = typer.Option(None, "--root", help=ROOT_HELP),
+        root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
         as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
     ) -> None:
         """Whether emulated runs can start here: the userland, binfmt_misc, and the cores that can be emulated."""
@@ -47,31 +47,32 @@ def register(app: typer.Typer) -> None:
         from edgekit.emulate.userland import default_root, find
 
         land = find(root)
-        status = {"userland": land.to_dict() if land else None, "root": str(root or default_root()),
-                  "binfmt_problem": binfmt_problem(),
-                  "cpus": [emulated_cpu(n).to_dict() for n in emulable()]}
+        where, problem = str(root or default_root()), binfmt_problem()
+        cpus = [emulated_cpu(n) for n in emulable()]
+        status = {"userland": land.to_dict() if land else None, "root": where, "binfmt_problem": problem,
+                  "cpus": [c.to_dict() for c in cpus]}
         if as_json:
             from edgekit.core.console import print_json
 
             print_json(status)
             return
         typer.echo(f"userland: {land.root} (built {land.built}, python {land.python})" if land
-                   else f"userland: none at {status['root']} (sudo edgekit emulate setup)")
-        typer.echo(f"binfmt_misc: {status['binfmt_problem'] or 'runs aarch64 binaries through qemu-aarch64-static'}")
-        for c in status["cpus"]:
-            typer.echo(f"  {c['device']}: {c['core']} ({c['isa']}) {' '.join(c['features'])}")
-        if land is None or status["binfmt_problem"]:
+                   else f"userland: none at {where} (sudo edgekit emulate setup)")
+        typer.echo(f"binfmt_misc: {problem or 'runs aarch64 binaries through qemu-aarch64-static'}")
+        for c in cpus:
+            typer.echo(f"  {c.device}: {c.core} ({c.isa}) {' '.join(c.features)}")
+        if land is None or problem:
             raise typer.Exit(2)
 
     @group.command("check")
     def check_cmd(
         folders: list[Path] = typer.Argument(..., help="Conversion folders (or their manifest.json)."),
         on: str = typer.Option("pi3,pi4,pi5", "--on", help="Comma list of cores: pi3, pi4, pi5 or devices with [cpu]."),
-        inputs: str = typer.Option(None, "--input", help="Inputs: 'mnist', an image folder or .npy/.npz (default: "
-                                   "uniform random in [0, 1))."),
+        inputs: str | None = typer.Option(None, "--input", help="Inputs: 'mnist', an image folder or .npy/.npz "
+                                          "(default: uniform random in [0, 1))."),
         samples: int = typer.Option(8, "--samples", min=1, help="Inputs per artifact."),
-        as_json: Path = typer.Option(None, "--json", help="Write the rows as JSON to this file."),
-        root: Path = typer.Option(None, "--root", help=ROOT_HELP),
+        as_json: Path | None = typer.Option(None, "--json", help="Write the rows as JSON to this file."),
+        root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
     ) -> None:
         """The compatibility table: every artifact on each emulated core, against this host's run of the same file
         (runs and agrees / differs / SIGILL with the instruction / other crash). Exit 1 where a row is not 'agrees'."""
@@ -97,7 +98,7 @@ def register(app: typer.Typer) -> None:
     def run_cmd(
         ctx: typer.Context,
         on: str = typer.Option(..., "--on", help="The core: pi3, pi4, pi5 or a device with a [cpu] table."),
-        root: Path = typer.Option(None, "--root", help=ROOT_HELP),
+        root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
     ) -> None:
         """Run `edgekit ARGS...` on the emulated core, e.g. `edgekit emulate run --on pi4 profile m.tflite`.
 

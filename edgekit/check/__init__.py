@@ -63,7 +63,7 @@ def update_baseline(current: str | Path, baseline: str) -> tuple[Path, int]:
                          hint="Pass the file to write, e.g. --baseline models/edgekit-baseline.json, and commit it.")
     side = from_folder(Path(current))
     path = Path(baseline)
-    if path.parent and not path.parent.is_dir():
+    if not path.parent.is_dir():  # (a bare file name's parent is ".")
         raise UsageError(f"The folder of {path} does not exist.", hint="Create it, or choose another path.")
     atomic_write_text(path, side.snapshot.to_json())
     return path, len(side.snapshot.artifacts)

@@ -132,8 +132,9 @@ def parse_value(key: str, raw: Any, where: str) -> Any:
             return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
         raise bad("a size in bytes (an integer, or '250 KB', '1.5 MB')" if kind == "bytes" else "a whole number")
     # percent, fraction: a number, or "N%"
-    if isinstance(raw, str) and _PERCENT.match(raw):
-        number = float(_PERCENT.match(raw).group(1)) / 100  # type: ignore[union-attr]
+    percent = _PERCENT.match(raw) if isinstance(raw, str) else None
+    if percent:
+        number = float(percent.group(1)) / 100
     elif isinstance(raw, (int, float)):
         number = float(raw)
     else:

@@ -124,9 +124,9 @@ def _size(c: Ctx, now: Facts) -> Iterator[CheckResult]:
 def _fidelity(c: Ctx, now: Facts) -> Iterator[CheckResult]:
     base = c.base
     if c.value("fidelity_must_pass") and now.fidelity_passed is not None:
-        was = None if base is None or base.fidelity_passed is None else ("pass" if base.fidelity_passed else "fail")
+        then = None if base is None or base.fidelity_passed is None else ("pass" if base.fidelity_passed else "fail")
         failures = "; ".join(now.fidelity_failures[:3]) or "see the manifest"
-        yield c.result("fidelity_must_pass", "fidelity", "text", was, "pass" if now.fidelity_passed else "fail", None,
+        yield c.result("fidelity_must_pass", "fidelity", "text", then, "pass" if now.fidelity_passed else "fail", None,
                        "pass", now.fidelity_passed, "passes its fidelity thresholds" if now.fidelity_passed
                        else f"misses its fidelity thresholds ({failures})")
     for key, metric, value, was in (("min_top1_agreement", "top-1 agreement", now.top1_agreement,
@@ -323,7 +323,7 @@ def evaluate(current: Side, baseline: Side | None, budgets: Budgets) -> CheckRep
     notes = list(current.notes) + [f"baseline: {n}" for n in (baseline.notes if baseline else [])]
     compared: set[str] = set()
     unchecked = Unchecked()
-    relative = bool(baseline) and _same_reference(current, baseline, notes)
+    relative = baseline is not None and _same_reference(current, baseline, notes)
     model_file = _model_file(current)
     results: list[CheckResult] = []
     for key in [*cur, *(k for k in base if k not in cur)]:

@@ -160,6 +160,8 @@ def _tpu(report: dict[str, Any]) -> TpuFacts | None:
     if not report:
         return None
     tpu = EdgeTpuReport.read(report)
+    if tpu is None:  # a table without a readable pre-flight (a hand-edited manifest): no facts, not a crash
+        return None
     pf, log = tpu.preflight, tpu.compiler
     ops_total, ops_on, source = (log.ops_total, log.ops_on_tpu, "edgetpu_compiler") if log is not None else \
         (None, None, "")

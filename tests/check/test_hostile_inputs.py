@@ -56,6 +56,18 @@ def test_wrong_types_inside_an_entry_are_not_figures(tmp_path: Path, capsys) -> 
     assert any("operators and MACs not read" in n for n in report["notes"])
 
 
+def test_an_edgetpu_table_without_a_readable_preflight_is_no_coverage(tmp_path: Path, capsys) -> None:
+    """A table that EdgeTpuReport cannot read (no ops_total: a hand-edited manifest) is no facts: it once crashed
+    check with an AttributeError on the None the reader gives for it."""
+    art = {**ARTIFACT, "extra": {"edgetpu": {"ops_total": "many", "compiler": {}}}}
+    out = _out(tmp_path, {"artifacts": [art]})
+    budget = tmp_path / "budget.toml"
+    budget.write_text("min_ops_on_tpu_fraction = 0.9\n")
+    assert main(["check", str(out), "--budget", str(budget), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [r["metric"] for r in report["checks"]] == ["present", "fidelity"]  # no Edge TPU figure made up
+
+
 def test_missing_and_huge_files(tmp_path: Path, capsys) -> None:
     _fails(capsys, [str(tmp_path / "nowhere")], "No manifest at")
     (tmp_path / "empty").mkdir()

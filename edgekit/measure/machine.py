@@ -37,12 +37,13 @@ def current_rss() -> int | None:
     """This process's resident set size in bytes now (psutil, else /proc/self/statm), or None."""
     try:
         import psutil
-
-        return int(psutil.Process().memory_info().rss)
     except ImportError:
         pass
-    except psutil.Error:  # /proc unreadable: no figure rather than a crash
-        return None
+    else:
+        try:
+            return int(psutil.Process().memory_info().rss)
+        except psutil.Error:  # /proc unreadable: no figure rather than a crash
+            return None
     try:
         pages = int(Path("/proc/self/statm").read_text().split()[1])
         return pages * os.sysconf("SC_PAGE_SIZE")

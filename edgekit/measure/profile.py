@@ -336,6 +336,7 @@ def _compute(path: Path, fmt: str, rt: Any, batch: int, p50_ms: float, dev: str,
     """MACs per call, achieved GMAC/s at the median latency, and on the CPU the share of its peak."""
     from edgekit.core.formats import inspectable
 
+    per_call: int | None
     if macs is not None:
         per_call, source = int(macs), "given (--macs)"
     elif inspectable(fmt):

@@ -110,36 +110,36 @@ def chart_png(report: BenchReport) -> bytes | None:
         from matplotlib.figure import Figure
     except ImportError:
         return None
-    ok = [r for r in report.rows if r.status == "ok" and r.p50_ms and r.size_bytes]
+    # (row, size in KiB, p50 in ms) of each measured row
+    ok = [(r, r.size_bytes / 1024, r.p50_ms) for r in report.rows if r.status == "ok" and r.p50_ms and r.size_bytes]
     if not ok:
         return None
     import io
 
     from edgekit.core.formats import FORMATS, FormatSpec
 
-    grey = FormatSpec.__dataclass_fields__["colour"].default
-    hosts = [h for h in dict.fromkeys(r.host for r in ok) if h]
+    grey = str(FormatSpec.__dataclass_fields__["colour"].default)
+    hosts = [h for h in dict.fromkeys(r.host for r, _, _ in ok) if h]
     fig = Figure(figsize=(7, 4.5), dpi=110)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
-    for fmt in dict.fromkeys(r.format for r in ok):
-        pts = [r for r in ok if r.format == fmt]
+    for fmt in dict.fromkeys(r.format for r, _, _ in ok):
+        pts = [p for p in ok if p[0].format == fmt]
         colour = FORMATS[fmt].colour if fmt in FORMATS else grey
-        for dev, host in dict.fromkeys((r.device, r.host) for r in pts):
-            sel = [r for r in pts if r.device == dev and r.host == host]
+        for dev, host in dict.fromkeys((r.device, r.host) for r, _, _ in pts):
+            sel = [(kib, ms) for r, kib, ms in pts if r.device == dev and r.host == host]
             marker = HOST_MARKERS[hosts.index(host) % len(HOST_MARKERS)] if host else DEVICE_MARKERS.get(dev, "o")
-            ax.scatter([r.size_bytes / 1024 for r in sel], [r.p50_ms for r in sel], s=60,
+            ax.scatter([kib for kib, _ in sel], [ms for _, ms in sel], s=60,
                        c=colour, marker=marker, label=f"{fmt} ({dev}" + (f" on {host})" if host else ")"))
-    for r in ok:
-        ax.annotate(r.precision or "?", (r.size_bytes / 1024, r.p50_ms), textcoords="offset points",
-                    xytext=(5, 4), fontsize=8)
+    for r, kib, ms in ok:
+        ax.annotate(r.precision or "?", (kib, ms), textcoords="offset points", xytext=(5, 4), fontsize=8)
     ax.set_xscale("log")
-    lat = [r.p50_ms for r in ok]
+    lat = [ms for _, _, ms in ok]
     if max(lat) / min(lat) > 20:
         ax.set_yscale("log")
     ax.set_xlabel("artifact size (KiB, log scale)")
     ax.set_ylabel("p50 latency (ms)" + (", log scale" if ax.get_yscale() == "log" else ""))
-    where = report.host["cpu_model"] if not hosts else f"{len(hosts) + any(not r.host for r in ok)} devices"
+    where = report.host["cpu_model"] if not hosts else f"{len(hosts) + any(not r.host for r, _, _ in ok)} devices"
     ax.set_title(f"edgekit bench: latency vs size on {where}", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)

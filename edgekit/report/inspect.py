@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from edgekit.core.artifact import QuantParams
@@ -78,14 +78,15 @@ def render(report: InspectReport, console: Console) -> None:
 
     tpu = {e.index: e for e in report.edgetpu.ops} if report.edgetpu is not None else {}
     ops = Table(title="operators (execution order)", title_justify="left", show_edge=False)
-    for col, just in (
+    cols: tuple[tuple[str, JustifyMethod], ...] = (
         ("#", "right"),
         ("op", "left"),
         ("v", "right"),
         ("inputs", "left"),
         ("outputs", "left"),
         ("MACs", "right"),
-    ):
+    )
+    for col, just in cols:
         ops.add_column(col, justify=just)
     if tpu:
         ops.add_column("Edge TPU")

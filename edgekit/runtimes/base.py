@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -37,7 +37,7 @@ class Runtime(ABC):
     load_hint: ClassVar[str | None] = None  # the hint when the vendor library cannot load a file
     # Vendor exception types that mean the inputs were wrong rather than the run failing
     # ({"module:Name": UsageError}); mapped by type, never by sniffing message text.
-    run_errors: ClassVar[dict[str, type[EdgekitError]]] = {}
+    run_errors: ClassVar[Mapping[type[BaseException] | str, type[EdgekitError]]] = {}
 
     def __init__(self) -> None:
         self.inputs: list[TensorSpec] = []

@@ -117,7 +117,7 @@ def invoke_failure(text: str) -> tuple[str | None, str | None]:
     op = f"{m.group(2)} (op {m.group(1)})" if m else None
     if _DIV_BY_ZERO_POINT.search(text):
         return op, HINT_INT8_DIV
-    if op:
+    if m:
         return op, (f"LiteRT's {m.group(2)} kernel refused its inputs (the check above). `edgekit inspect` shows op "
                     f"{m.group(1)} and its quantization; EDGEKIT_DEBUG=1 shows LiteRT's full message.")
     return None, None

@@ -13,7 +13,7 @@ free and the slowest where they are shared (bench/openvino_speed.py, docs/result
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -111,7 +111,8 @@ class OnnxRuntime(Runtime):
     auto_devices: ClassVar[tuple[str, ...]] = ("gpu",)
     load_hint: ClassVar[str | None] = "Check that the file is a complete ONNX model (re-run `edgekit convert`)."
     # onnxruntime's own type for inputs of the wrong name, dtype or rank: the caller's inputs, not a failed run
-    run_errors: ClassVar[dict[str, type[EdgekitError]]] = {f"{_ORT_ERRORS}:InvalidArgument": UsageError}
+    run_errors: ClassVar[Mapping[type[BaseException] | str, type[EdgekitError]]] = {
+        f"{_ORT_ERRORS}:InvalidArgument": UsageError}
 
     @classmethod
     def version(cls) -> str | None:
@@ -177,4 +178,4 @@ class OnnxRuntime(Runtime):
                 "intra_op_threads": self.threads, "spinning": self.spinning}
 
     def close(self) -> None:
-        self.session = None  # type: ignore[assignment]
+        self.session = None

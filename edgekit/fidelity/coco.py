@@ -26,7 +26,9 @@ def mean_ap(predictions: Sequence[Detections], truth: Sequence[Detections]) -> t
     from pycocotools.cocoeval import COCOeval
 
     classes = sorted({int(c) for t in truth for c in t.classes} | {int(c) for p in predictions for c in p.classes})
-    images, annotations, results = [], [], []
+    images: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
     for i, (p, t) in enumerate(zip(predictions, truth, strict=True)):
         images.append({"id": i})
         for box, c in zip(t.boxes, t.classes, strict=True):

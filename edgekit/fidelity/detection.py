@@ -180,9 +180,10 @@ def decode(outputs: Sequence[np.ndarray], head: Head, suppress: bool = True) -> 
     fmt, c = head.format, head.classes
     arrays = [np.nan_to_num(np.asarray(o, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0) for o in outputs]
     out: list[Detections] = []
+    anchored = None  # (the anchor head, its anchors) for fmt "anchors"
     if fmt == "anchors":
         spec = head.anchor_head()
-        anchors = spec.anchors()
+        anchored = (spec, spec.anchors())
     for i in range(len(arrays[0])):
         if fmt == "yolov8":
             y = arrays[0][i]  # (4 + C, A)
@@ -204,8 +205,8 @@ def decode(outputs: Sequence[np.ndarray], head: Head, suppress: bool = True) -> 
             boxes, classes, scores = arrays[0][i], arrays[1][i], arrays[2][i]
             n = int(np.clip(np.rint(arrays[3][i]), 0, len(scores))) if len(arrays) > 3 else len(scores)
             out.append(_select(boxes[:n], scores[:n], np.rint(classes[:n]).astype(np.int64), head, nms_done=True))
-        elif fmt == "anchors":
-            boxes, kps, conf, cls = decode_raw(arrays[0][i], arrays[1][i], anchors, spec, head.keypoints)
+        elif fmt == "anchors" and anchored is not None:
+            boxes, kps, conf, cls = decode_raw(arrays[0][i], arrays[1][i], anchored[1], anchored[0], head.keypoints)
             out.append(_select(boxes, conf, cls, head, suppress=suppress, keypoints=kps))
         else:
             raise ValueError(f"unknown detection head format {fmt!r}; formats: {', '.join(HEADS)}")

@@ -213,8 +213,8 @@ def parse_asked(value: str) -> tuple[str, str | None]:
     """"detection:yolov8" -> ("detection", "yolov8"); "detection:anchors:palm" -> ("detection", "anchors:palm");
     "landmarks:3" -> ("landmarks", "3"); "regression" -> ("regression", None). UsageError for a format the kind
     does not take (an unknown head, anchor preset or file; landmarks other than 2-5 values per point)."""
-    kind, _, fmt = value.partition(":")
-    kind, fmt = kind.strip(), fmt.strip() or None
+    kind, _, rest = value.partition(":")
+    kind, fmt = kind.strip(), rest.strip() or None
     if kind in SHORTHANDS:
         kind, _, head = SHORTHANDS[kind].partition(":")
         fmt = f"{head}:{fmt}" if fmt else head

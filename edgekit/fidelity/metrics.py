@@ -7,12 +7,25 @@ compared with its thresholds. Every measure that applies is recorded, judged or 
 
 from __future__ import annotations
 
+from typing import Any, TypedDict
+
 import numpy as np
 
 from edgekit.core.artifact import Fidelity
 from edgekit.fidelity.detection import MIN_DETECTIONS, Head, compare_detections, decode, labelled_boxes
 from edgekit.fidelity.kinds import thresholds as kind_thresholds
 from edgekit.fidelity.landmarks import CUT, Landmarks, asked_landmarks, errors, is_logit, score_of
+
+
+class _Common(TypedDict, total=False):
+    """The Fidelity fields every judgement fills the same way, passed as **keywords."""
+
+    samples: int
+    thresholds: dict[str, float]
+    inputs: str
+    output: str | None
+    kind: str
+    head: dict[str, Any]
 
 
 def _flat(a: np.ndarray, n: int) -> np.ndarray:
@@ -71,7 +84,7 @@ def judge(y_ref: np.ndarray, y: np.ndarray, *, kind: str, precision: str, channe
     th = kind_thresholds(kind, precision)
     th.update(thresholds or {})
     n = len(y_ref)
-    base = {"samples": n, "thresholds": th, "inputs": inputs, "output": name, "kind": kind}
+    base: _Common = {"samples": n, "thresholds": th, "inputs": inputs, "output": name, "kind": kind}
     if y.shape != y_ref.shape:
         return Fidelity(top1_agreement=None, cosine=float("nan"), max_abs_error=float("nan"), passed=False,
                         failures=[f"output shape {list(y.shape)} differs from the source's {list(y_ref.shape)}"],
@@ -129,8 +142,8 @@ def judge_detection(y_ref: list[np.ndarray], y: list[np.ndarray], head: Head, *,
     n = len(y_ref[0])
     shapes_differ = [f"output shape {list(b.shape)} differs from the source's {list(a.shape)}"
                      for a, b in zip(y_ref, y, strict=True) if a.shape != b.shape]
-    base = {"samples": n, "thresholds": th, "inputs": inputs, "output": name, "kind": "detection",
-            "head": head.to_dict()}
+    base: _Common = {"samples": n, "thresholds": th, "inputs": inputs, "output": name, "kind": "detection",
+                     "head": head.to_dict()}
     if shapes_differ:
         return Fidelity(top1_agreement=None, cosine=float("nan"), max_abs_error=float("nan"), passed=False,
                         failures=shapes_differ, **base)

@@ -63,7 +63,7 @@ def read_config(path: Path, kind: str) -> dict[str, Any] | None:
     try:
         if kind == "keras":
             with zipfile.ZipFile(path) as zf:
-                raw: bytes | str = zf.read("config.json")
+                raw: bytes | str | None = zf.read("config.json")
         else:
             h5py = require("h5py", extra="convert", purpose="read .h5 Keras models")
             with h5py.File(path, "r") as f:
@@ -102,7 +102,8 @@ def unsafe_parts(config: dict[str, Any]) -> tuple[list[str], list[str]]:
         cls = d.get("class_name")
         if not isinstance(cls, str):
             continue
-        inner = d.get("config") if isinstance(d.get("config"), dict) else {}
+        own = d.get("config")
+        inner = own if isinstance(own, dict) else {}
         name = inner.get("name", "?")
         if cls == "Lambda":
             reasons.append(f"Lambda layer '{name}' (its Python function is stored in the file and runs on load)")
@@ -268,10 +269,10 @@ def output_names(model: Any) -> list[str]:
         return [str(n) for n in model.output_names]
     except (AttributeError, ValueError, TypeError):
         pass
-    names = []
+    names: list[str] = []
     for t in getattr(model, "outputs", None) or []:
         op = getattr(getattr(t, "_keras_history", None), "operation", None)
-        names.append(getattr(op, "name", None) or getattr(t, "name", f"output_{len(names)}"))
+        names.append(str(getattr(op, "name", None) or getattr(t, "name", f"output_{len(names)}")))
     return names
 
 

@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import tempfile
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,7 +189,12 @@ def _write_calibration(arrays: dict[str, np.ndarray], folder: Path) -> str:
     if list(arrays) == ["x"]:
         np.save(folder / "calibration.npy", np.ascontiguousarray(arrays["x"]), allow_pickle=False)
         return "calibration.npy"
-    np.savez(folder / "calibration.npz", **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
+    # np.savez(path, **arrays) as numpy writes it, without keywords: an input named "file" made savez raise
+    # TypeError, and one named "allow_pickle" was taken as savez's flag and left out of the file
+    with zipfile.ZipFile(folder / "calibration.npz", "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for k, v in arrays.items():
+            with zf.open(f"{k}.npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.ascontiguousarray(v), allow_pickle=True)
     return "calibration.npz"
 
 

@@ -35,7 +35,7 @@ def _shape_words(shape: Any) -> str:
 
 def _torch_args(torch: Any, example_inputs: Any, input_shape: list[int] | None) -> tuple[tuple[Any, ...], bool]:
     """(the positional example inputs, whether INPUT_SHAPE made them) for torch.export."""
-    if example_inputs is None:
+    if example_inputs is None and input_shape:  # one of the two: memory.check_inputs refused neither
         return (torch.zeros([int(d) for d in input_shape], dtype=torch.float32),), True
     items = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     args = []

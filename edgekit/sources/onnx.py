@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,8 +16,11 @@ from edgekit.core.sniff import looks_like_onnx
 from edgekit.sources.base import LoadOptions, Source, SourceSpec
 from edgekit.sources.onnx_layout import input_layout
 
+if TYPE_CHECKING:
+    from onnx import ModelProto, ValueInfoProto
 
-def check_external_data(model: object, path: Path) -> None:
+
+def check_external_data(model: ModelProto, path: Path) -> None:
     """Every external-data location must be a relative path inside PATH's folder, and exist."""
     onnx = require("onnx")
     from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors, uses_external_data
@@ -64,12 +68,12 @@ def _fmt(shape: list[int]) -> str:
     return ",".join(str(d) for d in shape)
 
 
-def _merged(value: object, given: list[int] | None) -> list[int]:
+def _merged(value: ValueInfoProto, given: list[int] | None) -> list[int]:
     """The input's shape with GIVEN filling its dynamic dims; UsageError where GIVEN contradicts a fixed one."""
     from edgekit.sources.onnx_pin import dim_names, dims_of
 
     shape = dims_of(value)
-    name = value.name  # type: ignore[attr-defined]
+    name = value.name
     if given is not None:
         if len(given) != len(shape) or any(m > 0 and g != m for g, m in zip(given, shape, strict=True)):
             raise UsageError(f"--input-shape {_fmt(given)} does not fit input '{name}', which takes "
@@ -93,7 +97,9 @@ def _example(names: list[str]) -> str:
     return ",".join(n if n.isdigit() else guess.get(i + 1, "1") if i else "1" for i, n in enumerate(names))
 
 
-def load(path: Path, opts: LoadOptions, kind: str = "onnx") -> Source:
+def load(path: Path | None, opts: LoadOptions, kind: str = "onnx") -> Source:
+    if path is None:  # no onnx-factory kind: the table never asks this loader to build a model
+        raise UsageError("An ONNX source needs the path of the .onnx file.")
     onnx = require("onnx", purpose="read ONNX models")
     ort = require("onnxruntime", purpose="run the ONNX source as the reference")
     from edgekit.sources.onnx_pin import opset_of, pin
@@ -174,7 +180,7 @@ def load(path: Path, opts: LoadOptions, kind: str = "onnx") -> Source:
     )
 
 
-def _dims(value: object) -> list[int]:
+def _dims(value: ValueInfoProto) -> list[int]:
     from edgekit.sources.onnx_pin import dims_of
 
     return dims_of(value)

@@ -18,7 +18,7 @@ Each change is described in a sentence that the manifest records (`source.change
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from edgekit.core._deps import require
@@ -44,7 +44,7 @@ def opset_of(model: Any) -> int:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
 
 
-def pin(model: Any, shapes: dict[str, Sequence[int]], min_opset: int | None = None) -> tuple[Any, list[str]]:
+def pin(model: Any, shapes: Mapping[str, Sequence[int]], min_opset: int | None = None) -> tuple[Any, list[str]]:
     """MODEL (an onnx.ModelProto) with the inputs in SHAPES fixed and the opset at least MIN_OPSET.
 
     Returns the new model and a sentence per change; ([], model unchanged) when nothing needed doing.

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from edgekit.core import errors
 from edgekit.core.errors import UnsupportedModel
@@ -113,7 +114,7 @@ def _child(request: str) -> int:
     try:
         spec = resolve({"source": req["source"]}, "source", "source")
         spec.load(Path(req["path"]), LoadOptions(**req["opts"]), req["kind"])
-        answer = {"ok": True}
+        answer: dict[str, Any] = {"ok": True}
     except errors.EdgekitError as exc:
         answer = {"ok": False, "error": type(exc).__name__, "message": exc.message, "hint": exc.hint}
     except Exception as exc:  # loaders map vendor errors at their borders: what escapes is a bug in edgekit

@@ -152,6 +152,7 @@ def _make_predict(module: Any, max_batch: int) -> Any:
 def load(path: Path | None, opts: LoadOptions, kind: str) -> Source:
     """Load a PyTorch source of the detected KIND."""
     torch = require("torch", purpose="load PyTorch models")
+    shape: list[int]
     if path is None:  # --model factory alone: the network with its initial weights
         model, kind, shape, dtype, obj = load_factory(opts.factory or "")(), "torch-factory", [], "float32", None
         if not isinstance(model, torch.nn.Module):

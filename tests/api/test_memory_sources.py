@@ -144,6 +144,16 @@ def test_the_onnx_writer_and_the_source_folder(tmp_path: Path, proto) -> None:
     assert (out / "source").stat().st_mode & 0o777 != 0o700  # a published folder, not mkdtemp's private one
 
 
+def test_calibration_inputs_may_be_named_like_savez_keywords(tmp_path: Path, proto) -> None:
+    """np.savez(path, **arrays) raised TypeError for an input named "file" and took one named "allow_pickle" as
+    its flag, leaving it out of the file: every array is written under its own name."""
+    arrays = {"file": np.ones((2, 3), np.float32), "allow_pickle": np.zeros((2, 1), np.float32), "y": np.arange(2)}
+    _, calib, _ = memory.write_source(proto, "onnx", tmp_path / "out", "tiny", calib=arrays)
+    with np.load(calib, allow_pickle=False) as z:
+        assert sorted(z.files) == ["allow_pickle", "file", "y"]
+        assert all(z[k].dtype == v.dtype and (z[k] == v).all() for k, v in arrays.items())
+
+
 def test_an_earlier_source_folder_is_replaced_only_with_force(tmp_path: Path, proto) -> None:
     out = tmp_path / "out"
     memory.write_source(proto, "onnx", out, "first")

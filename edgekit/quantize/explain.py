@@ -169,11 +169,13 @@ def _one_class_output(ref: Any) -> bool:
 
 
 def _key(fmt: str, choice: Any, samples: int) -> str:
-    """What a diagnosis depends on: the format, the calibrated float model's bytes, the float nodes, the samples."""
+    """What a diagnosis depends on: the format, the calibrated float model's bytes, the float nodes (a detector's float
+    head layers too: the Edge TPU's int8 twin keeps them int8), the samples."""
     import hashlib
 
     digest = hashlib.sha256(Path(choice.float_model).read_bytes()).hexdigest()
-    return f"{fmt}:{digest}:{','.join(sorted(choice.float_nodes))}:{samples}"
+    floats = sorted({*choice.float_nodes, *(choice.config or {}).get("decode_head_nodes", ())})
+    return f"{fmt}:{digest}:{','.join(floats)}:{samples}"
 
 
 __all__ = ["explain"]

@@ -64,9 +64,11 @@ class TfliteQuantize(Step):
             ctx.log(f"{inp.path.name}: {folded} float16 weight tensors read as the float32 values they hold")
         io_dtype = (self.params.io_dtype or "int8") if want == "int8" else "float32"
         out = ctx.work / artifact_name(ctx.stem, want, io_dtype if want == "int8" else None)
+        kernel = "16x8 (int16 activations, int8 weights)" if want == "w8a16" else "int8"
         with vendor_errors("tflite", step=self.name, what=f"quantizing the float .tflite to {want} failed",
-                           hint="An op without an int8 kernel cannot be fully quantized: take the file as it is "
-                           "(--quantize fp32), or quantize the model it was made from."):
+                           hint=f"An op without a {kernel} kernel cannot be quantized so: take the file as it is "
+                           f"(--quantize {have})" + (", or --quantize int8" if want == "w8a16" else "")
+                           + ", or quantize the model it was made from."):
             data, choice = self._quantize(tf, blob, want, io_dtype, inp, ctx)
         out.write_bytes(data)
         return inp.derive(kind="tflite", path=out, precision=want, io_dtype=io_dtype, quantization=choice)

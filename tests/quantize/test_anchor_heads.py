@@ -201,3 +201,7 @@ def test_int8_scores_keep_their_own_fine_scale_and_their_anchors(anchors_tflite:
     assert {m.tensors[t].dtype for t in m.outputs} == {"float32"}
     recall, precision = kept(cpu)
     assert recall >= 0.98 and precision >= 0.97, (recall, precision)
+    from edgekit.quantize.tflite.recipes import diagnose_tflite
+
+    ranked = {layer.name for layer in diagnose_tflite(choice, x[64:72], "held out").layers}
+    assert ranked and not ranked & set(choice.detection_decode["head_layers"])  # float in the artifact: not ranked

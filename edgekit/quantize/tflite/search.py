@@ -389,6 +389,7 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
     choice = RecipeChoice(
         requested=requested, chosen=label, config={"recipe": base, "denylisted_nodes": list(nodes),
                                                    "decode_nodes": list(job.decode),
+                                                   "decode_head_nodes": list(job.decode_heads),
                                                    "io_dtype": job.io_dtype, "calibrate": _statistic(base),
                                                    "equalize": base in EQUALIZING,
                                                    "bias_correct": base in BIAS_CORRECTING, **edits},

@@ -340,17 +340,18 @@ def _reference(rows: list[BenchRow]) -> Reference | None:
     """The row speed-ups are against: the measured source model, else the fp32 artifact on the CPU."""
     from edgekit.core.formats import FORMATS
 
-    ok = [r for r in rows if r.status == "ok" and r.p50_ms]
-    src = [r for r in ok if r.format in FORMATS and FORMATS[r.format].source and r.label.startswith("source")]
+    ok = [(r, r.p50_ms) for r in rows if r.status == "ok" and r.p50_ms]  # each measured row with its p50
+    src = [(r, ms) for r, ms in ok
+           if r.format in FORMATS and FORMATS[r.format].source and r.label.startswith("source")]
     if src:
-        r = src[0]
-        return Reference(kind="source model", label=f"{r.label} on {r.runtime}/{r.device}", p50_ms=r.p50_ms)
-    fp32 = sorted((r for r in ok if r.precision == "fp32" and r.device == "cpu"),
-                  key=lambda r: 0 if r.format == "onnx" else 1)
+        r, ms = src[0]
+        return Reference(kind="source model", label=f"{r.label} on {r.runtime}/{r.device}", p50_ms=ms)
+    fp32 = sorted(((r, ms) for r, ms in ok if r.precision == "fp32" and r.device == "cpu"),
+                  key=lambda row: 0 if row[0].format == "onnx" else 1)
     if fp32:
-        r = fp32[0]
+        r, ms = fp32[0]
         return Reference(kind="fp32 artifact (the source model could not be measured here)",
-                         label=f"{r.label} on {r.runtime}/{r.device}", p50_ms=r.p50_ms)
+                         label=f"{r.label} on {r.runtime}/{r.device}", p50_ms=ms)
     return None
 
 

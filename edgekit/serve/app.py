@@ -23,6 +23,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
 
 from edgekit._version import __version__
 from edgekit.runtimes.base import quantize
@@ -80,14 +81,14 @@ class Guard:
         token = state.config.token
         self.token = f"Bearer {token}".encode() if token else None
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         path: str = scope.get("path", "")
         headers = dict(scope.get("headers") or [])
         status = 0
 
-        async def watched(message: dict[str, Any]) -> None:
+        async def watched(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
@@ -115,7 +116,7 @@ class Guard:
             logs.failed(scope, status, logger=log)
         return None
 
-    def _refuse(self, path: str, headers: dict[bytes, bytes], scope: dict[str, Any]) -> Response | None:
+    def _refuse(self, path: str, headers: dict[bytes, bytes], scope: Scope) -> Response | None:
         refusal = self._refusal(path, headers)
         if refusal is not None:
             logs.note(scope, reason=json.loads(bytes(refusal.body)).get("error"))

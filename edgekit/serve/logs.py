@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
 from http import HTTPStatus
 from typing import IO, Any
 
@@ -60,14 +61,14 @@ def clean(text: str, limit: int = 300) -> str:
     return out if len(out) <= limit else out[: limit - 3] + "..."
 
 
-def note(scope: dict[str, Any], *, reason: str | None = None, model: str | None = None,
+def note(scope: MutableMapping[str, Any], *, reason: str | None = None, model: str | None = None,
          error: BaseException | None = None) -> None:
     """Leave REASON, MODEL and ERROR in the request's SCOPE for the guard's failed-request line."""
     found = scope.setdefault(SCOPE_KEY, {})
     found.update({k: v for k, v in (("reason", reason), ("model", model), ("error", error)) if v is not None})
 
 
-def failed(scope: dict[str, Any], status: int, error: BaseException | None = None,
+def failed(scope: MutableMapping[str, Any], status: int, error: BaseException | None = None,
            logger: logging.Logger | None = None) -> None:
     """The one line for a request of SCOPE answered STATUS (>= 400), with the traceback of a 500, to LOGGER."""
     found = scope.get(SCOPE_KEY) or {}

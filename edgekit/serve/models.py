@@ -198,6 +198,7 @@ def _choice(stem: str, file: Path, fmt: str, art: Artifact | None, cls: type[Run
     from edgekit.runtimes import resolve_device
 
     dev = resolve_device(cls, fmt, kind)
+    prec: str | None  # None: neither the manifest nor the file name says
     if art is not None:
         prec = art.precision
     else:

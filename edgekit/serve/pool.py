@@ -62,7 +62,7 @@ class RuntimePool:
         self.load_seconds = 0.0
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self, warmup: Callable[[Runtime], None] | None = None) -> None:
+    def start(self, warmup: Callable[[Runtime], object] | None = None) -> None:
         """Load every worker's runtime (in its own thread) and wait; the first load error is raised."""
         t0 = time.perf_counter()
         ready: list[threading.Event] = []

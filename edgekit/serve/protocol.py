@@ -130,7 +130,8 @@ def parse_infer(body: bytes, header_length: str | None, inputs: list[WireTensor]
                               f"{where}.datatype")
         dtype = np.dtype(DATATYPES[dt]).newbyteorder("<")
         count = math.prod(shape)
-        params = item.get("parameters") if isinstance(item.get("parameters"), dict) else {}
+        given = item.get("parameters")
+        params = given if isinstance(given, dict) else {}
         size = params.get("binary_data_size")
         if size is not None:
             if not isinstance(size, int) or size != count * dtype.itemsize or offset + size > len(rest):
@@ -158,7 +159,8 @@ def _id(doc: dict[str, Any]) -> str | None:
 
 
 def _requested(doc: dict[str, Any], outputs: list[WireTensor]) -> list[Requested]:
-    params = doc.get("parameters") if isinstance(doc.get("parameters"), dict) else {}
+    given = doc.get("parameters")
+    params = given if isinstance(given, dict) else {}
     binary_all = bool(params.get("binary_data_output", False))
     items = doc.get("outputs")
     if items is None:

@@ -9,12 +9,13 @@ signals are taken here.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -97,7 +98,7 @@ def load_models(config: ServeConfig, say: Callable[[str], None]) -> tuple[list[S
 
 def serve(config: ServeConfig, say: Callable[[str], None] | None = None) -> int:
     """Serve until SIGTERM/SIGINT; 0 after a clean drain."""
-    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    tell = say or (lambda line: print(line, file=sys.stderr, flush=True))
     config.check()
     from edgekit.measure.machine import require_proc
 
@@ -112,7 +113,7 @@ def serve(config: ServeConfig, say: Callable[[str], None] | None = None) -> int:
     t0 = time.perf_counter()
     sock = bind(config.host, config.port)
     try:
-        served, metrics = load_models(config, say)
+        served, metrics = load_models(config, tell)
     except BaseException:
         sock.close()
         raise
@@ -127,7 +128,7 @@ def serve(config: ServeConfig, say: Callable[[str], None] | None = None) -> int:
                 return
             state.draining = True
             self.drain_deadline = time.monotonic() + config.drain_s
-            say(f"{signal.Signals(sig).name}: not ready any more; draining {state.in_flight} request(s) "
+            tell(f"{signal.Signals(sig).name}: not ready any more; draining {state.in_flight} request(s) "
                 f"(at most {config.drain_s:g} s)")
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
@@ -135,7 +136,7 @@ def serve(config: ServeConfig, say: Callable[[str], None] | None = None) -> int:
             if self.started:
                 host, port = sock.getsockname()[:2]
                 shown = f"[{host}]" if ":" in host else host
-                say(f"serving {', '.join(state.unique())} on http://{shown}:{port} (KServe v2; ready in "
+                tell(f"serving {', '.join(state.unique())} on http://{shown}:{port} (KServe v2; ready in "
                     f"{time.perf_counter() - t0:.2f} s){' with a bearer token' if config.token else ''}")
 
         async def on_tick(self, counter: int) -> bool:
@@ -143,19 +144,14 @@ def serve(config: ServeConfig, say: Callable[[str], None] | None = None) -> int:
                 self.should_exit = True
             return await super().on_tick(counter)
 
-        def capture_signals(self):  # type: ignore[override]
-            import contextlib
-
-            @contextlib.contextmanager
-            def handlers():
-                saved = {s: signal.signal(s, self.handle_exit) for s in (signal.SIGINT, signal.SIGTERM)}
-                try:
-                    yield
-                finally:
-                    for s, h in saved.items():
-                        signal.signal(s, h)
-
-            return handlers()
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            saved = {s: signal.signal(s, self.handle_exit) for s in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for s, h in saved.items():
+                    signal.signal(s, h)
 
     # log_config None: uvicorn keeps the handlers configure_logs set (its own dictConfig would replace them); its
     # loggers at --log-level, its access log (every request) only at debug
@@ -172,7 +168,7 @@ def serve(config: ServeConfig, say: Callable[[str], None] | None = None) -> int:
         sock.close()
     if not server.started:
         raise UsageError(f"The server could not start on {config.host}:{config.port}.")
-    say("stopped: every request in flight was answered" if state.in_flight == 0 else
+    tell("stopped: every request in flight was answered" if state.in_flight == 0 else
         f"stopped with {state.in_flight} request(s) unanswered after --drain-s {config.drain_s:g}")
     return 0
 

@@ -277,7 +277,8 @@ def _decode_images(paths: Sequence[Path], shape: list[int], layout: str) -> np.n
     return out
 
 
-def _open_folder(folder: Path, spec: str, shape: list[int], layout: str, mean, std) -> _Source:
+def _open_folder(folder: Path, spec: str, shape: list[int], layout: str, mean: Sequence[float] | None,
+                 std: Sequence[float] | None) -> _Source:
     paths, labels = _list_folder(folder)
 
     def take(idx: np.ndarray) -> tuple[np.ndarray, str]:
@@ -333,7 +334,8 @@ def _read_arrays(path: Path, name: str) -> tuple[np.ndarray, np.ndarray | None]:
             return x, y
 
 
-def _open_arrays(path: Path, spec: str, shape: list[int], layout: str, mean, std) -> _Source:
+def _open_arrays(path: Path, spec: str, shape: list[int], layout: str, mean: Sequence[float] | None,
+                 std: Sequence[float] | None) -> _Source:
     kind = path.suffix.lower().lstrip(".")
     name = f"{kind}:{spec}"
     x, y = _read_arrays(path, name)
@@ -355,7 +357,8 @@ def _open_arrays(path: Path, spec: str, shape: list[int], layout: str, mean, std
     return _Source(name, int(x.shape[0]), y, take)
 
 
-def _open_mnist(shape: list[int], layout: str, mean, std) -> _Source:
+def _open_mnist(shape: list[int], layout: str, mean: Sequence[float] | None,
+                std: Sequence[float] | None) -> _Source:
     x_train, y_train, x_test, y_test = mnist_split()
     x = _fit(np.concatenate([x_train, x_test]), shape, layout, "mnist")
     y = np.concatenate([y_train, y_test])
@@ -366,7 +369,8 @@ def _open_mnist(shape: list[int], layout: str, mean, std) -> _Source:
     return _Source("mnist", len(x), y, take)
 
 
-def _open(spec: str, input_shape: Sequence[int], layout: str, mean, std) -> _Source:
+def _open(spec: str, input_shape: Sequence[int], layout: str, mean: Sequence[float] | None,
+          std: Sequence[float] | None) -> _Source:
     shape, layout = _check_input(input_shape, layout)
     spec = str(spec)
     if spec.strip().lower() in BUNDLED:

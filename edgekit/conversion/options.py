@@ -134,7 +134,9 @@ TARGET_OPTIONS: tuple[type, ...] = tuple(target_options())  # each target's own 
 
 
 @dataclass
-class ConvertOptions(*TARGET_OPTIONS, CommonOptions):  # type: ignore[misc]  (bases gathered from the target table)
+# The bases are gathered from the target table at import (one place per target). mypy cannot follow a star of a
+# runtime tuple (misc: invalid base class): it sees the common options' fields and takes the targets' own as Any.
+class ConvertOptions(*TARGET_OPTIONS, CommonOptions):  # type: ignore[misc]  # bases from the target table
     """Every option of `edgekit convert`: the common ones, then each target's own; defaults are the CLI's."""
 
     def to_dict(self) -> dict[str, Any]:

@@ -76,7 +76,8 @@ def parse_precisions(value: str | list[str]) -> list[str]:
 
 def route(start: str, goal: str) -> list[str]:
     """Shortest chain of CONVERSIONS step names from form START to form GOAL."""
-    seen, queue = {start}, deque([(start, [])])
+    seen = {start}
+    queue: deque[tuple[str, list[str]]] = deque([(start, [])])  # (form, the steps that reach it)
     while queue:
         kind, path = queue.popleft()
         if kind == goal:

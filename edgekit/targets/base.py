@@ -16,6 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from edgekit.conversion.options import IoDtype
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,7 @@ class TargetSpec:
     # fixed_precisions would otherwise silently make another (the Edge TPU asked for w8a16)
     refused: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # precision -> default I/O type, for the precisions whose I/O type the user may choose (--io-dtype)
-    io_defaults: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    io_defaults: Mapping[str, IoDtype] = field(default_factory=lambda: MappingProxyType({}))
     # steps run on the validated artifact, each making a derived artifact (or saying how to finish it elsewhere)
     post_steps: tuple[str, ...] = ()
     # every op must stay integer (the Edge TPU): int8 recovery may not leave layers in float (issue 9)
@@ -48,7 +52,7 @@ class TargetSpec:
         """The precisions this target makes for a request of ASKED."""
         return list(self.fixed_precisions) if self.fixed_precisions else list(asked)
 
-    def io_dtype(self, precision: str, asked: str | None) -> str | None:
+    def io_dtype(self, precision: str, asked: IoDtype | None) -> IoDtype | None:
         """The I/O type of PRECISION's artifact: the user's --io-dtype where the precision has a choice."""
         if precision not in self.io_defaults:
             return None

@@ -3,11 +3,10 @@
 `edgekit bench OUT` measures every artifact on every runtime and device here and writes OUT/bench/bench.json. Where
 that report exists (or `--bench FILE` names one) and was measured on this machine, `edgekit serve OUT` tries the
 candidates in the order of their measured p50 latency, fastest first, instead of the formats' fixed ranks
-(edgekit.core.formats.FORMATS `serve`): the ranks are what is usually fastest, the report is what was. A row counts
-only where it is this machine's own (not a --remote device), it ran (`ok`), and it measured the very file served
-(same name and sha256: a file converted again since is measured again, not guessed); candidates without such a row
-keep the table's order after the measured ones. Every choice says why (`Ranking.why`): the server logs it at start
-and shows it in /v2/models/NAME (`parameters.chosen_by`).
+(edgekit.core.formats.FORMATS `serve`): the ranks are what is usually fastest, the report is what was. Which rows
+count is edgekit.measure.fastest's rule (the very file, this machine, not a --remote device, a run that finished);
+candidates without such a row keep the table's order after the measured ones. Every choice says why
+(`Ranking.why`): the server logs it at start and shows it in /v2/models/NAME (`parameters.chosen_by`).
 """
 
 from __future__ import annotations
@@ -17,14 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgekit.core.errors import UsageError
+from edgekit.measure.fastest import different_machine, measured
 
 if TYPE_CHECKING:
-    from edgekit.measure.bench_report import BenchReport
     from edgekit.serve.models import ModelChoice
 
 AUTO, OFF = "auto", "off"  # --bench: the report beside a conversion folder / none: the table alone
-# The host facts that make two machines the same for speed (edgekit.measure.devices.host_info)
-SAME_MACHINE = ("cpu_model", "machine", "board", "cpu_cores_logical")
 
 
 @dataclass(frozen=True)
@@ -46,16 +43,6 @@ def report_path(served: Path, bench: str | Path | None) -> tuple[Path | None, bo
     if str(bench) == OFF:
         return None, False
     return Path(bench), True
-
-
-def different_machine(measured: dict[str, Any], here: dict[str, Any]) -> str | None:
-    """Why a report measured on MEASURED (host facts) does not speak for HERE; None where it does."""
-    if measured.get("emulated") or here.get("emulated"):
-        return "timings under emulation say nothing of a board's speed"
-    for key in SAME_MACHINE:
-        if measured.get(key) != here.get(key):
-            return f"it was measured on another machine ({key} {measured.get(key)!r}, here {here.get(key)!r})"
-    return None
 
 
 def rank(candidates: list[ModelChoice], served: Path, bench: str | Path | None,
@@ -98,19 +85,6 @@ def rank(candidates: list[ModelChoice], served: Path, bench: str | Path | None,
     return Ranking(ranked, why, notes, path)
 
 
-def measured(report: BenchReport) -> dict[tuple[str, str, str, str], float]:
-    """(file name, sha256, runtime, device) -> p50 ms of each row of this machine that ran."""
-    sha = {Path(r.artifact.path).name: r.artifact.sha256 for r in report.results}  # reports older than row.sha256
-    out: dict[tuple[str, str, str, str], float] = {}
-    for row in report.rows:
-        if row.host is not None or row.status != "ok" or row.p50_ms is None or not row.path:
-            continue
-        name = Path(row.path).name
-        key = (name, row.sha256 or sha.get(name, ""), row.runtime, row.device)
-        out[key] = min(out.get(key, row.p50_ms), row.p50_ms)
-    return out
-
-
 def _key(c: ModelChoice) -> tuple[str, str, str, str]:
     sha = c.artifact.sha256 if c.artifact is not None else ""
     return (c.path.name, sha, c.runtime, c.device)
@@ -122,4 +96,4 @@ def chosen(ranking: Ranking) -> list[ModelChoice]:
     return [replace(c, chosen_by=note) for c, note in zip(ranking.candidates, notes, strict=True)]
 
 
-__all__ = ["AUTO", "OFF", "Ranking", "chosen", "different_machine", "measured", "rank", "report_path"]
+__all__ = ["AUTO", "OFF", "Ranking", "chosen", "rank", "report_path"]

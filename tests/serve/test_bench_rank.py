@@ -14,7 +14,8 @@ from edgekit.core.artifact import Artifact, Fidelity, TensorSpec
 from edgekit.core.errors import UsageError
 from edgekit.measure.bench_report import BenchReport, BenchRow
 from edgekit.measure.devices import host_info
-from edgekit.serve.bench_rank import chosen, different_machine, rank
+from edgekit.measure.fastest import different_machine
+from edgekit.serve.bench_rank import chosen, rank
 from edgekit.serve.models import ModelChoice
 
 HERE = {"cpu_model": "Cortex-A76", "machine": "aarch64", "board": "Raspberry Pi 5 Model B", "cpu_cores_logical": 4}

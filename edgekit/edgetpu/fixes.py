@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -195,7 +196,7 @@ def _fc_to_conv(f: FlatModel) -> int:
     return done
 
 
-def _as_conv(f: FlatModel, op: object) -> list[object] | None:
+def _as_conv(f: FlatModel, op: Any) -> list[object] | None:
     """FULLY_CONNECTED OP on a [1, H, W, C] or [1, N, C] tensor as a 1x1 CONV_2D (between two RESHAPEs for 3-D),
     or None where it is not one (2-D, a batch, another weights format, weights shared)."""
     x, y = int(op.inputs[0]), int(op.outputs[0])

@@ -46,7 +46,7 @@ def _strided_slice(f: FlatModel, k: int, x: np.ndarray) -> np.ndarray | None:
     o = op.builtinOptions
     if begin is None or end is None or strides is None or o is None or o.ellipsisMask or o.newAxisMask:
         return None
-    index: list[object] = []
+    index: list[int | slice | None] = []
     for d in range(x.ndim):
         b = None if o.beginMask >> d & 1 else int(begin[d])
         e = None if o.endMask >> d & 1 else int(end[d])

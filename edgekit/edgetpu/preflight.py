@@ -73,9 +73,9 @@ def op_verdict(op: TOp, model: TfliteModel, min_runtime: int) -> tuple[bool, str
             "runtime_version",
         )
     for k in PARAM_INPUTS.get(op.op, ()):
-        t = ins[k] if k < len(ins) else None
-        if t is not None and not t.const:
-            return False, f"its parameter tensor '{t.name}' is not a compile-time constant", "nonconst_params"
+        param = ins[k] if k < len(ins) else None
+        if param is not None and not param.const:
+            return False, f"its parameter tensor '{param.name}' is not a compile-time constant", "nonconst_params"
     for t in tensors:
         if not t.const and any(d > 1 for d in t.static_shape[:-3]):
             return (

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -126,7 +126,7 @@ class OpCtx:
         outs = self.model.op_outputs(self.op)
         return outs[0] if outs else None
 
-    def option(self, key: str, default: object = None) -> object:
+    def option(self, key: str, default: Any = None) -> Any:  # the op's options as TfliteModel read them
         return self.op.options.get(key, default)
 
 
@@ -174,7 +174,7 @@ def _same_dilation(ctx: OpCtx) -> str | None:
 def _concatenation(ctx: OpCtx) -> str | None:
     if why := _no_fused_activation(ctx):
         return why
-    consts = [ctx.ins(k) for k in range(len(ctx.op.inputs)) if ctx.ins(k) is not None and ctx.ins(k).const]
+    consts = [t for t in (ctx.ins(k) for k in range(len(ctx.op.inputs))) if t is not None and t.const]
     if not consts:
         return None
     if len(ctx.op.inputs) != 2:

@@ -196,6 +196,8 @@ def check(folders: list[Path], cpus: list[EmulatedCpu], inputs: str | None = Non
     for cpu in cpus:
         emu = Emulator(cpu, land)
         progress(f"{cpu.label}: {len(items)} artifact runs in one emulated process ...")
+        # (the artifacts of one child, its facts or the error it ended with, their outputs)
+        answers: list[tuple[list[_Item], dict[str, Any] | EdgekitError, dict[str, np.ndarray]]]
         try:
             answers = [(items, *_run(items, emu))]
         except RuntimeFailure as exc:  # find which artifact: each alone

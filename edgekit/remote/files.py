@@ -14,7 +14,7 @@ import io
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 from edgekit.core.errors import UsageError
 from edgekit.core.fsutil import sha256_file
@@ -104,7 +104,7 @@ def _onnx_data(p: Path) -> list[str]:
     return names
 
 
-def write_tar(bundles: list[Bundle], out: BinaryIO) -> None:
+def write_tar(bundles: list[Bundle], out: IO[bytes]) -> None:
     """A tar stream of KEY/<files> and KEY/SHA256SUMS for each bundle, written to OUT (ssh's stdin)."""
     with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:
         for b in bundles:

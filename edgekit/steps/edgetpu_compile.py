@@ -78,7 +78,7 @@ class EdgeTpuCompile(Step):
         ctx.log(f"Edge TPU pre-flight: {pf.summary}")
 
         report: CompilerLog | None = None
-        compiled_path = None
+        compiled_path = log_path = None
         finish: str | None = None
         disagreements: list[str] = []
         try:
@@ -112,4 +112,4 @@ class EdgeTpuCompile(Step):
         edgetpu = EdgeTpuReport(preflight=pf, compiled=compiled_path is not None, compiler=report,
                                 disagreements=disagreements, how_to_finish=finish)
         return inp.derive(kind="edgetpu", path=compiled_path, precision="int8", report=edgetpu, report_key="edgetpu",
-                          side_files={"compiler_log": log_path} if compiled_path and log_path.is_file() else {})
+                          side_files={"compiler_log": log_path} if log_path is not None and log_path.is_file() else {})

@@ -87,7 +87,7 @@ def collected_optimizer_copies() -> Iterator[None]:
             last[0] = current_rss() or 0
         return original.deepcopy(obj, memo)
 
-    tf2onnx_optimizer.copy = types.SimpleNamespace(deepcopy=deepcopy)  # type: ignore[assignment]
+    tf2onnx_optimizer.copy = types.SimpleNamespace(deepcopy=deepcopy)
     try:
         yield
     finally:
@@ -206,7 +206,8 @@ def tf_function_to_onnx(fn: Any, spec: Any, opset: int, out: Path, step: str) ->
         captured = captured_constants(fn, spec)
         # tf2onnx numbers the nodes it inserts from a process-wide counter: without a reset, a second conversion
         # in one process (the Python API, a notebook) wrote other node names, so other bytes, than the first
-        importlib.import_module("tf2onnx.utils").INTERNAL_NAME = 1
+        tf2onnx_utils: Any = importlib.import_module("tf2onnx.utils")  # untyped: no attribute is known to mypy
+        tf2onnx_utils.INTERNAL_NAME = 1
         with collected_optimizer_copies():
             model, _ = tf2onnx.convert.from_function(fn, input_signature=[spec], opset=opset,
                                                      custom_op_handlers={"Erfc": (_erfc, [])})

@@ -119,7 +119,7 @@ def ensure_static_batch(path: Path, signature: str, batch: int, out: Path,
     """
     from edgekit.sources.savedmodel import open_signature, signature_inputs, signature_io
 
-    tf = require("tensorflow", purpose="convert SavedModels")
+    tf: Any = require("tensorflow", purpose="convert SavedModels")  # untyped: tf.Module is a base class below
     loaded, fn = open_signature(path, signature)
     key, spec, _ = signature_io(fn)
     several = signature_inputs(fn)
@@ -139,11 +139,12 @@ def ensure_static_batch(path: Path, signature: str, batch: int, out: Path,
         return out
     known = list(inner) if inner is not None and len(inner) == len(dims) - 1 else [None] * (len(dims) - 1)
     filled = [d if d is not None else known[i] for i, d in enumerate(dims[1:])]
-    if any(d is None or d <= 0 for d in filled):
+    known_dims = [d for d in filled if d is not None and d > 0]
+    if len(known_dims) != len(filled):
         raise UsageError(f"SavedModel signature '{signature}' takes {dims}; TFLite needs every dimension known.",
                          hint="Pass --input-shape with every dimension, batch first, in the source model's own "
                          "layout (N,C,H,W for PyTorch and most ONNX, N,H,W,C for Keras and TensorFlow).")
-    fixed = static_shape([batch, *filled], batch)
+    fixed = static_shape([batch, *known_dims], batch)
     fixed_spec = tf.TensorSpec(fixed, dtype=spec.dtype, name=tf_name(key))
 
     class _Static(tf.Module):

@@ -73,21 +73,21 @@ class OnnxQuantize(Step):
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
         precision = self.params.precision
         assert inp.path is not None
-        out = ctx.work / f"{ctx.stem}.{precision}.onnx"
+        source, out = inp.path, ctx.work / f"{ctx.stem}.{precision}.onnx"
         with vendor_errors("onnxruntime", step=self.name, what=f"ONNX {precision} conversion failed",
                            hint="Run with EDGEKIT_DEBUG=1 for the full error."):
             if inp.path.parent.resolve() != ctx.work.resolve():
                 # the user's own .onnx (maybe with external data): work on a single-file copy, never on it
                 local = ctx.work / f"{ctx.stem}.source.onnx"
                 if not local.exists():
-                    _single_file(inp.path, local)
-                inp = inp.derive(path=local)
+                    _single_file(source, local)
+                source, inp = local, inp.derive(path=local)
             if precision == "fp32":
-                _single_file(inp.path, out)
+                _single_file(source, out)
             elif precision == "fp16":
-                self._fp16(inp.path, out)
+                self._fp16(source, out)
             elif precision == "dynamic":
-                self._dynamic(inp.path, out, ctx.work / f"{ctx.stem}.dynamic-pre.onnx", ctx.log)
+                self._dynamic(source, out, ctx.work / f"{ctx.stem}.dynamic-pre.onnx", ctx.log)
             elif precision in ("int8", "w8a16"):  # w8a16: the same QDQ path, int16 activations (W8A16)
                 return self._int8(inp, out, ctx)
             else:  # the planner rejects others before anything runs

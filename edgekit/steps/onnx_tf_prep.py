@@ -156,8 +156,8 @@ def _scalar(graph: Any, name: str) -> float | None:
             return float(arr.reshape(-1)[0]) if arr.size == 1 else None
     for node in graph.node:
         if node.op_type == "Constant" and node.output[0] == name and node.attribute:
-            arr = numpy_helper.to_array(node.attribute[0].t) if node.attribute[0].HasField("t") else None
-            return float(arr.reshape(-1)[0]) if arr is not None and arr.size == 1 else None
+            value = numpy_helper.to_array(node.attribute[0].t) if node.attribute[0].HasField("t") else None
+            return float(value.reshape(-1)[0]) if value is not None and value.size == 1 else None
     return None
 
 

@@ -50,7 +50,7 @@ from edgekit.steps.onnx_tf_prep import prepare
 
 @contextlib.contextmanager
 def _env_for_onnx2tf(samples_nhwc: np.ndarray) -> Iterator[None]:
-    o2t = sys.modules["onnx2tf.onnx2tf"]
+    o2t: Any = sys.modules["onnx2tf.onnx2tf"]  # untyped: no attribute is known to mypy
     old_path, old_dl = os.environ.get("PATH", ""), o2t.download_test_image_data
     bindir = str(Path(sys.executable).parent)
     os.environ["PATH"] = bindir + os.pathsep + old_path

@@ -12,12 +12,14 @@ new format needs: the planner, serve's choice, bench, inspect and the conformanc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from edgekit.steps.base import Intermediate, Step, StepContext
 from edgekit.targets.base import TargetSpec
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from edgekit.conversion.options import ConvertOptions
 
 
@@ -59,11 +61,11 @@ class OpenVinoConvert(Step):
         return inp.derive(kind="openvino", path=xml, precision=precision, quantization=choice)
 
 
-def _by_model_inputs(model: object, feeds: dict[str, object]) -> dict[str, object]:
+def _by_model_inputs(model: Any, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """FEEDS keyed by the IR's input names: the source's names where they match, else in order (one input)."""
     from edgekit.core.errors import UsageError
 
-    names = [port.get_any_name() for port in model.inputs]  # type: ignore[attr-defined]
+    names = [port.get_any_name() for port in model.inputs]  # an openvino.Model (openvino has no types)
     if set(names) <= set(feeds):
         return {n: feeds[n] for n in names}
     if len(names) == len(feeds):

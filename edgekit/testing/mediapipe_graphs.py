@@ -37,7 +37,7 @@ class FloatGraph:
         self.tensors: list[Any] = []
         self.buffers: list[Any] = [self.fb.BufferT()]  # buffer 0: the empty sentinel
         self.ops: list[Any] = []
-        self.codes: list[tuple[int, str | None]] = []
+        self.codes: list[tuple[int, str | None, int]] = []  # (builtin code, custom name, version)
 
     def tensor(self, name: str, shape: list[int], data: np.ndarray | None = None, dtype: str = "float32") -> int:
         t = self.fb.TensorT()

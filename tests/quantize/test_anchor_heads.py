@@ -95,18 +95,18 @@ def _job(path: Path, x: np.ndarray, work: Path, io: str = "int8") -> Any:
 
 def test_both_outputs_decode_in_float_and_only_the_scores_are_cut(anchors_tflite: tuple[Path, np.ndarray],
                                                                    tmp_path: Path) -> None:
-    from edgekit.quantize.tflite.search import _detection, _score_logits
+    from edgekit.quantize.tflite.heads import detection, score_logits
     from edgekit.tflite.model import read_tflite
 
     path, x = anchors_tflite
     fm = read_tflite(path)
-    choice, decode = _detection(fm, path, None, _job(path, x[:64], tmp_path / "w"))
+    choice, decode = detection(fm, path, None, _job(path, x[:64], tmp_path / "w"))
     assert choice.kind == "detection" and choice.head.format == "anchors"
     assert set(choice.head.outputs) == {REGRESSORS, SCORES}
     # both concatenations and the four reshapes before them: neither output is one int8 scale over its levels
     assert decode.outputs == (REGRESSORS, SCORES) and decode.ops == {"CONCATENATION": 2, "RESHAPE": 4}
     assert len(decode.head_layers) == 4
-    logits = _score_logits(fm, choice.head)
+    logits = score_logits(fm, choice.head)
     writes = {fm.tensors[op.outputs[0]].name: op.op for op in fm.ops}
     assert sorted(writes[n] for n in logits) == ["CONCATENATION", "CONV_2D", "CONV_2D", "RESHAPE", "RESHAPE"]
     assert SCORES in logits and REGRESSORS not in logits

@@ -34,9 +34,9 @@ def _two_heads(path: Path) -> Path:
 def test_a_box_map_beside_a_probability_map_is_judged_as_a_regression(tmp_path: Path) -> None:
     tf = pytest.importorskip("tensorflow")
     from edgekit.quantize.onnx.search import KindSource
+    from edgekit.quantize.tflite.heads import detection
     from edgekit.quantize.tflite.recipes import TfliteJob
     from edgekit.quantize.tflite.run import run_tflite
-    from edgekit.quantize.tflite.search import _detection
     from edgekit.tflite.model import read_tflite
 
     path = _two_heads(tmp_path / "m.tflite")
@@ -48,7 +48,7 @@ def test_a_box_map_beside_a_probability_map_is_judged_as_a_regression(tmp_path: 
     assert y is not None
     first = fm.tensors[fm.outputs[0]].name
     channels = y.shape[-1]
-    choice, decode = _detection(fm, path, y, job)
+    choice, decode = detection(fm, path, y, job)
     assert decode is None
     assert channels == 4, (first, y.shape)  # the box map first: judged alone, it looked like a 4-class pixel map
     assert choice.kind == "regression", choice

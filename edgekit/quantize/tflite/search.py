@@ -42,6 +42,7 @@ from edgekit.quantize.search import (
     split,
     trial,
 )
+from edgekit.quantize.tflite.heads import detection, score_logits
 from edgekit.quantize.tflite.ranges import LOGIT_BOUND, STATISTICS, cut_logit_ranges, with_statistic
 from edgekit.quantize.tflite.recipes import (
     AUTO_ORDER,
@@ -59,7 +60,6 @@ from edgekit.quantize.tflite.recipes import (
 )
 from edgekit.quantize.tflite.run import run_tflite, run_tflite_outputs
 
-DECIDE_SAMPLES = 64  # a named recipe's detection output is recognised on this many calibration samples
 PROBE_SAMPLES = 32  # damage is a noise power, not a count: fewer samples measure it well enough
 # label, model, float ops, calibrated model, what the recipe's edits of the float model add to the config
 Candidate = tuple[str, bytes, tuple[str, ...], Path | None, dict[str, Any]]
@@ -81,7 +81,7 @@ class _Search:
         fm = read_tflite(self.ref_path)
         self.macs = {fm.tensors[op.outputs[0]].name: fm.op_macs(op) for op in fm.ops if op.outputs}
         # a detector: judged by its boxes, its decode on the quantizer's denylist (edgekit.quantize.detect_decode)
-        self.choice, self.decode = _detection(fm, self.ref_path, self.y_ref, job)
+        self.choice, self.decode = detection(fm, self.ref_path, self.y_ref, job)
         # a head whose boxes and scores are separate outputs (MediaPipe's regressors and logits): every one of them
         # is run and judged, as validation judges them; the first output alone said nothing of the scores
         self.head_outputs: tuple[str, ...] = ()
@@ -93,7 +93,7 @@ class _Search:
                 self.head_outputs = tuple(head.outputs)
                 self.y_head = {n: got[n] for n in self.head_outputs}
         if self.decode is not None and self.decode.nodes:
-            job.score_logits = self.job.score_logits = _score_logits(fm, head)
+            job.score_logits = self.job.score_logits = score_logits(fm, head)
         self.mask_threshold = job.kinds.mask_threshold(fm.tensors[fm.outputs[0]].name, len(fm.outputs)) \
             if job.kinds is not None else None
         # the outputs' layout (the SavedModel's, NHWC from onnx2tf): judged along it, not as NCHW (a P-Net's
@@ -211,69 +211,6 @@ class _Search:
                 self.needed_over = cap_share(ranked, self.macs)
             return None
         return tried[prefix_nodes(ranked, found)]
-
-
-def _detection(fm: Any, ref_path: Path, y_ref: np.ndarray | None, job: TfliteJob) -> tuple[Any, Any]:
-    """(the first output's KindChoice, the DecodeRegion of the first output where it is a detector) of the float
-    TFLite model FM; (None, None) without KINDS to decide from. The search runs the first output only."""
-    kinds = job.kinds
-    if kinds is None:
-        return None, None
-    from edgekit.fidelity.decide import decide_kinds
-    from edgekit.quantize.detect_decode import tflite_decode
-
-    y = y_ref if y_ref is not None else run_tflite([ref_path], job.samples[:DECIDE_SAMPLES])[0]
-    if y is None:
-        return None, None
-    name = fm.tensors[fm.outputs[0]].name
-    asked = dict(kinds.asked or {})
-    asked = {name: asked[name]} if name in asked else {name: next(iter(asked.values()))} if len(asked) == 1 and \
-        len(fm.outputs) == 1 else {}  # the converter renames outputs: a one-output model's kind follows it
-    outputs = {name: y}
-    if len(fm.outputs) > 1 and not job.feeds:  # its siblings decide too (a box map beside a probability map is a
-        outputs = {**_float_outputs(ref_path, job.samples[:DECIDE_SAMPLES]), name: y}  # regression, as validation says)
-    choice = decide_kinds(outputs, kinds.layout, asked, kinds.metadata)[name]
-    if choice.kind != "detection":
-        return choice, None
-    # every output of the head: each keeps its own scale (MediaPipe's logits beside regressors in pixels)
-    head = set(choice.head.outputs) if choice.head is not None else set()
-    return choice, tflite_decode(fm, [t for t in fm.outputs if fm.tensors[t].name in head] or [fm.outputs[0]])
-
-
-def _score_logits(fm: Any, head: Any) -> tuple[str, ...]:
-    """The tensors of the float TFLite model FM that hold HEAD's score logits where its decode takes their sigmoid
-    (a raw-anchor head: MediaPipe's classifier layers, and the reshapes and concatenation after them); () for any
-    other head."""
-    if head is None or head.format != "anchors" or len(head.outputs) < 2:
-        return ()
-    from edgekit.quantize.detect_decode import tflite_decode
-
-    try:
-        sigmoid = head.anchor_head().sigmoid
-    except (ValueError, KeyError, TypeError):
-        return ()
-    scores = [t for t in fm.outputs if fm.tensors[t].name == head.outputs[1]]
-    if not sigmoid or not scores:
-        return ()
-    region = tflite_decode(fm, scores)
-    return (*region.nodes, *region.head_layers) if region.head_layers else ()
-
-
-def _float_outputs(path: Path, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Every output of the float TFLite model at PATH on X (one input), by tensor name."""
-    from edgekit.runtimes.litert_io import interpreter_class
-
-    it = interpreter_class()(model_path=str(path))
-    it.allocate_tensors()
-    inp = it.get_input_details()[0]
-    ys: dict[str, list[np.ndarray]] = {d["name"]: [] for d in it.get_output_details()}
-    step = max(1, int(inp["shape"][0]))
-    for i in range(0, len(x) - step + 1, step):
-        it.set_tensor(inp["index"], x[i:i + step].astype(np.float32))
-        it.invoke()
-        for d in it.get_output_details():
-            ys[d["name"]].append(np.asarray(it.get_tensor(d["index"])).copy())
-    return {k: np.concatenate(v) for k, v in ys.items() if v}
 
 
 def _decode_record(s: _Search, float_free: bool, moved: int = 0) -> dict[str, Any] | None:

@@ -1,0 +1,85 @@
+"""What a detector changes in the TFLite int8 search (edgekit.quantize.tflite.search): the kind of the output it
+judges, decided with the model's other outputs beside it as validation decides it; the decode kept float
+(edgekit.quantize.detect_decode), over every output of the head (a raw-anchor head's regressors and score logits);
+and the tensors that hold a raw-anchor head's score logits, whose int8 range is cut where the sigmoid is flat
+(edgekit.quantize.tflite.ranges.cut_logit_ranges).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgekit.quantize.tflite.recipes import TfliteJob
+from edgekit.quantize.tflite.run import run_tflite
+
+DECIDE_SAMPLES = 64  # a named recipe's detection output is recognised on this many calibration samples
+
+
+def detection(fm: Any, ref_path: Path, y_ref: np.ndarray | None, job: TfliteJob) -> tuple[Any, Any]:
+    """(the first output's KindChoice, the DecodeRegion of every output of its head where it is a detector) of the
+    float TFLite model FM; (None, None) without KINDS to decide from. The search runs the first output, or every
+    output of a head that has several (edgekit.quantize.tflite.search._Search)."""
+    kinds = job.kinds
+    if kinds is None:
+        return None, None
+    from edgekit.fidelity.decide import decide_kinds
+    from edgekit.quantize.detect_decode import tflite_decode
+
+    y = y_ref if y_ref is not None else run_tflite([ref_path], job.samples[:DECIDE_SAMPLES])[0]
+    if y is None:
+        return None, None
+    name = fm.tensors[fm.outputs[0]].name
+    asked = dict(kinds.asked or {})
+    asked = {name: asked[name]} if name in asked else {name: next(iter(asked.values()))} if len(asked) == 1 and \
+        len(fm.outputs) == 1 else {}  # the converter renames outputs: a one-output model's kind follows it
+    outputs = {name: y}
+    if len(fm.outputs) > 1 and not job.feeds:  # its siblings decide too (a box map beside a probability map is a
+        outputs = {**float_outputs(ref_path, job.samples[:DECIDE_SAMPLES]), name: y}  # regression, as validation says)
+    choice = decide_kinds(outputs, kinds.layout, asked, kinds.metadata)[name]
+    if choice.kind != "detection":
+        return choice, None
+    # every output of the head: each keeps its own scale (MediaPipe's logits beside regressors in pixels)
+    head = set(choice.head.outputs) if choice.head is not None else set()
+    return choice, tflite_decode(fm, [t for t in fm.outputs if fm.tensors[t].name in head] or [fm.outputs[0]])
+
+
+def score_logits(fm: Any, head: Any) -> tuple[str, ...]:
+    """The tensors of the float TFLite model FM that hold HEAD's score logits where its decode takes their sigmoid
+    (a raw-anchor head: MediaPipe's classifier layers, and the reshapes and concatenation after them); () for any
+    other head."""
+    if head is None or head.format != "anchors" or len(head.outputs) < 2:
+        return ()
+    from edgekit.quantize.detect_decode import tflite_decode
+
+    try:
+        sigmoid = head.anchor_head().sigmoid
+    except (ValueError, KeyError, TypeError):
+        return ()
+    scores = [t for t in fm.outputs if fm.tensors[t].name == head.outputs[1]]
+    if not sigmoid or not scores:
+        return ()
+    region = tflite_decode(fm, scores)
+    return (*region.nodes, *region.head_layers) if region.head_layers else ()
+
+
+def float_outputs(path: Path, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Every output of the float TFLite model at PATH on X (one input), by tensor name."""
+    from edgekit.runtimes.litert_io import interpreter_class
+
+    it = interpreter_class()(model_path=str(path))
+    it.allocate_tensors()
+    inp = it.get_input_details()[0]
+    ys: dict[str, list[np.ndarray]] = {d["name"]: [] for d in it.get_output_details()}
+    step = max(1, int(inp["shape"][0]))
+    for i in range(0, len(x) - step + 1, step):
+        it.set_tensor(inp["index"], x[i:i + step].astype(np.float32))
+        it.invoke()
+        for d in it.get_output_details():
+            ys[d["name"]].append(np.asarray(it.get_tensor(d["index"])).copy())
+    return {k: np.concatenate(v) for k, v in ys.items() if v}
+
+
+__all__ = ["DECIDE_SAMPLES", "detection", "float_outputs", "score_logits"]

@@ -347,8 +347,8 @@ def rewrite_custom_ops(blob: bytes) -> Rewritten:
     k = 0
     while k < len(g.sg.operators):
         name = g.custom_name(k)
-        rewrite = _REWRITES.get(name or "")
-        if rewrite is None:
+        rewrite = _REWRITES.get(name) if name is not None else None
+        if name is None or rewrite is None:
             if name and name not in others:
                 others.append(name)
             k += 1

@@ -81,7 +81,7 @@ class TTensor:
         """The constant's values (axes, paddings, strides, alpha ...), or None for an activation."""
         if self.data is None or self.dtype not in _NUMPY:
             return None
-        arr = np.frombuffer(bytes(self.data), dtype=_NUMPY[self.dtype])
+        arr: np.ndarray = np.frombuffer(bytes(self.data), dtype=_NUMPY[self.dtype])
         if self.static_shape and arr.size == math.prod(self.static_shape):
             arr = arr.reshape(self.static_shape)
         return arr

@@ -83,12 +83,14 @@ class Judged:
 
 def kind_agreement(fid: Any) -> float | None:
     """The agreement an output's kind is judged by, where it is not top-1 or boxes: per-step (sequence), per-pixel
-    (dense) or thresholded-mask (mask) agreement; None for the other kinds."""
-    for key in ("step_agreement", "pixel_agreement", "mask_agreement"):
+    (dense) or thresholded-mask (mask) agreement, decisions kept (score); for landmarks one minus their mean error as a
+    share of the input side (so that less error ranks higher); None for the other kinds."""
+    for key in ("step_agreement", "pixel_agreement", "mask_agreement", "score_agreement"):
         v = getattr(fid, key, None)
         if v is not None:
             return float(v)
-    return None
+    share = getattr(fid, "landmark_error_share", None)
+    return None if share is None else 1.0 - float(share)
 
 
 def judge(y_ref: np.ndarray | dict[str, np.ndarray], y: np.ndarray | dict[str, np.ndarray], precision: str = "int8",

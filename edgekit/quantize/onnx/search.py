@@ -123,7 +123,10 @@ def detection_decode(pre: Path, model: Any, x: np.ndarray, kinds: KindSource | N
     asked = {n: k for n, k in (kinds.asked or {}).items() if n in ys}
     if len(ys) == 1 and not asked and kinds.asked and len(kinds.asked) == 1:  # one output, renamed by an exporter
         asked = {names[0]: next(iter(kinds.asked.values()))}
-    choices = decide_kinds(ys, kinds.layout, asked, kinds.metadata)
+    from edgekit.fidelity.landmarks import image_size
+
+    # the input's size, as validation gives it: landmarks are points inside it, anchor presets are of one size
+    choices = decide_kinds(ys, kinds.layout, asked, kinds.metadata, image_size(x, kinds.layout))
     found = [n for n in names if choices[n].kind == "detection"]
     if not found:
         return choices[names[0]], None

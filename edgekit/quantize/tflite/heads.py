@@ -38,7 +38,10 @@ def detection(fm: Any, ref_path: Path, y_ref: np.ndarray | None, job: TfliteJob)
     outputs = {name: y}
     if len(fm.outputs) > 1 and not job.feeds:  # its siblings decide too (a box map beside a probability map is a
         outputs = {**float_outputs(ref_path, job.samples[:DECIDE_SAMPLES]), name: y}  # regression, as validation says)
-    choice = decide_kinds(outputs, kinds.layout, asked, kinds.metadata)[name]
+    from edgekit.fidelity.landmarks import image_size
+
+    # the input's size, as validation gives it: landmarks are points inside it, anchor presets are of one size
+    choice = decide_kinds(outputs, kinds.layout, asked, kinds.metadata, image_size(job.samples, kinds.layout))[name]
     if choice.kind != "detection":
         return choice, None
     # every output of the head: each keeps its own scale (MediaPipe's logits beside regressors in pixels)

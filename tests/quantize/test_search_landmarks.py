@@ -1,0 +1,32 @@
+"""The int8 recipe search judges a landmark regressor as validation does: points in input pixels, the input's size
+known to the decision (so 63 coordinates are landmarks, not 63 classes), candidates ranked by less pixel error."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgekit.fidelity.decide import decide_kinds
+from edgekit.quantize.search import judge
+
+
+def _hand(n: int = 64, side: int = 224, seed: int = 0) -> np.ndarray:
+    """N hands of 21 (x, y, z) points inside a SIDE x SIDE input, as MediaPipe's hand landmarks come out."""
+    rng = np.random.default_rng(seed)
+    centre = rng.uniform(0.3 * side, 0.7 * side, (n, 1, 2))
+    xy = centre + rng.normal(0, 0.12 * side, (n, 21, 2))
+    z = rng.normal(0, 5, (n, 21, 1))
+    return np.concatenate([xy, z], axis=2).reshape(n, 63).astype(np.float32)
+
+
+def test_a_candidate_is_judged_and_ranked_by_its_landmarks_pixel_error() -> None:
+    y_ref = _hand()
+    choice = decide_kinds({"Identity": y_ref}, "NHWC", input_size=(224, 224))["Identity"]
+    assert choice.kind == "landmarks"
+    assert decide_kinds({"Identity": y_ref}, "NHWC")["Identity"].kind != "landmarks"  # the size is what tells
+    rng = np.random.default_rng(1)
+    close = judge(y_ref, y_ref + rng.normal(0, 0.5, y_ref.shape).astype(np.float32), "int8", choice=choice,
+                  layout="NHWC")
+    far = judge(y_ref, y_ref + rng.normal(0, 8.0, y_ref.shape).astype(np.float32), "int8", choice=choice,
+                layout="NHWC")
+    assert close.passed and not far.passed  # 1% of 224 px on average is the int8 bar
+    assert close.agreement is not None and far.agreement is not None and close.score() > far.score()

@@ -146,6 +146,8 @@ def execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: A
     """
     started = time.perf_counter() if started is None else started
     options, source = plan.options, plan.source
+    if options.out_dir is None:  # pipeline.run names the folder (after the source) before it plans
+        raise InternalError("execute() was given a plan without an output folder.")
     out_dir = Path(options.out_dir)
     stem = stem_of(source)
 

@@ -139,8 +139,9 @@ def compare(ref: Reference, y: np.ndarray | dict[str, np.ndarray], precision: st
         head = choice.head
         if kind == "detection" and head is not None and all(by_source[o].artifact for o in head.outputs):
             if id(head) not in groups:
+                arts = [by_source[o].artifact for o in head.outputs]  # every one named: checked above
                 groups[id(head)] = judge_detection([source[o] for o in head.outputs],
-                                                   [got[by_source[o].artifact] for o in head.outputs], head,
+                                                   [got[a] for a in arts if a is not None], head,
                                                    precision=precision, boxes=ref.boxes, thresholds=thresholds,
                                                    inputs=ref.inputs_name, name=head.outputs[0])
             fid = dataclasses.replace(groups[id(head)], failures=list(groups[id(head)].failures))
@@ -163,9 +164,8 @@ def compare(ref: Reference, y: np.ndarray | dict[str, np.ndarray], precision: st
                                   artifact_name=m.artifact, matched_by=m.by, fidelity=fid,
                                   kind_reason=choice.reason))
     top = dataclasses.replace(worst([p.fidelity for p in per if p.fidelity is not None]))
-    seen: set[str] = set()  # a detector group's failures once, not once per output of the group
-    top.failures = [f for p in per if p.fidelity is not None for f in p.fidelity.failures
-                    if not (f in seen or seen.add(f))]
+    # a detector group's failures once, not once per output of the group (in their first order)
+    top.failures = list(dict.fromkeys(f for p in per if p.fidelity is not None for f in p.fidelity.failures))
     top.passed = not top.failures
     top.outputs = per
     return top
@@ -297,8 +297,9 @@ def _check_in_child(request: CheckRequest, arrays: dict[str, np.ndarray]) -> tup
         names = request.inputs or ["input"]  # a request without names holds one array, "x"
         feeds = {name: arrays[f"x{i}"] if f"x{i}" in arrays else arrays["x"] for i, name in enumerate(names)}
         ys = _outputs(runtime, feeds, request.layout_from, request.layout_to)
-        answer = {"inputs": [s.to_dict() for s in runtime.inputs], "outputs": [s.to_dict() for s in runtime.outputs],
-                  "kernels": runtime.info().get("kernels")}
+        answer: dict[str, Any] = {"inputs": [s.to_dict() for s in runtime.inputs],
+                                  "outputs": [s.to_dict() for s in runtime.outputs],
+                                  "kernels": runtime.info().get("kernels")}
     finally:
         runtime.close()
     if request.format in ("tflite", "edgetpu") and len(ys) > 1:  # which tensor is which signature output

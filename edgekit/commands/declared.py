@@ -38,7 +38,7 @@ def parameter(decl: Declared) -> inspect.Parameter:
 
 def with_signature(func: Callable[..., Any], params: Iterable[inspect.Parameter]) -> Callable[..., Any]:
     """FUNC (taking **values) given the signature typer reads as its parameters: PARAMS, in order."""
-    func.__signature__ = inspect.Signature(list(params))  # type: ignore[attr-defined]
+    func.__signature__ = inspect.Signature(list(params))  # type: ignore[attr-defined]  # read by inspect.signature
     func.__annotations__ = {}  # typer takes the signature's own annotations (types already, not strings)
     return func
 

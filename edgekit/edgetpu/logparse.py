@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from edgekit.edgetpu.records import CompilerLog, OperatorRow
+from edgekit.edgetpu.records import CompilerLog, OperatorRow, OperatorsSource
 
 MAPPED = "Mapped to Edge TPU"
 _UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "KB": 1000, "MB": 1000**2, "GB": 1000**3}
@@ -124,7 +124,7 @@ def parse_log(stdout: str, log_text: str | None = None) -> CompilerLog:
         fields[key] = value
     report = CompilerLog(**fields)
     rows, complete = operators_table(text)
-    source = "stdout"
+    source: OperatorsSource = "stdout"
     if not rows and log_text:
         rows, complete = operators_table(log_text)
         source = "log"
@@ -132,7 +132,7 @@ def parse_log(stdout: str, log_text: str | None = None) -> CompilerLog:
         complete = False  # a table cut short (or one of several attempts): its sums are not the model's
     report.operators = rows
     report.operators_complete = complete if rows else False
-    report.operators_source = source if rows else None  # type: ignore[assignment]
+    report.operators_source = source if rows else None
     failed = _failed(text)
     report.success = False if failed else (True if any(s in text for s in _SUCCESS) else None)
     report.failure = failure_reason(text) if failed else None

@@ -11,9 +11,12 @@ but that leaf: the pre-flight, the log parser and the compiler wrapper all build
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, Literal, TypeVar, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_type_hints
 
 from edgekit.core.records import fits
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 # Why the pre-flight puts an op where it does (rules.STATUS quotes the compiler's words for most of them).
 OpCode = Literal[
@@ -46,14 +49,14 @@ ProblemKind = Literal[
 # Where parse_log found the "Operator Count Status" table.
 OperatorsSource = Literal["stdout", "log"]
 
-_R = TypeVar("_R")
+_R = TypeVar("_R", bound="DataclassInstance")
 
 
 def _flat(cls: type[_R], d: dict[str, Any], **nested: Any) -> _R:
     """CLS from the JSON D of a flat record: its own fields only (a manifest adds others), NESTED as given."""
     hints = get_type_hints(cls)
     own: dict[str, Any] = {}
-    for f in fields(cls):  # type: ignore[arg-type]
+    for f in fields(cls):
         if not f.init or f.name not in d or f.name in nested:
             continue
         if not fits(hints[f.name], d[f.name]):  # a wrong-typed value is none; a field without a default refuses

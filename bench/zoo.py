@@ -20,7 +20,9 @@ calibration/validation .npz holds the 1,000 MNIST test digits, uint8, in the lay
 Non-classifiers (issue 15, `TASKS`): a 3-head proposal detector, a U-Net, a CTC digit-string recognizer
 and a third-party-style dynamic-shape ONNX, built and trained briefly on MNIST scenes by bench/zoo_tasks.py,
 each with its own calibration .npz (label masks for the U-Net) and flags (--output-kind, --input-shape);
-their section of docs/zoo.md shows every artifact's worst output judged as its kind.
+their section of docs/zoo.md shows every artifact's worst output judged as its kind. MediaPipe's trained fp16
+.tflite graphs (issue 37, bench/zoo_mediapipe.py; the wheel at $MEDIAPIPE_WHEEL or /tmp/mp) ask for their own
+targets and precisions (tflite,edgetpu x fp16,int8) and split, and show every output's kind figure.
 
 Per-model results: bench/results/zoo/<model>.json (the run can be stopped and continued). The catalogue and
 bounds are in bench/zoo_models.py, the page is written by bench/zoo_report.py.
@@ -293,12 +295,16 @@ def _tail(path: Path, n: int = 1500) -> str:
     return text[-n:]
 
 
-def convert_command(src: str, calib: str, out: Path, pixels: str = "0-1", extra: list[str] | None = None
-                    ) -> list[str]:
+def convert_command(src: str, calib: str, out: Path, pixels: str = "0-1", extra: list[str] | None = None,
+                    source: dict[str, Any] | None = None) -> list[str]:
     """The CLI call; uint8 digits are scaled to [0, 1], or kept at 0-255 with mean 0, std 1/255 (PIXELS).
-    EXTRA: a task model's own flags (--output-kind, --input-shape)."""
-    return [sys.executable, "-m", "edgekit.cli", "convert", src, "--target", TARGETS, "--quantize", PRECISIONS,
-            "--calib", calib, "--calib-size", str(CALIB_SIZE), "--val-size", str(VAL_SIZE), "--out", str(out),
+    EXTRA: a task model's own flags (--output-kind, --input-shape). SOURCE: a task's build record, which may name
+    its own targets, precisions and split (a .tflite source: no ONNX target, its file's own float precision)."""
+    src_rec = source or {}
+    return [sys.executable, "-m", "edgekit.cli", "convert", src, "--target", src_rec.get("targets") or TARGETS,
+            "--quantize", src_rec.get("precisions") or PRECISIONS, "--calib", calib,
+            "--calib-size", str(src_rec.get("calib_size") or CALIB_SIZE),
+            "--val-size", str(src_rec.get("val_size") or VAL_SIZE), "--out", str(out),
             *PIXELS[pixels], *(extra or []), "--force", "--json"]
 
 
@@ -332,7 +338,7 @@ def run_one(m: ZooModel, timeout: float, max_rss: float) -> dict[str, Any]:
             src, calib = rec["source"]["file"], str(calibration_npz(rec["source"]["layout"]).relative_to(ROOT))
     out = RESULTS / "out" / m.name
     cmd = convert_command(src, calib, out, (rec.get("source") or {}).get("pixels", "0-1"),
-                          (rec.get("source") or {}).get("args"))
+                          (rec.get("source") or {}).get("args"), rec.get("source") if m.package == "task" else None)
     rec["command"] = " ".join(["python", *cmd[1:]]).replace(str(ROOT) + os.sep, "")
     c = _child(cmd, logs / f"{m.name}.convert.log", timeout, max_rss)
     rec["convert"] = c

@@ -96,6 +96,19 @@ TASKS: tuple[ZooModel, ...] = (
              note="YOLOv8-architecture digits detector, trained; labelled boxes"),
     ZooModel("yolov8n_320", "task", "ONNX opset 17 (TorchScript exporter, as Ultralytics), 1x3x320x320",
              note="YOLOv8n, random init with Ultralytics' bias prior"),
+    # issue 37: MediaPipe 0.10.21's trained float .tflite graphs, judged by their kinds (bench/zoo_mediapipe.py)
+    ZooModel("mp_selfie_segmentation", "task", "MediaPipe fp16 .tflite, 1x256x256x3",
+             note="selfie segmentation, trained: person mask (custom op rewritten)"),
+    ZooModel("mp_hand_landmark_full", "task", "MediaPipe fp16 .tflite, 1x224x224x3",
+             note="hand landmarks, trained: 21 points, presence, handedness"),
+    ZooModel("mp_face_landmark", "task", "MediaPipe fp16 .tflite, 1x192x192x3",
+             note="face mesh, trained: 468 points, presence"),
+    ZooModel("mp_face_detection_short", "task", "MediaPipe fp16 .tflite, 1x128x128x3",
+             note="BlazeFace short range, trained: raw anchors head (face)"),
+    ZooModel("mp_palm_detection_full", "task", "MediaPipe fp16 .tflite, 1x192x192x3",
+             note="palm detector, trained: raw anchors head (palm)"),
+    ZooModel("mp_pose_detection", "task", "MediaPipe fp16 (sparse) .tflite, 1x224x224x3",
+             note="pose detector, trained: raw anchors head (pose)"),
 )
 BY_NAME = {m.name: m for m in (*ZOO, *TASKS)}
 

@@ -19,7 +19,22 @@ from pathlib import Path
 from typing import Any
 
 from zoo_earlier import KeptRow, earlier_rows, row_dates
-from zoo_models import CALIB_SIZE, DOC, MAX_RSS, MAX_SECONDS, N_HEAD, RESULTS, ROOT, SIZE, TASKS, VAL_SIZE, ZOO, machine
+from zoo_models import (
+    CALIB_SIZE,
+    DOC,
+    MAX_RSS,
+    MAX_SECONDS,
+    N_HEAD,
+    PRECISIONS,
+    RESULTS,
+    ROOT,
+    SIZE,
+    TARGETS,
+    TASKS,
+    VAL_SIZE,
+    ZOO,
+    machine,
+)
 
 COLUMNS = ("onnx fp32", "onnx int8", "tflite fp32", "tflite int8", "edgetpu int8")
 CLASSIFIER_DATE = r"^- Date: (\S+) to (\S+)"  # the line that dates a page's rows run there (see `report`)
@@ -148,18 +163,44 @@ _MEASURE = {"classes": ("top1_agreement", "top-1"), "dense": ("pixel_agreement",
 
 def _detection_words(fid: dict[str, Any]) -> str:
     """A detector output's figures: its boxes' recall and precision against the source's, and mAP50 against the
-    labelled boxes where the .npz has them; or, where the source found too few boxes to judge them by (the record's
-    thresholds then hold no detection_recall), the raw output's cosine, which the verdict then rests on."""
+    labelled boxes where the .npz has them, the keypoints' move where the head has keypoints (MediaPipe's anchors
+    heads); or, where the source found too few boxes to judge them by (the record's thresholds then hold no
+    detection_recall), the raw output's cosine, which the verdict then rests on, after the box figures recorded."""
     boxes = fid.get("detections")
+    text = f"recall {_pct1(fid.get('detection_recall'))}, precision {_pct1(fid.get('detection_precision'))}"
+    if fid.get("keypoint_error_px") is not None:
+        text += f", keypoints {_px(fid['keypoint_error_px'], fid.get('keypoint_error_share'))}"
     if "detection_recall" not in (fid.get("thresholds") or {"detection_recall": None}):
         cos = fid.get("cosine")
-        return (f"{'-' if boxes is None else boxes} source boxes, too few: raw output cos "
+        shown = f" ({text})" if fid.get("detection_recall") is not None else ""
+        return (f"{'-' if boxes is None else boxes} source boxes, too few{shown}: raw output cos "
                 f"{'-' if cos is None else f'{cos:.4f}'}")
-    text = f"recall {_pct1(fid.get('detection_recall'))}, precision {_pct1(fid.get('detection_precision'))}"
     if fid.get("map50") is not None:
         ref = fid.get("reference_map50")
         text += f", mAP50 {fid['map50']:.3f}" + (f" (source {ref:.3f})" if ref is not None else "")
     return text + (f" of {boxes} boxes" if boxes is not None else "")
+
+
+def _px(px: float, share: float | None) -> str:
+    return f"{px:.2f} px" + (f" ({100 * share:.2f}%)" if share is not None else "")
+
+
+def _kind_words(fid: dict[str, Any]) -> str:
+    """The figures of one output judged as a mask, landmarks or a score (issue 37's kinds)."""
+    kind = (fid.get("kind") or "").partition(":")[0]
+    if kind == "mask":
+        iou = fid.get("mask_iou")
+        return (f"mask: agreement {_pct1(fid.get('mask_agreement'))}, IoU {'-' if iou is None else f'{iou:.3f}'}, "
+                f"regions kept {_pct1(fid.get('region_recall'))}"
+                + (f" of {fid['regions']}" if fid.get("regions") is not None else ""))
+    if kind == "landmarks":
+        mean = "-" if fid.get("landmark_error_px") is None else _px(fid["landmark_error_px"],
+                                                                     fid.get("landmark_error_share"))
+        p95 = "-" if fid.get("landmark_p95_px") is None else _px(fid["landmark_p95_px"], fid.get("landmark_p95_share"))
+        return f"landmarks: {mean} mean, p95 {p95}"
+    change = fid.get("score_change")
+    return (f"score: decisions {_pct1(fid.get('score_agreement'))} the same, change "
+            f"{'-' if change is None else f'{change:.3f}'}")
 
 
 def _pct1(v: float | None) -> str:
@@ -172,15 +213,38 @@ def _task_cell(a: dict[str, Any] | None) -> str:
     if a is None or a.get("status") == "failed":
         return _cell(a)
     fid = a.get("fidelity") or {}
+    outs = fid.get("outputs") or []
+    if any(o.get("kind") in _KINDS_37 for o in outs):  # each output's own figure: a px error, a score, a mask
+        mark = "ok" if fid.get("passed") else "ok, **fidelity miss**"
+        return f"{mark}: " + "; ".join(_output_words(o) for o in outs
+                                       if not (o.get("kind_reason") or "").startswith("judged with"))
     key, word = _MEASURE.get(fid.get("kind") or "regression", ("cosine", "cos"))
     v = fid.get(key)
     value = "-" if v is None else f"{v:.4f}" if key == "cosine" else f"{100 * v:.1f}%"
     if key == "detection_recall":
         word, value = "boxes:", _detection_words(fid)
-    n = len(fid.get("outputs") or []) or 1
+    n = len([o for o in fid.get("outputs") or [] if not (o.get("kind_reason") or "").startswith("judged with")]) or 1
     miou = f", mIoU {fid['miou']:.3f}" if fid.get("miou") is not None else ""
     mark = "ok" if fid.get("passed") else "ok, **fidelity miss**"
     return f"{mark}: `{fid.get('output') or '?'}` {word} {value}{miou}" + (f" (worst of {n})" if n > 1 else "")
+
+
+_KINDS_37 = ("mask", "landmarks", "score")
+
+
+def _output_words(o: dict[str, Any]) -> str:
+    """One output of an artifact judged output by output: its name, its kind's figures, MISS where it failed."""
+    f = {**(o.get("fidelity") or {}), "kind": o.get("kind")}
+    kind = f["kind"] or "regression"
+    if kind in _KINDS_37:
+        words = _kind_words(f)
+    elif kind == "detection":
+        words = "boxes: " + _detection_words(f)
+    else:
+        key, word = _MEASURE.get(kind, ("cosine", "cos"))
+        v = f.get(key)
+        words = f"{word} {'-' if v is None else f'{v:.4f}' if key == 'cosine' else f'{100 * v:.1f}%'}"
+    return f"`{o.get('name') or '?'}` {words}" + (" MISS" if f.get("passed") is False else "")
 
 
 TASKS_HEADING = "## Beyond classifiers (issue 15)"
@@ -190,17 +254,19 @@ N_TASK_SCENES = 400  # bench/zoo_tasks.N_CALIB: test scenes in each task model's
 
 
 def _held_out(done: list[dict[str, Any]]) -> str:
-    """The held-out sample counts the task models were validated on, as their manifests say."""
-    counts = {(a.get("fidelity") or {}).get("samples") for r in done for a in (r.get("manifest") or {}).get(
-        "artifacts", [])} - {None}
-    return "/".join(str(c) for c in sorted(counts)) or "-"
+    """The held-out sample counts the task models on the zoo's own split were validated on, as their manifests say
+    (rows with a split of their own, the MediaPipe photos, say theirs); edgekit's quarter where none was run here."""
+    counts = {(a.get("fidelity") or {}).get("samples") for r in done if not (r.get("source") or {}).get("calib_size")
+              for a in (r.get("manifest") or {}).get("artifacts", [])} - {None}
+    return "/".join(str(c) for c in sorted(counts)) or str(round(N_TASK_SCENES / 4))
 
 
 def _task_outputs(man: dict[str, Any]) -> str:
     """The source's outputs as the first validated artifact judged them: name, shape, kind."""
-    for a in man.get("artifacts", []):
+    arts = man.get("artifacts", [])
+    for a in sorted(arts, key=lambda a: a["format"] != "onnx"):  # ONNX's first; a .tflite source has none
         outs = (a.get("fidelity") or {}).get("outputs") or []
-        if outs and a["format"] == "onnx":
+        if outs:
             return ", ".join(f"`{o['name']}` {'x'.join(map(str, o['shape'][1:]))} {o['kind']}" for o in outs)
     return "-"
 
@@ -383,6 +449,14 @@ def task_section(recs: dict[str, dict[str, Any]], earlier: dict[str, KeptRow] | 
              "The `ppocr_*` rows are trained third-party models (PP-OCR ONNX from the `rapidocr-onnxruntime` wheel,",
              "Paddle2ONNX exports) on text rendered with PIL (pages for det, word lines for rec, lines and their",
              "180-degree rotations, labelled, for cls), preprocessed as PP-OCR does.",
+             "The `mp_*` rows (issue 37) are MediaPipe 0.10.21's trained fp16 .tflite graphs, read out of its wheel",
+             "(`bench/zoo_mediapipe.py`), on 93 bundled photos (scikit-image's and scikit-learn's, whole and as square",
+             "crops; two photos hold a person, none a hand; 60 calibrate, 23 held-out validate):",
+             "`--target tflite,edgetpu --quantize fp16,int8`, the",
+             "`tflite fp32` column holding the file itself at fp16 and the ONNX columns n/a; their outputs are judged",
+             "as masks (agreement at 0.5, IoU, regions kept), landmarks (mean and 95th-percentile move in input",
+             "pixels and as a share of the side), scores (decisions at 0.5 kept, probability change) and raw-anchor",
+             "detection heads (boxes decoded against MediaPipe's anchors, keypoints' move), each output in its cell.",
              "Each cell: the artifact's worst output,",
              "judged as its kind (edgekit.fidelity: `px` per-pixel argmax agreement of a dense map, `step` per-step",
              "argmax agreement of a sequence, `cos` cosine of a regression map; mIoU where the .npz has label masks;",
@@ -407,7 +481,9 @@ def task_section(recs: dict[str, dict[str, Any]], earlier: dict[str, KeptRow] | 
             lines.append("| " + " | ".join(row) + " |")
             cells += [row[TASK_HEADER.index(c)] for c in COLUMNS]
             failures += fails
-            changes += [f"- `{m.name}` pinned before any step: {c}"
+            tflite = str((recs[m.name].get("source") or {}).get("file", "")).endswith(".tflite")
+            verb = "rewritten" if tflite else "pinned"  # a .tflite's custom ops; an ONNX's shapes and opset
+            changes += [f"- `{m.name}` {verb} before any step: {c}"
                         for c in ((recs[m.name].get("manifest") or {}).get("source") or {}).get("changes") or []]
         elif m.name in earlier:
             k = earlier[m.name]
@@ -415,9 +491,13 @@ def task_section(recs: dict[str, dict[str, Any]], earlier: dict[str, KeptRow] | 
             cells += [k.cells.get(c, "") for c in COLUMNS]
             failures += k.failure_lines()
     n = len(done) + len(kept)
+    n_cells = len(cells)
+    cells = [c for c in cells if not c.startswith("n/a")]  # columns a row did not ask for (a .tflite source's ONNX)
     passing, misses = sum(c.startswith("ok:") for c in cells), sum(c.startswith("ok, ") for c in cells)
     failed = sum(c.startswith("**FAILED") for c in cells)
-    lines.append(f"\n**{passing} of {len(cells)} artifacts requested ({n} task models x {len(COLUMNS)}) made and "
+    asked = (f"{n} task models x {len(COLUMNS)}" if len(cells) == n_cells else
+             f"{n} task models x {len(COLUMNS)}, less {n_cells - len(cells)} n/a: no ONNX of a .tflite source")
+    lines.append(f"\n**{passing} of {len(cells)} artifacts requested ({asked}) made and "
                  f"passing on every output; {misses} made below the thresholds, {failed} failed on their own, "
                  f"{len(cells) - passing - misses - failed} never made (their run was killed, timed out or aborted)"
                  + (f"; {len(kept)} of the models from an earlier run" if kept else "") + ".**")
@@ -430,12 +510,26 @@ def task_section(recs: dict[str, dict[str, Any]], earlier: dict[str, KeptRow] | 
     return lines
 
 
+def _na(column: str, src: dict[str, Any]) -> str:
+    """"n/a ..." for a column the row did not ask for (a .tflite source has no ONNX target), else ""."""
+    targets = (src.get("targets") or TARGETS).split(",")
+    if column.split()[0] not in targets:
+        return f"n/a (a .{Path(str(src.get('file', ''))).suffix.lstrip('.') or '?'} source)"
+    return ""
+
+
 def _task_row(r: dict[str, Any]) -> tuple[list[str], list[str]]:
     """A task model's table cells (TASK_HEADER) from its result record, and its failure and fidelity-miss lines."""
     src, man = r.get("source") or {}, r.get("manifest") or {}
     arts = {_column(a): a for a in man.get("artifacts", [])}
     status = r.get("status", "?")
-    cells = [_task_cell(arts.get(c)) if man else f"**{status}**" for c in COLUMNS]
+    asked = src.get("precisions") or PRECISIONS
+    if "fp32" not in asked.split(",") and "tflite fp16" in arts:  # an fp16 .tflite: its float column is fp16
+        arts["tflite fp32"] = arts.pop("tflite fp16")
+    cells = [_na(c, src) or (_task_cell(arts.get(c)) if man else f"**{status}**") for c in COLUMNS]
+    if "fp32" not in asked.split(",") and cells[COLUMNS.index("tflite fp32")].startswith("ok"):
+        head, _, rest = cells[COLUMNS.index("tflite fp32")].partition(": ")
+        cells[COLUMNS.index("tflite fp32")] = f"{head}: fp16 (the file itself), {rest}"
     tpu = (arts.get("edgetpu int8") or {}).get("extra", {}).get("edgetpu") or {}
     if tpu.get("ops_total"):  # the pre-flight's prediction (no edgetpu_compiler here)
         cells[-1] += f"; TPU (predicted) {tpu['ops_on_tpu']}/{tpu['ops_total']} ops" + (

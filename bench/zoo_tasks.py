@@ -528,6 +528,10 @@ def build(name: str, out: Path) -> dict[str, Any]:
         from zoo_mtcnn import build as build_mtcnn
 
         return build_mtcnn(name, out)
+    if name.startswith("mp_"):  # MediaPipe's trained float .tflite graphs: bench/zoo_mediapipe.py
+        from zoo_mediapipe import build as build_mediapipe
+
+        return build_mediapipe(name, out)
     if name in ("digits_yolo", "yolov8n_320"):  # the YOLOv8 detectors: bench/zoo_detectors.py
         from zoo_detectors import build as build_detector
 

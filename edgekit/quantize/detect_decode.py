@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 # layers with weights: the walk stops at these (the head's last convolutions stay int8)
 ONNX_LAYERS = ("Conv", "ConvTranspose", "MatMul", "Gemm", "MatMulInteger", "ConvInteger")
@@ -64,8 +64,11 @@ class DecodeRegion:
         return {**out, **(extra or {})}
 
 
-def _walk(outputs: Iterable[str], producer: dict[str, Any], op_of: Any, inputs_of: Any, name_of: Any,
-          layers: tuple[str, ...], moves: tuple[str, ...], readers: tuple[str, ...], graph_inputs: set[str]
+_Tensor = TypeVar("_Tensor", str, int)  # how a graph names its tensors: ONNX by name, TFLite by index
+
+
+def _walk(outputs: Iterable[_Tensor], producer: dict[_Tensor, Any], op_of: Any, inputs_of: Any, name_of: Any,
+          layers: tuple[str, ...], moves: tuple[str, ...], readers: tuple[str, ...], graph_inputs: set[_Tensor]
           ) -> tuple[list[Any], list[Any], str]:
     """The nodes between OUTPUTS and the last layers, the layers met, and why none (where the walk escaped)."""
 

@@ -64,7 +64,7 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
         first, same, why_same = reuse
         fid.diagnosis = same.to_dict()
         art.diagnosis_run.same_as = first
-        if fixes and key not in seen:
+        if fixes and seen is not None and key not in seen:  # (a reuse was found in seen)
             art.diagnosis_run.note = why_same
         if choice.met is None and choice.float_input_noise_agreement is None:
             _noise_measured(art, choice, x_all, ref, seen)  # the run's figure, into this artifact's record

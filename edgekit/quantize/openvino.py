@@ -213,9 +213,9 @@ def quantize_ir(job: OvJob, requested: str) -> tuple[Any, RecipeChoice]:
     model = tried[pick][1] if recipe == "accuracy-control" else build(recipe, job, all_idx, all_idx, None)[0]
     if recipe != "accuracy-control":
         config = {**config, "subset_size": n}
-    floats = float_layers(model) if recipe == "accuracy-control" else ()
+    float_nodes = float_layers(model) if recipe == "accuracy-control" else ()
     return model, RecipeChoice(requested=requested, chosen=recipe, config=config, met=met, judged_on=words,
-                               float_nodes=floats, trials=tuple(t[3] for t in tried), notes=tuple(job.notes))
+                               float_nodes=float_nodes, trials=tuple(t[3] for t in tried), notes=tuple(job.notes))
 
 
 def save(model: Any, xml: Path, compress_to_fp16: bool = False) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,7 +130,7 @@ def judge(y_ref: np.ndarray | dict[str, np.ndarray], y: np.ndarray | dict[str, n
         from edgekit.quantize.detect_decode import box_bounds
 
         failures += box_bounds(fid, z, wilson_low)
-    return Judged(fid.passed and not failures, float(fid.cosine), fid.top1_agreement, failures, len(y_ref),
+    return Judged(bool(fid.passed) and not failures, float(fid.cosine), fid.top1_agreement, failures, len(y_ref),
                   top1_margins(y_ref, y), fid.detection_recall, fid.detection_precision, fid.detections,
                   kind_agreement(fid))
 
@@ -152,7 +152,7 @@ def _judge_head(y_ref: dict[str, np.ndarray], y: np.ndarray | dict[str, np.ndarr
         from edgekit.quantize.detect_decode import box_bounds
 
         failures += box_bounds(fid, z, wilson_low)
-    return Judged(fid.passed and not failures, float(fid.cosine), None, failures, len(first), None,
+    return Judged(bool(fid.passed) and not failures, float(fid.cosine), None, failures, len(first), None,
                   fid.detection_recall, fid.detection_precision, fid.detections, kind_agreement(fid))
 
 
@@ -374,16 +374,18 @@ def cost_record(sizes: dict[str, int], latency: dict[str, float]) -> dict[str, o
     return out
 
 
-def input_noise_agreement(run: Callable[[np.ndarray], np.ndarray], x: np.ndarray, y_ref: np.ndarray,
+def input_noise_agreement(run: Callable[[np.ndarray], np.ndarray | None], x: np.ndarray, y_ref: np.ndarray,
                           seed: int = 0) -> float | None:
     """Top-1 agreement of the float model with itself when its input moves by up to half an int8 step (of the
-    input's range): what any int8 artifact with an int8 input must live with. None for outputs without classes.
+    input's range): what any int8 artifact with an int8 input must live with. None for outputs without classes,
+    or where RUN gives no outputs (the TFLite runner's answer for a model that failed on those inputs).
 
     Why: a model whose top-1 turns on differences below the input's own 8-bit resolution (random-weight
     MobileNetV2 with a fitted head: 51%) cannot reach 97% agreement in int8 however it is calibrated."""
     if not has_classes(y_ref):  # a map or a sequence: nothing to run the model for
         return None
-    return _top1_kept(y_ref, run(noisy(x, seed)))
+    y = run(noisy(x, seed))
+    return _top1_kept(y_ref, y) if y is not None else None
 
 
 def noisy(x: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -427,7 +429,7 @@ def macs_fraction(nodes: tuple[str, ...], macs: dict[str, int]) -> float:
     return sum(macs.get(n, 0) for n in nodes) / max(sum(macs.values()), 1)
 
 
-def best(trials: list[tuple[Judged, int, object]]) -> int:
+def best(trials: Sequence[tuple[Judged, int, object]]) -> int:
     """Index of the candidate to keep when none passed: best top-1 then cosine, fewest float layers on a tie.
 
     The first candidate tried (plain, in auto's order) stays unless the best one's top-1 agreement beats it by
@@ -444,12 +446,13 @@ def best(trials: list[tuple[Judged, int, object]]) -> int:
     return top if p2 - p1 > 2 * se else 0
 
 
-def best_float_free(trials: list[tuple[Judged | None, int, object]]) -> int:
+def best_float_free(trials: Sequence[tuple[Judged | None, int, object]]) -> int:
     """Index of the float-free candidate to keep when none passed (`best` among those without float layers): a
     mixed-precision candidate that missed is no better a trade than the float-free one it started from, whatever
     its score (the cap's point: a 40%-float artifact that misses is neither fast int8 nor exact)."""
-    free = [i for i, t in enumerate(trials) if t[1] == 0 and t[0] is not None]
-    return free[best([trials[i] for i in free])]  # type: ignore[misc]
+    free = [(i, (judged, floats, what)) for i, (judged, floats, what) in enumerate(trials)
+            if floats == 0 and judged is not None]
+    return free[best([t for _, t in free])][0]
 
 
 Log = Callable[[str], None]

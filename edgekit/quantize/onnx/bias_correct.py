@@ -114,8 +114,9 @@ def correct_biases(src: Path, dst: Path, data: Any, config: Any) -> Path:
     g, qg = Graph(model), Graph(qdq)
     qnodes = {n.name: n for n in qdq.graph.node}
     targets = [n for n in _targets(g, set(config.excluded())) if n.name in qnodes]
-    weights = {n.name: _dequantized_weight(qdq, qg, qnodes[n.name]) for n in targets}
-    targets = [n for n in targets if weights[n.name] is not None]
+    found = {n.name: _dequantized_weight(qdq, qg, qnodes[n.name]) for n in targets}
+    weights = {name: w for name, w in found.items() if w is not None}  # the ones with constant weights
+    targets = [n for n in targets if n.name in weights]
     if not targets:
         data.notes.append("bias correction: no quantized Conv/Gemm with constant weights")
         return src

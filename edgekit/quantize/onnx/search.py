@@ -322,12 +322,12 @@ def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Lo
         # throughout; float layers only where that misses (an integer-only 8-bit target gets neither: float_free)
         met = s.mixed(_sixteen_base(free), sixteen=True)
     if not met and searching and not float_free and requested != "mixed16" and s.reachable():
-        met = s.mixed(best(free))  # type: ignore[arg-type]  # every candidate is judged when searching
+        met = s.mixed(_best_judged(free))
     if met:
         pick = s.chosen if s.chosen is not None else len(s.kept) - 1
     else:  # a miss keeps a float-free candidate (edgekit.quantize.search.AUTO_FLOAT_CAP); a named recipe, itself
         pick = best_float_free(s.kept) if searching else 0
-    _, _, (recipe, src, out, _) = s.kept[pick]
+    judged, _, (recipe, src, out, _) = s.kept[pick]
     if len(s.data.samples) < len(data.samples):  # judged on a held-out part: rebuilt on every calibration sample
         work = data.work / "chosen"
         work.mkdir(exist_ok=True)
@@ -344,7 +344,7 @@ def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Lo
         macs_int16_fraction=round(macs_fraction(recipe.config.int16_nodes, s.macs), 4), trials=tuple(s.trials),
         notes=tuple(dict.fromkeys(data.notes)), float_model=str(src), cost=_cost(s, dst, pre, label),
         float_input_noise_agreement=None if noise is None else round(noise, 4), macs_float_needed_over=s.needed_over,
-        top1_margins=s.kept[pick][0].margins if searching and s.kept[pick][0] else None,
+        top1_margins=judged.margins if searching and judged else None,
         worst_group_error_share=s.error_share, detection_decode=_decode_record(s))
     if searching and not met:
         log(f"int8: no recipe met the thresholds on the samples the search judges; keeping the best float-free one, "
@@ -355,8 +355,16 @@ def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Lo
 def _sixteen_base(kept: list[tuple[Judged | None, int, tuple[OnnxRecipe, Path, Path, Path]]]) -> int:
     """The float-free candidate mixed16 starts from: the best one onnxruntime quantized (NNCF's quantizer takes no
     per-tensor 16-bit overrides)."""
-    own = [i for i, k in enumerate(kept) if k[2][0].config.tool == "onnxruntime"]
-    return own[best([kept[i] for i in own])]  # type: ignore[misc]
+    return _best_judged(kept, lambda recipe: recipe.config.tool == "onnxruntime")
+
+
+def _best_judged(kept: list[tuple[Judged | None, int, tuple[OnnxRecipe, Path, Path, Path]]],
+                 where: Callable[[OnnxRecipe], bool] = lambda recipe: True) -> int:
+    """The index in KEPT of `best` among the judged candidates whose recipe WHERE takes (a search judges every one
+    it keeps)."""
+    among = [(i, (judged, floats, what)) for i, (judged, floats, what) in enumerate(kept)
+             if judged is not None and where(what[0])]
+    return among[best([t for _, t in among])][0]
 
 
 def quantize_w8a16(pre: Path, dst: Path, data: QuantData, requested: str, log: Log) -> RecipeChoice:

@@ -18,8 +18,12 @@ rounded to a few levels before: what LiteRT can represent at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from edgekit.tflite.flatbuffer import FlatModel
 
 INT16, INT64 = 7, 4  # TensorType
 BOUNDS = {2: 1.0, 3: 6.0}  # fused activation (RELU_N1_TO_1, RELU6) -> the bound LiteRT quantizes into the output
@@ -79,7 +83,7 @@ def raise_small_steps(blob: bytes) -> tuple[bytes, Raised | None]:
     return f.to_bytes(), Raised(len(new), biases, smallest, max(new.values()))
 
 
-def _tied_groups(f: object) -> dict[int, set[int]]:
+def _tied_groups(f: FlatModel) -> dict[int, set[int]]:
     """Each int16 tensor -> the tensors sharing its scale through TIED ops (equal scales in, out)."""
     parent: dict[int, int] = {}
 
@@ -88,9 +92,9 @@ def _tied_groups(f: object) -> dict[int, set[int]]:
             t = parent[t]
         return t
 
-    sg = f.sg  # type: ignore[attr-defined]
+    sg = f.sg
     for k, op in enumerate(sg.operators):
-        if f.name(k) not in TIED:  # type: ignore[attr-defined]
+        if f.name(k) not in TIED:
             continue
         ins = [int(t) for t in op.inputs if t >= 0 and sg.tensors[t].type == INT16 and not _has_data(f, int(t))]
         for a in ins:
@@ -103,19 +107,19 @@ def _tied_groups(f: object) -> dict[int, set[int]]:
     return {t: g | {r} for r, g in groups.items() for t in g | {r}}
 
 
-def _has_data(f: object, t: int) -> bool:
-    b = f.sg.tensors[t].buffer  # type: ignore[attr-defined]
-    bufs = f.model.buffers  # type: ignore[attr-defined]
+def _has_data(f: FlatModel, t: int) -> bool:
+    b = f.sg.tensors[t].buffer
+    bufs = f.model.buffers
     return 0 < b < len(bufs) and bufs[b].data is not None and len(bufs[b].data) > 0
 
 
-def _rescale_biases(f: object, old: dict[int, float], new: dict[int, float]) -> int:
+def _rescale_biases(f: FlatModel, old: dict[int, float], new: dict[int, float]) -> int:
     """The int64 bias of every layer reading a raised tensor, recounted in its new input step (a copy where the
     bias buffer is shared with another layer). The number rescaled."""
-    sg, model = f.sg, f.model  # type: ignore[attr-defined]
+    sg, model = f.sg, f.model
     count = 0
     for k, op in enumerate(sg.operators):
-        at = BIASED.get(f.name(k))  # type: ignore[attr-defined]
+        at = BIASED.get(f.name(k))
         if at is None or len(op.inputs) <= at or int(op.inputs[0]) not in new or op.inputs[at] < 0:
             continue
         x, b = int(op.inputs[0]), int(op.inputs[at])
@@ -129,7 +133,7 @@ def _rescale_biases(f: object, old: dict[int, float], new: dict[int, float]) -> 
             b = _copy_tensor(f, b)
             op.inputs[at] = b
             t = sg.tensors[b]
-            model.buffers.append(f.schema.BufferT())  # type: ignore[attr-defined]
+            model.buffers.append(f.schema.BufferT())
             t.buffer = len(model.buffers) - 1
         model.buffers[t.buffer].data = np.frombuffer(fixed.tobytes(), np.uint8)
         if t.quantization is not None and t.quantization.scale is not None:
@@ -138,17 +142,17 @@ def _rescale_biases(f: object, old: dict[int, float], new: dict[int, float]) -> 
     return count
 
 
-def _shared(f: object, tensor: int, op: int) -> bool:
-    sg = f.sg  # type: ignore[attr-defined]
+def _shared(f: FlatModel, tensor: int, op: int) -> bool:
+    sg = f.sg
     buf = sg.tensors[tensor].buffer
     return any(k != op and any(t >= 0 and sg.tensors[t].buffer == buf for t in o.inputs)
                for k, o in enumerate(sg.operators))
 
 
-def _copy_tensor(f: object, tensor: int) -> int:
+def _copy_tensor(f: FlatModel, tensor: int) -> int:
     import copy
 
-    sg = f.sg  # type: ignore[attr-defined]
+    sg = f.sg
     t = copy.deepcopy(sg.tensors[tensor])
     t.name = (t.name.decode() if isinstance(t.name, bytes) else str(t.name)) + "_rescaled"
     sg.tensors.append(t)

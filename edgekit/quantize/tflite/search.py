@@ -161,6 +161,7 @@ class _Search:
 
     def mixed(self) -> int | None:
         """Selective quantization on the best float-free candidate's calibration: damage alone, rank, bisect."""
+        assert self.y_ref is not None  # only a search mixes
         k = best(self.kept)
         _, _, (base, base_blob, _, cal_path, edits) = self.kept[k]
         if cal_path is None:
@@ -245,7 +246,8 @@ def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Pat
     own plain path); and what BASE's edits of the float model add to the recipe's config."""
     if base == "plain" and job.fixed is None and not nodes and not job.decode:
         return plain(job), None, {}
-    edited, edits = job.fixed, {}
+    edited = job.fixed
+    edits: dict[str, Any] = {}
     if base in EQUALIZING:
         from edgekit.quantize.tflite.equalize import equalize_tflite
 
@@ -254,7 +256,8 @@ def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Pat
     if base in BIAS_CORRECTING:  # on the equalized model where both: its own weights' shift
         from edgekit.quantize.tflite.bias import correct_biases
 
-        edited, done = correct_biases(edited or float_model(job), job.representative())
+        single = (b for b in job.representative() if isinstance(b, list))  # the recipes past plain take one input
+        edited, done = correct_biases(edited or float_model(job), single)
         job.notes.append(done.words())
         edits = {"bias_corrected_layers": list(done.corrected), "bias_skipped_layers": list(done.no_bias)}
     if base == "bias-shift":  # every layer's output-mean shift in the int8 model, measured and removed in rounds
@@ -299,9 +302,12 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
     searching = requested in ("auto", "mixed")
     s = _Search(job, searching, float_free)
     met: bool | None = None
+    t: RecipeTrial | None = None  # the search's record of the candidate kept
+    margins = None
     if searching:
         pick, met = _searched(s, requested, float_free)
-        _, _, (label, blob, nodes, cal_path, edits) = s.kept[pick]
+        judged, _, (label, blob, nodes, cal_path, edits) = s.kept[pick]
+        t, margins = s.trials[pick], judged.margins
         if len(s.job.samples) < len(job.samples):  # judged on a held-out part: rebuilt on every calibration sample
             blob, cal_path, edits = build(job, label.split("[")[-1].rstrip("]"), nodes)
     else:  # a named recipe, on every calibration sample: validation judges it
@@ -310,7 +316,6 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
     base = label.split("[")[-1].rstrip("]")
     if cal_path is None:  # the diagnosis re-quantizes a calibrated twin with the debugger's checks
         cal_path = _write(job, "plain.calibrated.tflite", calibrated(job))
-    t = s.trials[pick] if searching else None
     if fixes is not None and fixes.get("applied"):
         fixes["preflight_after"] = _preflight_counts(job, blob)
         job.log(f"Edge TPU fixes: {fixes['words']}; predicted ops on the TPU {_counts_words(fixes['preflight_before'])}"
@@ -322,7 +327,8 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
         blob, moved = float_ops_last(blob)
     _refuse_absurd_ranges(job, blob)
     _refuse_float_weights(job, blob)
-    noise = input_noise_agreement(lambda x: run_tflite([s.ref_path], x)[0], s.x, s.y_ref) if searching else None
+    noise = input_noise_agreement(lambda x: run_tflite([s.ref_path], x)[0], s.x, s.y_ref) \
+        if s.y_ref is not None else None  # (a search's: it ran the float model)
     choice = RecipeChoice(
         requested=requested, chosen=label, config={"recipe": base, "denylisted_nodes": list(nodes),
                                                    "decode_nodes": list(job.decode),
@@ -334,7 +340,7 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
         float_nodes=nodes, macs_float_fraction=t.macs_float_fraction if t else 0.0, trials=tuple(s.trials),
         notes=tuple(dict.fromkeys(job.notes)), float_model=str(cal_path), edgetpu_fixes=fixes,
         cost=_cost(s, blob, label), float_input_noise_agreement=None if noise is None else round(noise, 4),
-        macs_float_needed_over=s.needed_over, top1_margins=s.kept[pick][0].margins if searching else None,
+        macs_float_needed_over=s.needed_over, top1_margins=margins,
         worst_group_error_share=s.error_share, detection_decode=_decode_record(s, float_free, moved))
     if met is False:
         job.log("int8: no recipe met the thresholds on the samples the search judges; keeping the best float-free "
@@ -353,7 +359,7 @@ def _searched(s: _Search, requested: str, float_free: bool) -> tuple[int, bool]:
     pick = s.mixed() if not float_free and s.reachable() else None
     if pick is not None:
         return pick, True
-    return best_float_free(s.kept), False  # type: ignore[arg-type]
+    return best_float_free(s.kept), False
 
 
 def _statistic(base: str) -> str:

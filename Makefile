@@ -1,5 +1,6 @@
 # `make demo`: create .venv, install edgekit with every extra, convert the bundled model and bench it.
-# `make test`: create .venv if needed, install, lint, run the test suite (what CI runs); as root with apt it also
+# `make test`: create .venv if needed, install, lint (ruff, then mypy on edgekit/ as pyproject.toml's [tool.mypy]
+# says), run the test suite (what CI runs); as root with apt it also
 # installs Debian's openssh-server where missing, for the tests against a real sshd (tests/remote; else skipped),
 # and debootstrap + qemu-user-static for the tests on emulated Raspberry Pi cores (tests/emulate; else skipped).
 # `make test-fast`: the same without the tests marked slow (real conversions, torch/TensorFlow models).
@@ -28,15 +29,18 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 test: $(STAMP)
 	@sh .ci/ssh-server.sh || true  # best effort: openssh-server for tests/remote where root + apt; else they skip
 	@sh .ci/arm64-tools.sh || true  # best effort: debootstrap + qemu-user-static for tests/emulate; else they skip
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow"
 
 bench: $(STAMP)
@@ -45,4 +49,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/matrix.py --out bench/results/matrix
 
 clean:
-	rm -rf edgekit-out .pytest_cache .ruff_cache
+	rm -rf edgekit-out .pytest_cache .ruff_cache .mypy_cache

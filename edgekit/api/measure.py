@@ -89,14 +89,32 @@ def profile(artifact: str | Path | Any, device: str = "auto", *, runtime: str | 
                                   estimate_power)
             result = profile_remote(artifact_file(artifact), hosts[0], flags, log=say)
         else:
-            result = profile_artifact(artifact_file(artifact), runtime=runtime, device=device, settings=settings,
+            path = artifact_file(artifact)
+            # --device auto: the runtime and device `edgekit bench` measured fastest for this very file here
+            from_bench = fastest_measured(path) if runtime is None and device.strip().lower() == "auto" else None
+            if from_bench is not None:
+                runtime, device, why = from_bench
+                say(why)
+            result = profile_artifact(path, runtime=runtime, device=device, settings=settings,
                                       sensors=_names(sensors), options=dict(options or {}), macs=macs,
                                       estimate_power=estimate_power, log=say)
+            if from_bench is not None:
+                result.notes.append(from_bench[2])
     if output is not None:
         from edgekit.core.fsutil import atomic_write_json
 
         atomic_write_json(output, result.to_dict())
     return result
+
+
+def fastest_measured(path: Path) -> tuple[str, str, str] | None:
+    """(runtime, device, why) from the bench report beside PATH (edgekit.measure.fastest), for --device auto."""
+    from edgekit.core.fsutil import sha256_path
+    from edgekit.measure.fastest import beside, fastest_for
+
+    if beside(path) is None:  # no report: no need to hash the file
+        return None
+    return fastest_for(path, sha256_path(path))  # the digest the manifest and bench record (companions included)
 
 
 def bench(target: str | Path | Any, *, runtimes: str | list[str] | None = None,

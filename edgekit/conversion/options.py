@@ -14,16 +14,16 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 from edgekit.core.errors import UsageError
 from edgekit.core.option_field import Declared, declared, option
 from edgekit.core.parse import parse_floats, parse_input_shapes
+from edgekit.core.precisions import IoDtype
 from edgekit.core.precisions import cli_help as precision_names
 from edgekit.core.registry import suggest
 from edgekit.targets import target_names, target_options
 
-IoDtype = Literal["int8", "uint8", "float32"]  # the I/O type of a full-integer TFLite model
 IO_DTYPES: tuple[str, ...] = get_args(IoDtype)
 
 

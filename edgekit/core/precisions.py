@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Literal
 
 from edgekit.core.registry import check_choice
+
+IoDtype = Literal["int8", "uint8", "float32"]  # the I/O type of a full-integer TFLite model (--io-dtype)
 
 
 @dataclass(frozen=True)
@@ -93,5 +96,5 @@ def cli_help() -> str:
     return ", ".join(PRECISION_NAMES)
 
 
-__all__ = ["PRECISIONS", "PRECISION_NAMES", "PrecisionSpec", "cli_help", "get_precision", "order",
+__all__ = ["IoDtype", "PRECISIONS", "PRECISION_NAMES", "PrecisionSpec", "cli_help", "get_precision", "order",
            "precision_from_token", "thresholds"]

@@ -89,16 +89,6 @@ REQUIRED = ("schema_version", "artifact", "device", "runtime", "settings", "load
 
 
 # --- the measurement ------------------------------------------------------------------------------
-def _fastest_measured(path: Path) -> tuple[str, str, str] | None:
-    """(runtime, device, why) from the bench report beside PATH (edgekit.measure.fastest), for --device auto."""
-    from edgekit.core.fsutil import sha256_path
-    from edgekit.measure.fastest import beside, fastest_for
-
-    if beside(path) is None:  # no report: no need to hash the file
-        return None
-    return fastest_for(path, sha256_path(path))  # the digest the manifest and bench record (companions included)
-
-
 def profile_artifact(path: str | Path, runtime: str | None = None, device: str = "auto",
                      settings: MeasureSettings | None = None, *, sensors: list[str] | None = None,
                      sysfs_root: str | Path = "/", options: dict[str, Any] | None = None, macs: int | None = None,
@@ -118,10 +108,6 @@ def profile_artifact(path: str | Path, runtime: str | None = None, device: str =
     log = log or (lambda _m: None)
     path = Path(path)
     fmt = detect_format(path)
-    from_bench = _fastest_measured(path) if runtime is None and device.strip().lower() == "auto" else None
-    if from_bench is not None:  # what `edgekit bench` measured fastest for this very file on this machine
-        runtime, device, why = from_bench
-        log(why)
     cls = pick_runtime(fmt, runtime)
     profile_dev = None
     dev_key = device.strip().lower()
@@ -142,8 +128,6 @@ def profile_artifact(path: str | Path, runtime: str | None = None, device: str =
         profile_dev = detect_profile(kind="gpu" if dev in ("cuda", "tensorrt") else dev)
     threads = settings.threads or (profile_dev.threads if profile_dev else None)
     artifact, notes = describe_artifact(path, fmt)
-    if from_bench is not None:
-        notes.append(from_bench[2])
     from edgekit.measure.devices import emulated_cpu_facts
 
     emulated = emulated_cpu_facts()

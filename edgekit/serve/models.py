@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -247,23 +246,12 @@ def resolve_models(paths: list[Path], device: str = "auto", precision: str | Non
 
 
 def resolve_candidate_lists(paths: list[Path], device: str = "auto", precision: str | None = None,
-                            runtime: str | None = None, bench: str | Path | None = "auto",
-                            say: Callable[[str], None] | None = None) -> list[list[ModelChoice]]:
-    """Each PATH's candidates (`resolve_candidates`), not yet named: the names follow the candidate served.
-
-    Ordered by the bench report of this machine where one is given (BENCH) or found beside a conversion folder
-    (edgekit.serve.bench_rank), else by the format table; SAY hears why, per PATH."""
-    from edgekit.serve.bench_rank import chosen, rank
-
+                            runtime: str | None = None) -> list[list[ModelChoice]]:
+    """Each PATH's candidates (`resolve_candidates`), not yet named: the names follow the candidate served (the
+    server orders them by this machine's bench report where there is one: edgekit.serve.bench_rank)."""
     if not paths:
         raise UsageError("Name at least one artifact or conversion folder to serve.")
-    lists = []
-    for p in paths:
-        ranking = rank(resolve_candidates(p, device, precision, runtime), Path(p), bench)
-        if say is not None and ranking.report is not None:  # without a report the table decides, as it always did
-            say(f"{p}: candidates in the order of {ranking.why}")
-        lists.append(chosen(ranking))
-    return lists
+    return [resolve_candidates(p, device, precision, runtime) for p in paths]
 
 
 def read_labels(path: Path | None) -> list[str] | None:

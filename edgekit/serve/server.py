@@ -16,6 +16,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ from edgekit.serve.logs import configure as configure_logs
 
 if TYPE_CHECKING:  # starlette / prometheus-client are imported only once serving starts
     from edgekit.serve.metrics import Metrics
+    from edgekit.serve.models import ModelChoice
     from edgekit.serve.served import ServedModel
 
 
@@ -59,6 +61,20 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def ranked(lists: list[list[ModelChoice]], config: ServeConfig, say: Callable[[str], None]) -> list[list[ModelChoice]]:
+    """Each PATH's candidates in the order this machine's bench report measured them, where there is one
+    (edgekit.serve.bench_rank); SAY hears what decided wherever a report was read."""
+    from edgekit.serve.bench_rank import chosen, rank
+
+    out = []
+    for path, cands in zip(config.paths, lists, strict=True):
+        ranking = rank(cands, Path(path), config.bench)
+        if ranking.report is not None:  # without a report the table decides, as it always did
+            say(f"{path}: candidates in the order of {ranking.why}")
+        out.append(chosen(ranking))
+    return out
+
+
 def load_models(config: ServeConfig, say: Callable[[str], None]) -> tuple[list[ServedModel], Metrics]:
     """Resolve and load every PATH; (served models, metrics)."""
     from edgekit.serve.metrics import Metrics
@@ -72,8 +88,8 @@ def load_models(config: ServeConfig, say: Callable[[str], None]) -> tuple[list[S
         # each PATH's first candidate that runs here, probed in a child (edgekit.serve.served.first_that_runs), then
         # named: the names follow what is served
         picked = [first_that_runs(cands, config, say) for cands in
-                  resolve_candidate_lists(list(config.paths), config.device, config.precision, config.runtime,
-                                          config.bench, say)]
+                  ranked(resolve_candidate_lists(list(config.paths), config.device, config.precision, config.runtime),
+                         config, say)]
         for choice, (_, probed) in zip(name_models([c for c, _ in picked]), picked, strict=True):
             m = ServedModel(choice, config, metrics, labels, probed)
             m.load()

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from edgekit.conversion.options import IoDtype
+    from edgekit.core.precisions import IoDtype
 
 
 @dataclass(frozen=True)

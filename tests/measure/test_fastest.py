@@ -1,5 +1,6 @@
-"""`profile --device auto` takes the runtime and device this machine's bench report measured fastest for the file
-(edgekit.measure.fastest), and only a row of this very file on this very machine counts."""
+"""`profile --device auto` (edgekit.api.measure.profile, which the CLI calls) takes the runtime and device this
+machine's bench report measured fastest for the file (edgekit.measure.fastest); only a row of this very file on this
+very machine counts."""
 
 from __future__ import annotations
 
@@ -8,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from edgekit.api.measure import profile
 from edgekit.core.fsutil import sha256_path
 from edgekit.measure.bench_report import BenchReport, BenchRow
 from edgekit.measure.devices import host_info
 from edgekit.measure.fastest import fastest_for
-from edgekit.measure.profile import profile_artifact
-from edgekit.measure.settings import MeasureSettings
 
 
 def _bench(model: Path, rows: list[tuple[str, float]], host: dict | None = None, sha: str | None = None) -> None:
@@ -46,7 +46,8 @@ def test_profile_device_auto_measures_on_the_fastest_row_and_says_so(tmp_path: P
 
     model = tiny_onnx(tmp_path / "tiny.onnx")
     _bench(model, [("onnxruntime", 0.30), ("openvino", 0.12)])
-    settings = MeasureSettings(runs=5, min_seconds=0.01, warmup=1)
-    result = profile_artifact(model, settings=settings)
+    quick = {"runs": 5, "min_seconds": 0.01, "warmup": 1, "quiet": True}
+    result = profile(model, **quick)
     assert result.runtime.name == "openvino" and any("fastest row" in n for n in result.notes)
-    assert profile_artifact(model, runtime="onnxruntime", settings=settings).runtime.name == "onnxruntime"
+    assert profile(model, runtime="onnxruntime", **quick).runtime.name == "onnxruntime"
+    assert profile(model, device="cpu", **quick).runtime.name == "onnxruntime"  # a device named: the user's choice

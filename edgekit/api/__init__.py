@@ -9,7 +9,7 @@
 - handles.py, html.py: what the API's objects stand for on disk; tables as HTML for Jupyter
 
 `edgekit.check` and `edgekit.inspect` are the functions `check` / `inspect` of those packages, which are
-callable as them (edgekit.api.handles). Nothing here imports torch or TensorFlow at import time.
+callable as them (edgekit.core.handles). Nothing here imports torch or TensorFlow at import time.
 
 PUBLIC maps each public name to "module:attr" ("module" alone: the package itself, callable). The
 package root resolves a name on first use, so `import edgekit` stays light; tests/api/test_public_names.py

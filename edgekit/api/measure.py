@@ -4,7 +4,7 @@
 `edgekit profile` / `edgekit bench` call these same functions, so a command and its function are one
 behaviour. (`edgekit.inspect` and `edgekit.check` are the functions of those packages.) Where a command
 takes a file, its function takes the path, or the object the API handed out for it (a `ConvertedArtifact`
-for an artifact file, a `Conversion` for a run: edgekit.api.handles).
+for an artifact file, a `Conversion` for a run: edgekit.core.handles).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgekit.api.handles import artifact_file, run_manifest
 from edgekit.api.progress import reporter
+from edgekit.core.handles import artifact_file, run_manifest
 
 if TYPE_CHECKING:
     from edgekit.api.runnable import Layout, LoadedModel

@@ -127,7 +127,7 @@ class LoadedModel:
         return feeds
 
     def _prepared(self, t: Tensor, x: np.ndarray) -> np.ndarray:
-        from edgekit.steps.base import to_layout
+        from edgekit.core.layout import to_layout
 
         if x.ndim != len(t.shape) or any(w > 0 and g != w for i, (g, w) in enumerate(zip(x.shape, t.shape,
                                                                                         strict=True)) if i > 0):
@@ -158,8 +158,8 @@ class LoadedModel:
 
     def __call__(self, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
         """Run on numpy arrays (positionally, or by input name); every output by name, float32 where quantized."""
+        from edgekit.core.layout import to_layout
         from edgekit.runtimes.base import dequantize
-        from edgekit.steps.base import to_layout
 
         rt = self._runtime()
         feeds = self._feeds(args, kwargs)

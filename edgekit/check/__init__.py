@@ -11,7 +11,7 @@ Output formats: text and markdown (edgekit.check.render), github and junit (edge
 (the CheckReport's to_dict(), with its schema_version).
 
 `edgekit.check(current, baseline=..., budget=...)` is `check` below: this package is callable as it
-(edgekit.api.handles.callable_package), since the name is both a subpackage and a public function.
+(edgekit.core.handles.callable_package), since the name is both a subpackage and a public function.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from edgekit.api.handles import callable_package, run_folder, run_manifest
 from edgekit.check.records import CheckReport
 from edgekit.core.errors import UsageError
+from edgekit.core.handles import callable_package, run_folder, run_manifest
 
 FORMATS: tuple[str, ...] = ("text", "json", "github", "junit", "markdown")
 

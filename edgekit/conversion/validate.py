@@ -29,12 +29,12 @@ from edgekit.core.batching import rows_per_chunk
 from edgekit.core.border import vendor_errors
 from edgekit.core.errors import RuntimeFailure
 from edgekit.core.isolate import Launcher
+from edgekit.core.layout import to_layout
 from edgekit.core.records import Record
 from edgekit.fidelity.kinds import thresholds as kind_thresholds
 from edgekit.fidelity.matching import match_outputs, normalized
 from edgekit.fidelity.metrics import judge, judge_detection, worst
 from edgekit.runtimes import Runtime, runtime_for_format
-from edgekit.steps.base import to_layout
 
 
 @dataclass

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 _CHANNEL_COUNTS = (1, 3, 4)  # grey, RGB, RGBA
 
 
@@ -23,4 +25,15 @@ def guess_layout(shape: Sequence[int]) -> str:
     return "NCHW"
 
 
-__all__ = ["guess_layout"]
+def to_layout(x: np.ndarray, src: str, dst: str) -> np.ndarray:
+    """The 4-D batch X, in layout SRC (NCHW or NHWC), in layout DST; anything else as it is."""
+    if x.ndim != 4 or src == dst:
+        return x
+    if (src, dst) == ("NCHW", "NHWC"):
+        return np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    if (src, dst) == ("NHWC", "NCHW"):
+        return np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    raise ValueError(f"unknown layouts {src} -> {dst}")
+
+
+__all__ = ["guess_layout", "to_layout"]

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgekit.api.handles import artifact_file, callable_package
 from edgekit.core.errors import UnsupportedModel, UsageError
 from edgekit.core.formats import FORMATS, sniffed
+from edgekit.core.handles import artifact_file, callable_package
 from edgekit.core.registry import resolve
 from edgekit.core.sniff import read_head
 
@@ -65,4 +65,4 @@ def inspect(artifact: str | Path | Any, min_runtime: int | None = None) -> Inspe
 
 __all__ = ["inspect", "inspect_model"]
 
-callable_package(__name__, inspect)  # edgekit.inspect(...) calls inspect(...) (edgekit.api.handles)
+callable_package(__name__, inspect)  # edgekit.inspect(...) calls inspect(...) (edgekit.core.handles)

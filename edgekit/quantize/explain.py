@@ -44,8 +44,8 @@ def explain(art: Any, inter: Any, ref: Any, options: Any, progress: Callable[[st
         art.diagnosis_run.note = f"no layer-by-layer int8 diagnosis exists for {art.format} artifacts"
         return None
     from edgekit.core.console import captured_output
+    from edgekit.core.layout import to_layout
     from edgekit.core.registry import resolve
-    from edgekit.steps.base import to_layout
 
     x = x_all = to_layout(ref.x, ref.layout, inter.layout).astype("float32")
     if not options.explain:  # unasked: the ranking of a few layers, not the last digit of their SQNR

@@ -8,27 +8,13 @@ module imports the other. `LiteRTBackend` is the small interface `LiteRT` holds 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
 
-from edgekit.core._deps import available
 from edgekit.core.artifact import QuantParams, TensorSpec
-from edgekit.core.errors import MissingDependency
-
-
-def interpreter_class() -> Any:
-    """The Interpreter class of ai_edge_litert, else of tf.lite, else MissingDependency."""
-    if available("ai_edge_litert"):
-        return importlib.import_module("ai_edge_litert.interpreter").Interpreter
-    if available("tensorflow"):
-        return importlib.import_module("tensorflow").lite.Interpreter
-    raise MissingDependency(
-        "No TFLite runtime is installed (neither ai_edge_litert nor tensorflow).",
-        hint="pip install 'edgekit[runtime]'  (or just: pip install ai-edge-litert)",
-    )
+from edgekit.tflite.interpreter import interpreter_class
 
 
 def tensor_spec(detail: dict[str, Any]) -> TensorSpec:

@@ -15,8 +15,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import numpy as np
 
+from edgekit.core.layout import to_layout
+
 if TYPE_CHECKING:
-    from edgekit.conversion.options import ConvertOptions, IoDtype
+    from edgekit.conversion.options import ConvertOptions
+    from edgekit.core.precisions import IoDtype
     from edgekit.sources.base import Source
 
 
@@ -109,16 +112,6 @@ class StepContext:
     def to_layout(self, x: np.ndarray, layout: str) -> np.ndarray:
         """Transpose a 4-D batch from the source's layout to LAYOUT."""
         return to_layout(x, self.source.layout, layout)
-
-
-def to_layout(x: np.ndarray, src: str, dst: str) -> np.ndarray:
-    if x.ndim != 4 or src == dst:
-        return x
-    if (src, dst) == ("NCHW", "NHWC"):
-        return np.ascontiguousarray(x.transpose(0, 2, 3, 1))
-    if (src, dst) == ("NHWC", "NCHW"):
-        return np.ascontiguousarray(x.transpose(0, 3, 1, 2))
-    raise ValueError(f"unknown layouts {src} -> {dst}")
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ def digits(split: str, size: int, start: int, n: int) -> tuple[np.ndarray, np.nd
     """float32 (n, size, size, 3) in [0, 1] and labels, from the bundled MNIST split."""
     from PIL import Image
 
-    from edgekit.conversion.calibration import mnist_split
+    from edgekit.data.calibration import mnist_split
 
     x_train, y_train, x_test, y_test = mnist_split()
     x, y = (x_train, y_train) if split == "train" else (x_test, y_test)

@@ -79,7 +79,7 @@ def _digits(split: str, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(uint8 (N, SIZE, SIZE, 3), int64 labels) from the bundled MNIST split ("train" or "test")."""
     from PIL import Image
 
-    from edgekit.conversion.calibration import mnist_split
+    from edgekit.data.calibration import mnist_split
 
     x_train, y_train, x_test, y_test = mnist_split()
     x, y = (x_train, y_train) if split == "train" else (x_test, y_test)

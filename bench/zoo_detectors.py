@@ -50,7 +50,7 @@ def _held_out(n: int) -> np.ndarray:
     """The indices of N samples the zoo's convert holds out for validation (edgekit's own split)."""
     from zoo_models import CALIB_SIZE, VAL_SIZE
 
-    from edgekit.conversion.calibration import split_indices
+    from edgekit.data.calibration import split_indices
 
     return split_indices(n, CALIB_SIZE, VAL_SIZE)[1]
 

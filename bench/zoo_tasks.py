@@ -2,7 +2,7 @@
 third-party PP-OCR ONNX models.
 
 No download is possible here, so each model is built with torch and trained for a few hundred steps on
-scenes made of the bundled MNIST digits (edgekit.conversion.calibration.mnist_split: 4,000 train, 1,000 test):
+scenes made of the bundled MNIST digits (edgekit.data.calibration.mnist_split: 4,000 train, 1,000 test):
 - `det_faceproposal`: a fully convolutional 3-head proposal net (as face/object proposal nets are): 64x64
   scenes with two digits; per 8x8 cell an objectness map "obj" (N,1,8,8), class scores "cls" (N,10,8,8) and
   a box "box" (N,4,8,8). Saved as .pt2 (outputs named by the dict keys).
@@ -39,7 +39,7 @@ N_CALIB = 400  # test scenes in each .npz (the zoo calibrates on 100 and validat
 
 
 def _digits(split: str) -> tuple[np.ndarray, np.ndarray]:
-    from edgekit.conversion.calibration import mnist_split
+    from edgekit.data.calibration import mnist_split
 
     x_train, y_train, x_test, y_test = mnist_split()
     x, y = (x_train, y_train) if split == "train" else (x_test, y_test)

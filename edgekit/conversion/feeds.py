@@ -2,7 +2,7 @@
 
 - A multi-input model is calibrated and validated from a .npz with one array per input NAME
   (np.savez("data.npz", image=..., prompt=...)), split into calibration and held-out samples by the
-  one rule of edgekit.conversion.calibration (`split_indices`), the same indices for every input.
+  one rule of edgekit.data.calibration (`split_indices`), the same indices for every input.
 - Without --calib, random inputs per input (validation of non-int8 artifacts only, as for one input).
 - A .npz may carry "masks": (N, H, W) integer class maps, the labels of a dense (segmentation) output;
   the held-out ones are taken with the same indices as the samples (mIoU in the fidelity record).
@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.conversion.calibration import _fit, _to_float, npz_arrays, open_npz, random_samples, split_indices
 from edgekit.core.border import vendor_errors
 from edgekit.core.errors import UsageError
+from edgekit.data.calibration import _fit, _to_float, npz_arrays, open_npz, random_samples, split_indices
 
 MASKS_KEY = "masks"
 BOXES_KEY = "boxes"
@@ -98,7 +98,7 @@ def held_out_masks(spec: str | None, calib_size: int, val_size: int) -> np.ndarr
 
 def held_out_boxes(spec: str | None, calib_size: int, val_size: int) -> np.ndarray | None:
     """The labelled boxes of the held-out samples of a .npz SPEC carrying BOXES_KEY, image indices renumbered
-    to the held-out order (the split of edgekit.conversion.calibration.split_indices), else None."""
+    to the held-out order (the split of edgekit.data.calibration.split_indices), else None."""
     if not spec or str(spec).strip().lower() == "mnist" or not str(spec).lower().endswith(".npz"):
         return None
     arrays = _open_npz(spec)

@@ -145,7 +145,7 @@ def run(src: Source, options: ConvertOptions, say: Callable[[str], None], starte
 
 def _run(src: Source, options: ConvertOptions, out_dir: Path, say: Callable[[str], None], started: float | None,
          wanted: list[tuple[str, list[str]]] | None) -> ConvertResult:
-    from edgekit.conversion.calibration import random_samples, split_for_conversion
+    from edgekit.data.calibration import random_samples, split_for_conversion
 
     plan = make_plan(src, options, wanted)
     check_outputs(plan, out_dir)

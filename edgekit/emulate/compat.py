@@ -129,7 +129,7 @@ def items_of(folder: Path, inputs: str | None = None, samples: int = 8) -> list[
 
 def _samples(spec: str | None, shape: list[int], layout: str | None, seed: int) -> np.ndarray:
     if spec and len(shape) == 4:
-        from edgekit.conversion.calibration import load_samples
+        from edgekit.data.calibration import load_samples
 
         x = np.asarray(load_samples(spec, shape, layout or "NCHW").x, dtype=np.float32)
         if len(x):

@@ -2,7 +2,7 @@
 
 Random data has each input's own dtype, shape and range (for an int8 input: the whole int8
 range, which is what the model's quantization maps onto its float range). Real samples
-(`mnist`, a folder of images, a .npy/.npz; read by edgekit.conversion.calibration) are float; they are
+(`mnist`, a folder of images, a .npy/.npz; read by edgekit.data.calibration) are float; they are
 quantized with the model's scale/zero point unless `raw_io` says they are already in the model's
 dtype. Everything is prepared before timing starts, so the timed loop only calls the runtime.
 """
@@ -33,9 +33,9 @@ def sample_batches(rt: Runtime, spec: str, batch: int = 1, raw_io: bool = False,
     shape = concrete_shape(tspec, batch)
     layout = tspec.layout or (guess_layout(tspec.shape) if len(tspec.shape) == 4 else "NC")
     try:
-        from edgekit.conversion.calibration import load_samples
+        from edgekit.data.calibration import load_samples
     except ImportError as exc:
-        raise UsageError("Real inputs (--input) need edgekit.conversion.calibration, which this install lacks.",
+        raise UsageError("Real inputs (--input) need edgekit.data.calibration, which this install lacks.",
                          hint="Reinstall edgekit, or profile with random inputs.") from exc
     data = load_samples(spec, shape, layout, mean=mean, std=std)
     x = np.asarray(data.x)

@@ -78,7 +78,7 @@ def _inspect(path: Path, ctx: Context) -> Any:
 
 
 def _calib(path: Path, ctx: Context) -> Any:
-    from edgekit.conversion.calibration import load_samples
+    from edgekit.data.calibration import load_samples
 
     return load_samples(str(path), [1, 1, 28, 28], "NCHW")
 
@@ -93,7 +93,7 @@ def _calib_named(path: Path, ctx: Context) -> Any:
 
 def _calib_images(path: Path, ctx: Context) -> Any:
     """The case is one image in a folder of class subfolders beside a good one; grey and RGB inputs."""
-    from edgekit.conversion.calibration import load_samples
+    from edgekit.data.calibration import load_samples
 
     folder = path.parent / "images"
     for sub in ("a", "b"):

@@ -86,8 +86,8 @@ def requests_for(manifest: dict[str, Any], digit: np.ndarray) -> dict[str, bytes
 
 def make_seeds(folder: Path, log: Any = print) -> list[Path]:
     """Write every seed file into FOLDER (converting the bundled model: about half a minute); the files."""
-    from edgekit.conversion.calibration import mnist_split
     from edgekit.conversion.pipeline import convert
+    from edgekit.data.calibration import mnist_split
 
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="edgekit-fuzz-seeds-") as tmp:

@@ -75,7 +75,7 @@ def mnist_digits_right(url: str, model: str = "mnist_cnn", n: int = 20, timeout:
     import numpy as np
     import tritonclient.http as httpclient
 
-    from edgekit.conversion.calibration import mnist_split
+    from edgekit.data.calibration import mnist_split
 
     _, _, x_test, y_test = mnist_split()
     client = httpclient.InferenceServerClient(url, network_timeout=timeout)

@@ -81,7 +81,7 @@ def test_a_closed_model_says_so(tiny_models: dict[str, Any]) -> None:
 
 def test_with_its_manifest_an_artifact_answers_to_the_sources_names_and_layout(bundled_conversion) -> None:
     """The int8 TFLite of a PyTorch source: NCHW in, the source's names, as its fp32 ONNX twin is called."""
-    from edgekit.conversion.calibration import mnist_split
+    from edgekit.data.calibration import mnist_split
 
     run = Conversion.of(bundled_conversion)
     x = (mnist_split()[2][:16].astype(np.float32) / 255.0)[:, None]  # NCHW, as the torch model takes it

@@ -76,7 +76,7 @@ def leaky_pt2(out: Path) -> Path:
 
 def constant_calibration(out: Path, n: int = 800, val: int = 200) -> Path:
     """N samples: the held-out ones (calibration.split_for_conversion's rule) are MNIST test digits, the rest black."""
-    from edgekit.conversion.calibration import SPLIT_SEED, mnist_split
+    from edgekit.data.calibration import SPLIT_SEED, mnist_split
 
     _, _, x_test, y_test = mnist_split()
     n_val = min(val, max(1, round(n / 4)))

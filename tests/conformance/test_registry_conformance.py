@@ -71,7 +71,7 @@ def every_target(tiny_models: dict[str, Any], tmp_path_factory: pytest.TempPathF
 def _digits(n: int) -> np.ndarray:
     """N held-out MNIST digits as the tiny CNN takes them (NCHW float in [0, 1]): what the int8 artifacts were
     calibrated for (uniform noise is out of their calibration and judges the calibrator, not the runtime)."""
-    from edgekit.conversion.calibration import mnist_split
+    from edgekit.data.calibration import mnist_split
 
     x_test = mnist_split()[2][-n:]
     return (x_test.astype(np.float32) / 255.0)[:, None]

@@ -104,7 +104,7 @@ def test_serve_on_an_emulated_pi4_answers_tritonclient_and_classify(arm64_userla
                                                                     monkeypatch, tmp_path: Path) -> None:
     import httpx
 
-    from edgekit.conversion.calibration import mnist_split
+    from edgekit.data.calibration import mnist_split
     from edgekit.testing.server import ServerProcess, mnist_digits_right
     from tests.serve.test_serve_detect_server import _encode, digits_picture
 

@@ -76,7 +76,7 @@ def test_the_server_answers_an_image_bomb_with_413() -> None:
 def test_calibration_refuses_a_bomb_from_its_header(tmp_path: Path) -> None:
     """100 MP of zeros in 100 KB: Pillow only warns below 179 MP, and edgekit decoded it for one sample."""
     pytest.importorskip("PIL")
-    from edgekit.conversion.calibration import load_samples
+    from edgekit.data.calibration import load_samples
 
     folder = tmp_path / "imgs"
     folder.mkdir()
@@ -105,7 +105,7 @@ def test_an_image_that_does_not_fit_in_memory_is_bad_input(tmp_path: Path, monke
     pytest.importorskip("PIL")
     from PIL import Image
 
-    from edgekit.conversion.calibration import load_samples
+    from edgekit.data.calibration import load_samples
 
     def out_of_memory(*_a: object, **_k: object) -> None:
         raise MemoryError
@@ -143,8 +143,8 @@ def test_an_npz_member_that_is_not_an_array_is_bad_input(tmp_path: Path) -> None
 
     import numpy as np
 
-    from edgekit.conversion.calibration import load_samples
     from edgekit.conversion.feeds import split_named
+    from edgekit.data.calibration import load_samples
 
     buf = io.BytesIO()
     np.save(buf, np.zeros((4, 28, 28), np.uint8))
@@ -162,8 +162,8 @@ def test_an_npy_under_an_npz_name_is_bad_input(tmp_path: Path) -> None:
     """np.load returns an array, not an archive, for a .npy renamed .npz: `with ... as z` was an InternalError."""
     import numpy as np
 
-    from edgekit.conversion.calibration import load_samples
     from edgekit.conversion.feeds import split_named
+    from edgekit.data.calibration import load_samples
 
     path = tmp_path / "data.npz"
     with open(path, "wb") as f:

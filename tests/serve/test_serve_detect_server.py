@@ -221,7 +221,7 @@ def digits_picture() -> tuple[np.ndarray, list[tuple[int, list[float]]]]:
     digit's (class, tight ink box in the picture's pixels), the box as models/detection_data.py makes it."""
     from PIL import Image
 
-    from edgekit.conversion.calibration import mnist_split
+    from edgekit.data.calibration import mnist_split
 
     _, _, x_test, y_test = mnist_split()
     picture = np.zeros((150, 200), np.float32)

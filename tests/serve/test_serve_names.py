@@ -94,7 +94,7 @@ def classify_digit(client, model: str, digit: np.ndarray, headers: dict[str, str
 
 
 def test_one_client_gets_the_same_names_from_the_tflite_int8_and_the_onnx(served) -> None:
-    from edgekit.conversion.calibration import mnist_split
+    from edgekit.data.calibration import mnist_split
 
     x_test, y_test = mnist_split()[2][:10], mnist_split()[3][:10]
     client = tritonhttp.InferenceServerClient(served.url)

@@ -71,7 +71,7 @@ def test_health_metadata_and_names(served, client) -> None:
 @pytest.mark.parametrize("binary", [False, True], ids=["json", "binary"])
 @pytest.mark.parametrize("model", ["mnist_cnn-int8", "mnist_cnn-fp32"])
 def test_inference_equals_the_in_process_runtime(served, client, model: str, binary: bool) -> None:
-    from edgekit.conversion.calibration import mnist_split
+    from edgekit.data.calibration import mnist_split
 
     meta = client.get_model_metadata(model)
     path = served.folder / meta["parameters"]["path"]
@@ -91,7 +91,7 @@ def test_inference_equals_the_in_process_runtime(served, client, model: str, bin
 
 
 def test_tritonclient_class_count_gets_the_top_classes_with_labels(served, client) -> None:
-    from edgekit.conversion.calibration import mnist_split
+    from edgekit.data.calibration import mnist_split
 
     meta = client.get_model_metadata("mnist_cnn-int8")
     inp, out = meta["inputs"][0], meta["outputs"][0]
@@ -109,7 +109,7 @@ def test_tritonclient_class_count_gets_the_top_classes_with_labels(served, clien
 
 
 def test_a_dynamic_batch_runs_in_one_request(served, client) -> None:
-    from edgekit.conversion.calibration import mnist_split
+    from edgekit.data.calibration import mnist_split
 
     x = (mnist_split()[2][:8].astype(np.float32) / 255)[:, None]
     infer_in = tritonhttp.InferInput("input", list(x.shape), "FP32")
@@ -121,7 +121,7 @@ def test_a_dynamic_batch_runs_in_one_request(served, client) -> None:
 
 
 def test_classify_real_digits_and_a_real_photo(served) -> None:
-    from edgekit.conversion.calibration import mnist_split
+    from edgekit.data.calibration import mnist_split
 
     x_test, y_test = mnist_split()[2][:20], mnist_split()[3][:20]
     right = 0
@@ -236,7 +236,7 @@ def test_metrics_count_requests_by_model_and_code(served) -> None:
 
 def test_dynamic_batching_runs_concurrent_requests_together_with_the_same_answers(served) -> None:
     """--max-batch 4 on the module server: the fp32 ONNX (dynamic batch) runs concurrent requests as one batch."""
-    from edgekit.conversion.calibration import mnist_split
+    from edgekit.data.calibration import mnist_split
 
     digits = (mnist_split()[2][:4].astype(np.float32) / 255)[:, None, None]  # 4 requests of (1, 1, 28, 28)
     rt = _runtime(served.folder / "mnist_cnn.fp32.onnx")

@@ -32,7 +32,7 @@ def digits_npz(path: Path, layout: str, n: int = 128) -> Path:
     """N real MNIST test digits at SIZE x SIZE x 3, uint8, in LAYOUT ("NCHW" or "NHWC"), with their labels."""
     from PIL import Image
 
-    from edgekit.conversion.calibration import mnist_split
+    from edgekit.data.calibration import mnist_split
 
     _, _, x_test, y_test = mnist_split()
     x = np.stack([np.asarray(Image.fromarray(d).resize((SIZE, SIZE), Image.Resampling.BILINEAR)) for d in x_test[:n]])

@@ -1,4 +1,4 @@
-"""edgekit.conversion.calibration: bundled MNIST split, image folders, .npy/.npz in both layouts, bad inputs."""
+"""edgekit.data.calibration: bundled MNIST split, image folders, .npy/.npz in both layouts, bad inputs."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from edgekit.conversion import calibration as cal
 from edgekit.core.errors import UsageError
+from edgekit.data import calibration as cal
 
 pytest.importorskip("mlxtend")
 Image = pytest.importorskip("PIL.Image")
@@ -290,6 +290,6 @@ def test_random_samples():
 
 def test_import_stays_light():
     heavy = "{'torch', 'tensorflow', 'PIL', 'mlxtend'}"
-    code = f"import sys, edgekit.conversion.calibration; print(sorted({heavy} & set(sys.modules)))"
+    code = f"import sys, edgekit.data.calibration; print(sorted({heavy} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

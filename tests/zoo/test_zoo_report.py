@@ -48,15 +48,6 @@ EARLIER = f"""# Model-zoo coverage
 """  # noqa: E501 - a page's table rows are one line each
 
 
-@pytest.fixture(scope="module")
-def zoo_report() -> ModuleType:
-    """bench/zoo_report.py, imported by path (bench/ is not a package; its modules import each other by name)."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module("zoo_report")
-    finally:
-        sys.path.remove(str(BENCH))
-
 
 def _artifact(fmt: str, precision: str, path: str, agree: float) -> dict[str, Any]:
     fid = {"samples": 200, "top1_agreement": agree, "accuracy": 0.98, "reference_accuracy": 0.98, "passed": True}

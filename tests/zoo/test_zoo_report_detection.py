@@ -4,24 +4,8 @@ no model is built (milliseconds)."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
-
-import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
-
-@pytest.fixture(scope="module")
-def zoo_report() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module("zoo_report")
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 def _art(fid: dict[str, Any]) -> dict[str, Any]:

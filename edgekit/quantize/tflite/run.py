@@ -22,39 +22,38 @@ from edgekit.core.records import Record
 def run_tflite(paths: list[Path], x: np.ndarray, latency: bool = False) -> list[np.ndarray | None]:
     """First output of each model on every sample of X (float in, float out); None for one that failed.
     LATENCY: instead, each model's median milliseconds per invoke (one thread), as a 1-element array."""
+    ran = _ask(RunRequest(paths=[str(p) for p in paths], latency=latency), x)
+    if ran is None:  # the child crashed
+        if len(paths) == 1:
+            return [None]
+        return [run_tflite([p], x, latency)[0] for p in paths]  # one of them crashed the child: find which
+    _, arrays = ran
+    return [arrays.get(f"y{i}") for i in range(len(paths))]
+
+
+def _ask(request: RunRequest, x: np.ndarray) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """`_run_in_child`'s answer to REQUEST on X, in a child process where isolation is on; None where it crashed."""
     from edgekit.core.isolate import isolation_enabled, run_isolated
 
-    request = RunRequest(paths=[str(p) for p in paths], latency=latency)
     if not isolation_enabled():
-        answer, arrays = _run_in_child(request, {"x": x})
-    else:
-        try:
-            answer, arrays = run_isolated("edgekit.quantize.tflite.run:_run_in_child", request, {"x": x},
-                                          who="LiteRT", doing="running int8 candidates")
-        except RuntimeFailure:
-            if len(paths) == 1:
-                return [None]
-            return [run_tflite([p], x, latency)[0] for p in paths]  # one of them crashed the child: find which
-    return [arrays.get(f"y{i}") for i in range(len(paths))]
+        return _run_in_child(request, {"x": x})
+    try:
+        return run_isolated("edgekit.quantize.tflite.run:_run_in_child", request, {"x": x}, who="LiteRT",
+                            doing="running int8 candidates")
+    except RuntimeFailure:
+        return None
 
 
 def run_tflite_outputs(paths: list[Path], x: np.ndarray) -> list[dict[str, np.ndarray] | None]:
     """Every output of each model, by tensor name, on every sample of X (float in, float out); None for one that
     failed. For a detector whose boxes and scores are separate outputs (MediaPipe's anchor heads), which the first
     output alone does not judge."""
-    from edgekit.core.isolate import isolation_enabled, run_isolated
-
-    request = RunRequest(paths=[str(p) for p in paths], every_output=True)
-    if not isolation_enabled():
-        answer, arrays = _run_in_child(request, {"x": x})
-    else:
-        try:
-            answer, arrays = run_isolated("edgekit.quantize.tflite.run:_run_in_child", request, {"x": x},
-                                          who="LiteRT", doing="running int8 candidates")
-        except RuntimeFailure:
-            if len(paths) == 1:
-                return [None]
-            return [run_tflite_outputs([p], x)[0] for p in paths]
+    ran = _ask(RunRequest(paths=[str(p) for p in paths], every_output=True), x)
+    if ran is None:  # the child crashed
+        if len(paths) == 1:
+            return [None]
+        return [run_tflite_outputs([p], x)[0] for p in paths]
+    answer, arrays = ran
     names = answer.get("names", {})
     return [{n: arrays[f"y{i}_{k}"] for k, n in enumerate(names[str(i)])} if str(i) in names else None
             for i in range(len(paths))]

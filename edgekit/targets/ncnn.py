@@ -1,0 +1,152 @@
+"""The ncnn target: `<stem>.<precision>.ncnn.param` + its `.ncnn.bin`, for ncnn on Arm CPUs (a Pi) and Vulkan GPUs.
+
+Made by pnnx from the ONNX the pipeline already makes (a PyTorch source's torch.onnx export, an ONNX source as it
+is, a Keras model's export): one route for every source, where pnnx's other input, TorchScript, would need a
+torch.jit.trace of the source that a .pt2 or a Keras model does not give. pnnx runs as its own binary in a scratch
+folder (it writes its intermediates beside its input and in its working folder; a crash there is a failed
+artifact, never edgekit's); its output is checked (both files written, one blob in0.. per model input and
+out0.. per output) and its blobs are renamed after the source's tensors, with each input's shape written into its
+Input layer (edgekit.ncnn.param), so the artifact says what it takes.
+
+fp32: pnnx fp16=0 (weights stored in fp32); fp16: pnnx fp16=1 (weights stored in fp16; the runtime runs it with
+ncnn's fp16 defaults: fp16 arithmetic where the CPU has it, edgekit.runtimes.ncnn). int8 is refused at plan time:
+ncnn's int8 path is its ncnn2table (calibration table) and ncnn2int8 tools, which neither the ncnn nor the pnnx
+wheel ships (their contents: the runtime's bindings and the pnnx binary only) and no registry here offers.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, ClassVar
+
+from edgekit.steps.base import Intermediate, Step, StepContext
+from edgekit.targets.base import TargetSpec
+
+PNNX_TIMEOUT_S = 1800  # MobileNetV2 took 4 s here; a crash or hang is a failed artifact, not a stuck run
+INT8_REFUSED = ("ncnn's int8 needs its ncnn2table and ncnn2int8 tools, which neither the ncnn nor the pnnx wheel "
+                "ships (edgekit does not write ncnn's calibration table itself); use --target onnx,tflite or "
+                "openvino for int8")
+
+
+def pnnx_versions() -> str:
+    """ "pnnx X / ncnn Y": the pair a failure names."""
+    from edgekit.core._deps import version_of
+
+    return f"pnnx {version_of('pnnx') or '(not installed)'} / ncnn {version_of('ncnn') or '(not installed)'}"
+
+
+def onnx_io(path: Path) -> tuple[list[tuple[str, list[int]]], list[str]]:
+    """([(input name, shape)], [output name]) of the ONNX at PATH, in graph order; a free dim of the first axis is
+    the batch (1), any other free dim a UsageError (ncnn runs static shapes)."""
+    import onnx
+
+    from edgekit.core.errors import UnsupportedModel
+
+    model = onnx.load(str(path), load_external_data=False)
+    inits = {i.name for i in model.graph.initializer}
+    inputs = []
+    for value in model.graph.input:
+        if value.name in inits:
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in value.type.tensor_type.shape.dim]
+        dims = [1 if (i == 0 and d <= 0) else d for i, d in enumerate(dims)]
+        if any(d <= 0 for d in dims):
+            raise UnsupportedModel(f"The ONNX input '{value.name}' has a free dimension {dims}: ncnn converts static "
+                                   "shapes only.", hint="Convert with a fixed input shape (--input-shape).")
+        inputs.append((value.name, dims))
+    return inputs, [o.name for o in model.graph.output]
+
+
+def shape_arg(inputs: list[tuple[str, list[int]]]) -> str:
+    """pnnx's inputshape= value: [1,3,224,224]f32,[1,10]f32 ..."""
+    return ",".join(f"[{','.join(str(d) for d in dims)}]f32" for _, dims in inputs)
+
+
+class PnnxConvert(Step):
+    """ONNX fp32 -> ncnn .param + .bin at the chain's precision, through the pnnx binary."""
+
+    name: ClassVar[str] = "pnnx_convert"
+    consumes: ClassVar[str] = "onnx"
+    produces: ClassVar[str] = "ncnn"
+    modules: ClassVar[tuple[str, ...]] = ("pnnx", "onnx")
+
+    def outputs(self, stem: str) -> list[str]:
+        base = f"{stem}.{self.params.precision}.ncnn"
+        return [f"{base}.param", f"{base}.bin"]
+
+    def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
+        from edgekit.core._deps import require
+        from edgekit.core.errors import ConversionError
+
+        precision = self.params.precision
+        assert inp.path is not None
+        pnnx = require("pnnx", extra="convert", purpose="convert models to ncnn")
+        inputs, outputs = onnx_io(inp.path)
+        scratch = ctx.work / f"pnnx-{precision}"
+        scratch.mkdir(parents=True, exist_ok=True)
+        onnx_copy = scratch / "model.onnx"
+        shutil.copyfile(inp.path, onnx_copy)
+        for extra in inp.path.parent.glob(inp.path.name + ".*"):  # external data (model.onnx.data) travels with it
+            shutil.copyfile(extra, scratch / extra.name)
+        raw_param, raw_bin = scratch / "model.ncnn.param", scratch / "model.ncnn.bin"
+        argv = [str(pnnx.EXEC_PATH), onnx_copy.name, f"inputshape={shape_arg(inputs)}",
+                f"ncnnparam={raw_param.name}", f"ncnnbin={raw_bin.name}", f"fp16={1 if precision == 'fp16' else 0}",
+                *(f"{k}={v}" for k, v in (("pnnxparam", "model.pnnx.param"), ("pnnxbin", "model.pnnx.bin"),
+                                          ("pnnxpy", "model_pnnx.py"), ("pnnxonnx", "model.pnnx.onnx"),
+                                          ("ncnnpy", "model_ncnn.py")))]
+        ctx.log(f"pnnx ({pnnx_versions()}): {onnx_copy.name} -> ncnn {precision}")
+        try:
+            proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, timeout=PNNX_TIMEOUT_S,
+                                  check=False)
+        except subprocess.TimeoutExpired:
+            raise ConversionError(f"pnnx ({pnnx_versions()}) did not finish in {PNNX_TIMEOUT_S} s.",
+                                  step=self.name) from None
+        if proc.returncode != 0 or not raw_param.is_file() or not raw_bin.is_file():
+            raise ConversionError(f"pnnx ({pnnx_versions()}) failed on the model: {_said(proc)}", step=self.name,
+                                  hint="A pnnx release can fail where another works; the pair edgekit tested is "
+                                       "pinned in its extras. EDGEKIT_DEBUG=1 keeps the full log.")
+        param, weights = (ctx.work / name for name in self.outputs(ctx.stem))
+        param.write_text(named(raw_param, inputs, outputs), encoding="utf-8")
+        shutil.copyfile(raw_bin, weights)
+        return inp.derive(kind="ncnn", path=param, precision=precision)
+
+
+def named(raw_param: Path, inputs: list[tuple[str, list[int]]], outputs: list[str]) -> str:
+    """pnnx's .param text with in<i>/out<i> renamed after the ONNX's inputs and outputs and the input shapes
+    written; ConversionError where pnnx's blobs are not one per input and output."""
+    from edgekit.core.errors import ConversionError
+    from edgekit.ncnn.param import parse_text, rename
+
+    text = raw_param.read_text(encoding="utf-8")
+    param = parse_text(text, raw_param)
+    want_in, want_out = [f"in{i}" for i in range(len(inputs))], [f"out{i}" for i in range(len(outputs))]
+    got_in, got_out = param.input_names(), param.output_names()
+    if sorted(got_in) != sorted(want_in) or sorted(got_out) != sorted(want_out):
+        raise ConversionError(f"pnnx ({pnnx_versions()}) wrote an ncnn model with inputs {got_in} and outputs "
+                              f"{got_out} for a model of {len(inputs)} inputs and {len(outputs)} outputs.",
+                              step="pnnx_convert", hint="pnnx dropped or merged a tensor: try another pnnx release.")
+    names = {**{f"in{i}": n for i, (n, _) in enumerate(inputs)}, **{f"out{i}": n for i, n in enumerate(outputs)}}
+    return rename(text, names, {n: s for n, s in inputs}, raw_param)
+
+
+def _said(proc: subprocess.CompletedProcess[Any]) -> str:
+    """The last meaningful lines pnnx printed (its own error, or a crash's signal)."""
+    if proc.returncode < 0:
+        import signal
+
+        return f"it crashed ({signal.Signals(-proc.returncode).name})."
+    lines = [ln.strip() for ln in (proc.stderr + "\n" + proc.stdout).splitlines() if ln.strip()]
+    return " / ".join(lines[-3:])[:600] or f"exit status {proc.returncode} and no output."
+
+
+TARGET = TargetSpec(
+    name="ncnn",
+    help="ncnn (.ncnn.param + .ncnn.bin) via pnnx for Arm CPUs (Raspberry Pi) and Vulkan GPUs; fp32, fp16",
+    format="ncnn",
+    steps=("edgekit.targets.ncnn:PnnxConvert",),
+    precisions=("fp32", "fp16"),
+    refused={"int8": INT8_REFUSED},
+    dists=("pnnx", "ncnn"),
+)

@@ -14,6 +14,7 @@ ncnn target renames them after the source's tensors (`rename`) and writes each I
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,6 +84,16 @@ class Param:
             return None
         order = [k for k in (2, 11, 1, 0) if k in dims]  # c, d, h, w: outermost first
         return [1, *(dims[k] for k in order)]
+
+
+def unknown_layers(param: Param, known: Callable[[str], bool]) -> dict[str, list[str]]:
+    """Layer type -> the names of PARAM's layers of a type KNOWN (ncnn's own `layer_to_index(t) >= 0`) says ncnn
+    has no layer for: what pnnx left unconverted (it writes the ONNX op as it is)."""
+    out: dict[str, list[str]] = {}
+    for layer in param.layers:
+        if not known(layer.type):
+            out.setdefault(layer.type, []).append(layer.name)
+    return out
 
 
 def is_ncnn_param(path: str | Path) -> bool:
@@ -223,4 +234,4 @@ def _input_params(params: list[str], shape: list[int], path: str | Path) -> list
     return [*(f"{k}={d}" for k, d in zip(keys, dims, strict=True)), *kept]
 
 
-__all__ = ["MAGIC", "Layer", "Param", "is_ncnn_param", "parse_text", "read_param", "rename"]
+__all__ = ["MAGIC", "Layer", "Param", "is_ncnn_param", "parse_text", "read_param", "rename", "unknown_layers"]

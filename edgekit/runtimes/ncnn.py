@@ -125,8 +125,13 @@ class Ncnn(Runtime):
             net.opt.use_vulkan_compute = True
             net.set_vulkan_device(index)
         if net.load_param(str(path)) != 0 or net.load_model(str(weights)) != 0:
-            raise RuntimeFailure(f"ncnn {self.version()} could not load {path.name} (a layer it does not know, or a "
-                                 ".bin that does not match the .param).", hint=LOAD_HINT)
+            from edgekit.ncnn.param import unknown_layers
+
+            unknown = unknown_layers(param, lambda t: int(ncnn.layer_to_index(t)) >= 0)
+            why = (f"layers ncnn {self.version()} does not have: {', '.join(unknown)}" if unknown
+                   else "a .bin that does not match the .param, or a layer's parameters it refuses")
+            raise RuntimeFailure(f"ncnn {self.version()} could not load {path.name} ({why}).", hint=LOAD_HINT,
+                                 op=next(iter(unknown), None))
         self.net, self.ncnn = net, ncnn
         self.inputs = []
         for layer in param.inputs:

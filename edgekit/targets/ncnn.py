@@ -107,8 +107,10 @@ class PnnxConvert(Step):
             raise ConversionError(f"pnnx ({pnnx_versions()}) failed on the model: {_said(proc)}", step=self.name,
                                   hint="A pnnx release can fail where another works; the pair edgekit tested is "
                                        "pinned in its extras. EDGEKIT_DEBUG=1 keeps the full log.")
+        text = named(raw_param, inputs, outputs)
+        check_layers(text, proc.stdout + proc.stderr)
         param, weights = (ctx.work / name for name in self.outputs(ctx.stem))
-        param.write_text(named(raw_param, inputs, outputs), encoding="utf-8")
+        param.write_text(text, encoding="utf-8")
         shutil.copyfile(raw_bin, weights)
         return inp.derive(kind="ncnn", path=param, precision=precision)
 
@@ -131,13 +133,37 @@ def named(raw_param: Path, inputs: list[tuple[str, list[int]]], outputs: list[st
     return rename(text, names, {n: s for n, s in inputs}, raw_param)
 
 
+def check_layers(text: str, log: str) -> None:
+    """ConversionError where pnnx left ops that ncnn has no layer for (it writes them under their ONNX name, and ncnn
+    then refuses the whole file with "layer Pad not exists"), naming them and what pnnx said about them. Needs the
+    ncnn runtime to ask (its layer table); where it is not installed, validation finds the same later."""
+    from edgekit.core._deps import available
+    from edgekit.core.errors import ConversionError
+    from edgekit.ncnn.param import parse_text, unknown_layers
+
+    if not available("ncnn"):
+        return
+    import ncnn
+
+    unknown = unknown_layers(parse_text(text), lambda t: int(ncnn.layer_to_index(t)) >= 0)
+    if not unknown:
+        return
+    said = [ln.strip() for ln in log.splitlines() if ln.startswith("ignore ")][:3]
+    ops = "; ".join(f"{t} ({len(names)}: {', '.join(names[:3])})" for t, names in unknown.items())
+    raise ConversionError(f"pnnx ({pnnx_versions()}) left ops ncnn has no layer for: {ops}"
+                          + (f"; pnnx said: {' / '.join(said)}" if said else "") + ".",
+                          step="pnnx_convert", op=next(iter(unknown)),
+                          hint="pnnx could not map these ONNX ops with these attributes. A model exported from PyTorch "
+                               "(NCHW) avoids the layout transposes around them that a Keras model's ONNX has.")
+
+
 def _said(proc: subprocess.CompletedProcess[Any]) -> str:
     """The last meaningful lines pnnx printed (its own error, or a crash's signal)."""
     if proc.returncode < 0:
         import signal
 
         return f"it crashed ({signal.Signals(-proc.returncode).name})."
-    lines = [ln.strip() for ln in (proc.stderr + "\n" + proc.stdout).splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in (proc.stdout + "\n" + proc.stderr).splitlines() if ln.strip()]
     return " / ".join(lines[-3:])[:600] or f"exit status {proc.returncode} and no output."
 
 

@@ -45,3 +45,16 @@ def write_model(folder: Path, fp16: bool = False, param: str = PARAM) -> Path:
     path.write_text(rename(param, {"in0": "image", "out0": "logits"}, {"image": [1, 1, 28, 28]}))
     (folder / "m.ncnn.bin").write_bytes(weights_bytes(fp16))
     return path
+
+
+def forward(x: np.ndarray) -> np.ndarray:
+    """The tiny model's outputs for X (N, 1, 28, 28) in numpy: the ground truth the ncnn runtime is held to."""
+    rng = np.random.default_rng(0)
+    w1 = (rng.standard_normal(36).astype(np.float32) * 0.1).reshape(4, 1, 3, 3)
+    b1 = rng.standard_normal(4).astype(np.float32)
+    w2 = (rng.standard_normal(6760).astype(np.float32) * 0.1).reshape(10, 676)
+    b2 = rng.standard_normal(10).astype(np.float32)
+    windows = np.lib.stride_tricks.sliding_window_view(x[:, 0], (3, 3), axis=(1, 2))  # N, 26, 26, 3, 3
+    y = np.maximum(np.einsum("nhwij,oij->nohw", windows, w1[:, 0]) + b1[None, :, None, None], 0)
+    y = y.reshape(len(x), 4, 13, 2, 13, 2).max(axis=(3, 5))
+    return y.reshape(len(x), -1) @ w2.T + b2

@@ -33,7 +33,9 @@ def build(path: Path, pattern: str = "plain", spread: float = 1.0, seed: int = 0
     activations), transpose_fc (an NCHW flatten before the dense layer), padv2 (a MaxPool padded with the
     float minimum after a ReLU), fc4d (a pointwise dense layer on the 4-D map, ConvNeXt's MLP), fc3d (the same on
     the map as 256 tokens), gelu (a 1x1 conv and GELU after the last conv), neg and square (a branch through
-    those ops added to the last conv's output)."""
+    those ops added to the last conv's output), mask_fill (a channel softmax with one channel masked by -1e9),
+    div_zero (the map divided by a ReLU'd copy of itself plus 1e-9: a billion times it wherever that is 0), grown
+    (eight 1x1 convs each growing the activations tenfold, to about 1e9: a range the model computes itself)."""
     import tensorflow as tf
 
     w = {k: tf.constant(v) for k, v in _weights(seed, spread, head_spread).items()}
@@ -59,6 +61,13 @@ def build(path: Path, pattern: str = "plain", spread: float = 1.0, seed: int = 0
             if pattern in ("neg", "square"):  # float in an int8 model: the quantizer has neither in int8
                 t = tf.tanh(tf.nn.conv2d(h, w["wp"][None, None], 1, "SAME"))
                 h = h + (tf.negative(t) * t if pattern == "neg" else tf.square(t))
+            if pattern == "mask_fill":  # attention's mask: -1e9 where a channel must not count
+                h = tf.nn.softmax(h + tf.constant([-1e9] + [0.0] * 15, tf.float32), axis=-1)
+            if pattern == "div_zero":
+                h = h / (tf.nn.relu(h - 0.5) + 1e-9)
+            if pattern == "grown":
+                for _ in range(8):
+                    h = tf.nn.conv2d(h, w["wp"][None, None] * 10.0, 1, "SAME")
             if pattern == "gelu":
                 h = tf.nn.gelu(tf.nn.conv2d(h, w["wp"][None, None], 1, "SAME"), approximate=False)
             if pattern == "transpose_fc":

@@ -404,13 +404,20 @@ def _range_fixes(job: TfliteJob) -> None:
 
 
 def _refuse_absurd_ranges(job: TfliteJob, blob: bytes) -> None:
-    """ConversionError naming the tensor, where the int8 model has a range no int8 step can cover."""
+    """ConversionError naming the tensor and the op that brought it, where the int8 model has a range its values do
+    not fill; a note where the range is the model's own (grown layer by layer), which validation then judges."""
     from edgekit.core.errors import ConversionError
-    from edgekit.quantize.tflite.int8_ranges import ABSURD_HINT, absurd_ranges, absurd_words
+    from edgekit.quantize.tflite.int8_ranges import absurd_ranges, absurd_words, range_cause
 
-    found = absurd_ranges(_write(job, "range-check.tflite", blob))
-    if found:
-        raise ConversionError(absurd_words(found), hint=ABSURD_HINT, step="tflite_convert", op=found[0].tensor)
+    path = _write(job, "range-check.tflite", blob)
+    found = absurd_ranges(path)
+    if not found:
+        return
+    cause = range_cause(path, found)
+    if not cause.refused:
+        job.notes.append(cause.note())
+        return
+    raise ConversionError(absurd_words(found, cause), hint=cause.hint(), step="tflite_convert", op=found[0].tensor)
 
 
 def _refuse_float_weights(job: TfliteJob, blob: bytes) -> None:

@@ -1,6 +1,7 @@
 """README "Extending edgekit" says exactly what each extension needs, and this keeps it so: every table it names
 exists, every proof test exists and registers exactly the tables its row names, every registry of the package is
-in the table, and the OpenVINO target (the format added last) is in each table the README says a format takes."""
+in the table, and every real format's record names what the README says a format's record holds (its runtime, its
+library and the extra that installs it)."""
 
 from __future__ import annotations
 
@@ -55,13 +56,19 @@ def test_each_proof_registers_exactly_what_its_row_says() -> None:
     assert _registered(REPO / new_format["proof"].strip("`")) == _tables(new_format["register"])
 
 
-def test_the_openvino_target_is_in_every_table_a_format_takes() -> None:
-    from edgekit.core._deps import KNOWN
-    from edgekit.core.border import VENDORS
+def test_every_artifact_format_record_brings_its_runtime_library_and_extra() -> None:
+    """A format a target makes is run by a runtime some record brings, and the library behind that runtime is in a
+    record with the extra that installs it, an extra pyproject.toml has."""
+    from edgekit.core.formats import FORMATS
+    from edgekit.runtimes import get_runtime, runtime_table
+    from edgekit.targets import TARGETS, get_target
 
-    for table, module in REGISTRIES.items():
-        if table in ("PRECISIONS", "SOURCES"):
-            continue
-        assert "openvino" in getattr(importlib.import_module(module), table), table
-    assert "openvino" in VENDORS and "openvino" in KNOWN
-    assert 'openvino = [' in (REPO / "pyproject.toml").read_text()
+    extras = set(re.findall(r"^(\w+) = \[", (REPO / "pyproject.toml").read_text(), re.M))
+    for name in TARGETS:
+        spec = FORMATS[get_target(name).format]
+        assert spec.runtime in runtime_table(), (name, spec.runtime)
+        owner = next(s for s in FORMATS.values() if spec.runtime in s.runtimes)
+        assert owner.libraries, f"{owner.name}: its record names no library"
+        for lib in (*owner.libraries.values(), *get_target(name).libraries.values()):
+            assert lib.extra in extras and lib.modules, (name, lib)
+        assert get_runtime(spec.runtime).vendor in owner.libraries, (name, get_runtime(spec.runtime).vendor)

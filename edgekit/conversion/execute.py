@@ -250,10 +250,11 @@ def execute(plan: Plan, calib: np.ndarray | dict[str, np.ndarray] | None, ref: A
 
 
 def tool_dists(plan: Plan) -> list[str]:
-    """The distributions whose versions the manifest records: TOOL_DISTS, then each requested target's own."""
+    """The distributions whose versions the manifest records: TOOL_DISTS, then each requested target's own (its
+    dists, its libraries' and its format's libraries')."""
     from edgekit.targets import get_target
 
-    extra = [d for name in dict.fromkeys(c.target for c in plan.chains) for d in get_target(name).dists]
+    extra = [d for name in dict.fromkeys(c.target for c in plan.chains) for d in get_target(name).all_dists()]
     return list(dict.fromkeys([*TOOL_DISTS, *extra]))
 
 

@@ -19,6 +19,7 @@ from edgekit.conversion.plan import check_modules, check_outputs, check_request,
 from edgekit.core.errors import InternalError, UsageError
 from edgekit.measure import run_meter
 from edgekit.sources.base import Source
+from edgekit.targets import get_target
 
 if TYPE_CHECKING:
     import numpy as np
@@ -104,11 +105,11 @@ def convert_request(source: str | Path | None, options_: ConvertOptions, progres
         from edgekit.conversion.outdir import refuse_if_busy
 
         refuse_if_busy(options_.out_dir)
-    # per-channel int8 QDQ (the onnx target's int8 and w8a16) needs opset 13: an older ONNX source is raised first
-    qdq = any(target == "onnx" and {"int8", "w8a16"} & set(made) for target, made in wanted)
+    # a precision may need a newer ONNX opset than the source's (per-channel int8 QDQ: 13): raised first
+    opsets = [get_target(target).min_source_opset.get(p, 0) for target, made in wanted for p in made]
     load_opts = LoadOptions(factory=model, trust_model=options_.trust_model, input_shape=input_shape,
                             signature=options_.signature, input_shapes=options_.input_shapes, layout=options_.layout,
-                            min_opset=13 if qdq else None)
+                            min_opset=max(opsets, default=0) or None)
     with run_meter.phase("load"):
         src: Source = load_source(path, kind, load_opts)  # a file is probed in a child first: a crash stays there
     options_.out_dir = Path(options_.out_dir) if options_.out_dir else Path("edgekit-out") / stem_of(src)

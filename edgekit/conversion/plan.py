@@ -18,6 +18,7 @@ from edgekit.core._deps import available, install_line
 from edgekit.core.errors import MissingDependency, UsageError
 from edgekit.core.precisions import PRECISION_NAMES, PRECISIONS, get_precision
 from edgekit.core.registry import check_choice
+from edgekit.core.vendor import Vendor
 from edgekit.sources.base import Source
 from edgekit.steps import CONVERSIONS, Step, StepParams, get_step
 from edgekit.targets import TargetSpec, get_target, target_names
@@ -180,14 +181,16 @@ def check_modules(targets: list[str], family: str) -> None:
     reported before the model is loaded.
     """
     names: list[str] = []
+    own: dict[str, Vendor] = {}  # the targets' own libraries by module: their install line names their extra
     for target in targets:
         spec = get_target(target)
         names += [*(n for part in target_steps(family, spec) for n in part), *spec.post_steps]
+        own |= {m: lib for lib in spec.libraries.values() for m in lib.modules}
     missing = sorted({m for n in dict.fromkeys(names) for m in get_step(n).modules if not available(m)})
     if missing:
         raise MissingDependency(
             f"Converting to {', '.join(targets)} needs {', '.join(missing)}, not installed here.",
-            hint=install_line(missing[0]),
+            hint=install_line(missing[0], library=own.get(missing[0])),
         )
 
 

@@ -28,6 +28,7 @@ from edgekit.core.artifact import Fidelity, OutputFidelity, TensorSpec
 from edgekit.core.batching import rows_per_chunk
 from edgekit.core.border import vendor_errors
 from edgekit.core.errors import RuntimeFailure
+from edgekit.core.formats import FORMATS
 from edgekit.core.isolate import Launcher
 from edgekit.core.layout import to_layout
 from edgekit.core.records import Record
@@ -302,9 +303,9 @@ def _check_in_child(request: CheckRequest, arrays: dict[str, np.ndarray]) -> tup
                                   "kernels": runtime.info().get("kernels")}
     finally:
         runtime.close()
-    if request.format in ("tflite", "edgetpu") and len(ys) > 1:  # which tensor is which signature output
-        from edgekit.fidelity.matching import signature_outputs
-
-        with vendor_errors("litert", error=RuntimeFailure, what=f"Reading the signature of {request.path} failed"):
-            answer["signature"] = signature_outputs(request.path)
+    spec = FORMATS.get(request.format or "")
+    if spec and spec.signature and len(ys) > 1:  # which tensor is which output of the model's own order
+        with vendor_errors(runtime.vendor, error=RuntimeFailure,
+                           what=f"Reading the output order of {request.path} failed"):
+            answer["signature"] = resolve({spec.name: spec.signature}, spec.name, "output order")(request.path)
     return answer, {f"y{i}": ys[o["name"]] for i, o in enumerate(answer["outputs"])}

@@ -32,12 +32,12 @@ import contextlib
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
 from edgekit.core.errors import ConversionError, EdgekitError, InternalError
+from edgekit.core.vendor import VENDORS, Vendor
 
 MESSAGE_LIMIT = 400
 
@@ -53,47 +53,18 @@ _NOISE = {"none", "traceback (most recent call last):"}
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])  # edgekit/: this file is in edgekit/core
 
 
-@dataclass(frozen=True)
-class Vendor:
-    """A library edgekit calls: how messages name it and the exception types it raises on purpose."""
+def find_vendor(key: str | Vendor) -> Vendor:
+    """The Vendor named KEY: a VENDORS line, else a library of a format's record; a Vendor passes through."""
+    if isinstance(key, Vendor):
+        return key
+    if key in VENDORS:
+        return VENDORS[key]
+    from edgekit.core.formats import libraries
 
-    label: str
-    raises: tuple[str, ...] = ()  # "module:QualName"; always that vendor's failure, wherever raised
-    exits: bool = False  # it calls sys.exit() on failure: SystemExit inside the block is its error
-
-
-_ORT = "onnxruntime.capi.onnxruntime_pybind11_state"
-_PROTOBUF = ("google.protobuf.message:DecodeError", "google.protobuf.message:EncodeError")
-_ONNX = ("onnx.checker:ValidationError", "onnx.shape_inference:InferenceError", *_PROTOBUF)
-_TF = ("tensorflow.python.framework.errors_impl:OpError", "tensorflow.lite.python.convert_phase:ConverterError")
-# OpenVINO raises a plain RuntimeError for most failures (core.read_model, compile_model, infer); these are the
-# types it raises besides: its frontends' failures, its Python layer's (OVTypeError is also a TypeError) and ovc's.
-_OV = tuple(f"openvino._pyopenvino:{n}" for n in ("GeneralFailure", "InitializationFailure", "NotImplementedFailure",
-                                                  "OpConversionFailure", "OpValidationFailure")) + (
-    "openvino.exceptions:OVError", "openvino.tools.ovc.error:BasicError")
-
-# The vendors edgekit calls, by the key a border names. One line per library; a typo is a KeyError.
-VENDORS: dict[str, Vendor] = {
-    "torch": Vendor("PyTorch", ("pickle:UnpicklingError", "torch._dynamo.exc:TorchDynamoException")),
-    "torch.onnx": Vendor("the PyTorch ONNX exporter", ("torch.onnx.errors:OnnxExporterError",
-                                                       "torch._dynamo.exc:TorchDynamoException", *_ONNX)),
-    "onnx": Vendor("onnx", _ONNX),
-    "onnxruntime": Vendor("onnxruntime", tuple(f"{_ORT}:{n}" for n in (
-        "Fail", "InvalidArgument", "InvalidGraph", "InvalidProtobuf", "NoModel", "NoSuchFile", "NotImplemented",
-        "RuntimeException", "EPFail", "EngineError", "ModelLoaded")) + _ONNX),
-    "onnx2tf": Vendor("onnx2tf", _ONNX + _TF, exits=True),
-    "tensorflow": Vendor("TensorFlow", _TF),
-    "tflite": Vendor("the TFLite converter", _TF),
-    "keras": Vendor("Keras", _TF),
-    "tf2onnx": Vendor("tf2onnx", _TF + _ONNX),
-    "litert": Vendor("LiteRT", ()),
-    "openvino": Vendor("OpenVINO", _OV),
-    "numpy": Vendor("numpy", ()),
-    "nncf": Vendor("NNCF", tuple(f"nncf.errors:{n}" for n in ("ValidationError", "InternalError",
-                                                              "UnsupportedModelError", "UnsupportedDatasetError"))),
-    "pynvml": Vendor("NVML", ("pynvml:NVMLError",)),
-    "edgetpu_compiler": Vendor("edgetpu_compiler", ()),
-}
+    found = libraries()
+    if key in found:
+        return found[key]
+    raise KeyError(f"unknown vendor {key!r}; known: {', '.join(sorted({*VENDORS, *found}))}")
 
 
 # --- the one formatter of vendor messages --------------------------------------------------------
@@ -248,7 +219,7 @@ def _resolve(names: tuple[str, ...]) -> tuple[type[BaseException], ...]:
 class vendor_errors(contextlib.ContextDecorator):  # noqa: N801 - used like contextlib's context managers
     """Map what VENDOR raises inside the block to edgekit's errors (see the module docstring).
 
-    vendor: a key of VENDORS (its label names the library in messages).
+    vendor: a key of VENDORS or of a format's libraries, or a Vendor (its label names the library in messages).
     step: the conversion step (or other stage) the block belongs to; kept on the error.
     error: the EdgekitError class vendor failures become (ConversionError for steps, UnsupportedModel or
         UsageError for sources, RuntimeFailure for runtimes).
@@ -261,14 +232,12 @@ class vendor_errors(contextlib.ContextDecorator):  # noqa: N801 - used like cont
         {OSError: UsageError} where an unreadable file is the user's input).
     """
 
-    def __init__(self, vendor: str, *, step: str | None = None, error: type[EdgekitError] = ConversionError,
+    def __init__(self, vendor: str | Vendor, *, step: str | None = None, error: type[EdgekitError] = ConversionError,
                  what: str | None = None, hint: str | Callable[[BaseException], str | None] | None = None,
                  describe: Callable[[BaseException], str | None] | None = None,
                  op: Callable[[BaseException], str | None] | None = None,
                  errors: Mapping[type[BaseException] | str, type[EdgekitError]] | None = None) -> None:
-        if vendor not in VENDORS:
-            raise KeyError(f"unknown vendor {vendor!r}; known: {', '.join(sorted(VENDORS))}")
-        self.vendor = VENDORS[vendor]
+        self.vendor = find_vendor(vendor)
         self.step, self.error, self.what, self.hint = step, error, what, hint
         self.describe, self.op, self.errors = describe, op, dict(errors or {})
 

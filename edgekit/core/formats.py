@@ -1,10 +1,12 @@
 """Model file formats: one `FormatSpec` each, the table that runtimes, profile, bench, serve and inspect read.
 
-An artifact's `format` (manifest.json) is a key of this table. It says which runtime runs the
-format by default, where it runs when no device is named, whether `edgekit inspect` can count its
-MACs, where it sits in tables and charts, how a file of it is recognised, which files travel with it,
-where `edgekit serve` ranks it, and how its int8 artifacts are diagnosed. Plain data, nothing heavy imported:
-the functions it names are "module:attr" strings, resolved when used.
+An artifact's `format` (manifest.json) is a key of this table, and its record is everything edgekit knows
+about the format: the runtime that runs it by default (its class too), the libraries it drives (how their errors
+read, how they are installed, whose versions a manifest records), where it runs when no device is named, whether
+`edgekit inspect` can count its MACs, where it sits in tables and charts, how a file of it is recognised, which
+files travel with it, where `edgekit serve` ranks it and which KServe/Triton platform it is, how its outputs are
+ordered, and how its int8 artifacts are diagnosed. No module outside a format's own files branches on a format's
+name. Plain data, nothing heavy imported: the functions it names are "module:attr" strings, resolved when used.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from edgekit.core.vendor import ONNX_ERRORS, Vendor
+
 
 @dataclass(frozen=True)
 class Int8Diagnosis:
@@ -21,7 +25,7 @@ class Int8Diagnosis:
 
     diagnose: str  # "module:function" (RecipeChoice, int8 artifact path, x, inputs name) -> Diagnosis
     run_float: str  # "module:function" (float twin path, x) -> its first output: the input-noise figure
-    vendor: str  # the edgekit.core.border.VENDORS key of the library it drives
+    vendor: str  # the key of the library it drives (edgekit.core.border.find_vendor)
     unasked_samples: int  # samples an unasked diagnosis (a miss) reads; --explain reads more
 
 
@@ -29,7 +33,7 @@ class Int8Diagnosis:
 class FormatSpec:
     name: str
     order: int  # position in tables: sources first, then artifacts as they get smaller/faster
-    runtime: str | None  # the runtime (edgekit.runtimes.RUNTIMES key) used when none is named; None: none loads it
+    runtime: str | None  # the name of the runtime used when none is named; None: none loads it
     suffix: str = ""  # file suffix, "" for folders or several
     devices: tuple[str, ...] | None = None  # the only devices it runs on (edgetpu); None: any of the runtime's
     # "module:function" (path, min_runtime=None) -> InspectReport: how `edgekit inspect` reads it (ops, MACs);
@@ -51,6 +55,21 @@ class FormatSpec:
     int8_diagnosis: Int8Diagnosis | None = None  # None: no layer-by-layer diagnosis for this format (noted)
     # the Triton backend that serves it (`edgekit export`: <name>/1/model<suffix> + companions); None: not exported
     triton_backend: str | None = None
+    # the runtimes this record brings, name -> "module:Class" of the Runtime (edgekit.runtimes finds them here;
+    # a format run by another format's runtime, as the Edge TPU's by LiteRT's, brings none)
+    runtimes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # the libraries its runtime drives, by the key borders name them: how their errors read, their import names
+    # and pip requirements (install hints), the extra that brings them; a manifest records their versions
+    libraries: Mapping[str, Vendor] = field(default_factory=lambda: MappingProxyType({}))
+    platform: str | None = None  # the KServe v2 / Triton platform name of a served model; None: the format's name
+    # "module:function" (path) -> its output names in the model's own (signature) order, where the runtime lists
+    # them in another; None: the runtime's order is the model's
+    signature: str | None = None
+    source_layout: bool = False  # its inputs keep the source model's layout (an ONNX of a PyTorch model: NCHW)
+
+    def __post_init__(self) -> None:
+        for name in ("libraries", "runtimes"):  # read-only, as `serve`
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
     @property
     def inspectable(self) -> bool:
@@ -72,13 +91,29 @@ _TFLITE_DIAGNOSIS = Int8Diagnosis("edgekit.quantize.tflite.recipes:diagnose_int8
                                   "edgekit.quantize.tflite.run:run_first_output", "tensorflow", 8)
 
 _TFLITE_INSPECT = "edgekit.inspect.tflite:describe"  # a compiled Edge TPU model is read as the .tflite it is
+_TFLITE_SIGNATURE = "edgekit.fidelity.matching:signature_outputs"
+
+_ORT = "onnxruntime.capi.onnxruntime_pybind11_state"
+ONNXRUNTIME = Vendor("onnxruntime", tuple(f"{_ORT}:{n}" for n in (
+    "Fail", "InvalidArgument", "InvalidGraph", "InvalidProtobuf", "NoModel", "NoSuchFile", "NotImplemented",
+    "RuntimeException", "EPFail", "EngineError", "ModelLoaded")) + ONNX_ERRORS,
+    modules={"onnxruntime": "onnxruntime"}, extra="runtime")
+LITERT = Vendor("LiteRT", modules={"ai_edge_litert": "ai-edge-litert"}, extra="runtime")
+# OpenVINO raises a plain RuntimeError for most failures (core.read_model, compile_model, infer); these are the
+# types it raises besides: its frontends' failures, its Python layer's (OVTypeError is also a TypeError) and ovc's.
+OPENVINO = Vendor("OpenVINO", tuple(f"openvino._pyopenvino:{n}" for n in (
+    "GeneralFailure", "InitializationFailure", "NotImplementedFailure", "OpConversionFailure", "OpValidationFailure"))
+    + ("openvino.exceptions:OVError", "openvino.tools.ovc.error:BasicError"),
+    modules={"openvino": "openvino"}, extra="openvino")
 
 FORMATS: dict[str, FormatSpec] = {
     f.name: f
     for f in (
-        FormatSpec("torch", 0, "torch", ".pt2", source=True, colour="#d62728"),
+        FormatSpec("torch", 0, "torch", ".pt2", source=True, colour="#d62728",
+                   runtimes={"torch": "edgekit.runtimes.torch:TorchRuntime"}),
         FormatSpec("keras", 1, None, ".keras", source=True, colour="#8c564b"),  # run as its SavedModel
-        FormatSpec("savedmodel", 2, "tf", "", source=True, colour="#9467bd"),
+        FormatSpec("savedmodel", 2, "tf", "", source=True, colour="#9467bd",
+                   runtimes={"tf": "edgekit.runtimes.tf:TFRuntime"}),
         FormatSpec("onnx", 3, "onnxruntime", ".onnx", inspector="edgekit.inspect.onnx:describe", colour="#1f77b4",
                    sniff="edgekit.core.sniff:has_onnx_suffix",
                    # on a CPU: int8 after the TFLite int8 (XNNPACK runs it faster on Arm); fp16 last (no fp16
@@ -87,21 +122,32 @@ FORMATS: dict[str, FormatSpec] = {
                                 gpu={"fp16": 10, "fp32": 11, "int8": 12, "dynamic": 13}),
                    int8_diagnosis=Int8Diagnosis("edgekit.quantize.onnx.diagnose:diagnose_int8",
                                                 "edgekit.quantize.onnx.graph:run_first_output", "onnxruntime", 16),
-                   triton_backend="onnxruntime"),
+                   triton_backend="onnxruntime", runtimes={"onnxruntime": "edgekit.runtimes.onnxruntime:OnnxRuntime"},
+                   libraries={"onnxruntime": ONNXRUNTIME}, platform="onnxruntime_onnx", source_layout=True),
         FormatSpec("tflite", 4, "litert", ".tflite", inspector=_TFLITE_INSPECT, colour="#ff7f0e",
                    sniff="edgekit.core.sniff:is_tflite",
                    serve=serve_ranks(cpu={"int8": 10, "w8a16": 25, "dynamic": 20, "fp16": 30, "fp32": 31}),
-                   int8_diagnosis=_TFLITE_DIAGNOSIS),
+                   int8_diagnosis=_TFLITE_DIAGNOSIS, runtimes={"litert": "edgekit.runtimes.litert:LiteRT"},
+                   libraries={"litert": LITERT}, platform="tensorflow_lite", signature=_TFLITE_SIGNATURE),
         FormatSpec("edgetpu", 5, "litert", ".tflite", devices=("edgetpu",), inspector=_TFLITE_INSPECT, colour="#2ca02c",
                    compiled_from="tflite", sniff="edgekit.core.sniff:is_edgetpu_model",
-                   serve=serve_ranks(edgetpu={"int8": 0}), int8_diagnosis=_TFLITE_DIAGNOSIS),
+                   serve=serve_ranks(edgetpu={"int8": 0}), int8_diagnosis=_TFLITE_DIAGNOSIS,
+                   platform="tensorflow_lite_edgetpu", signature=_TFLITE_SIGNATURE),
         # OpenVINO IR: model.xml (the graph) + model.bin (the weights), published together. Served first on a CPU
         # where OpenVINO runs (x86): its int8 is the fastest there (docs/results/openvino.md)
         FormatSpec("openvino", 6, "openvino", ".xml", inspector="edgekit.inspect.openvino:describe", colour="#17becf",
                    sniff="edgekit.core.sniff:is_openvino_ir", companions=(".bin",),
-                   serve=serve_ranks(cpu={"int8": 5, "fp16": 28, "fp32": 29}), triton_backend="openvino"),
+                   serve=serve_ranks(cpu={"int8": 5, "fp16": 28, "fp32": 29}), triton_backend="openvino",
+                   runtimes={"openvino": "edgekit.runtimes.openvino:OpenVINO"}, libraries={"openvino": OPENVINO},
+                   source_layout=True),
     )
 }
+
+
+def libraries() -> dict[str, Vendor]:
+    """Every format's libraries by key (edgekit.core.border.find_vendor, edgekit.core._deps.require), read when
+    asked so a format registered later counts."""
+    return {key: lib for spec in FORMATS.values() for key, lib in spec.libraries.items()}
 
 
 def order(name: str) -> int:
@@ -137,4 +183,5 @@ def companions(path: str | Path) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
-__all__ = ["FORMATS", "FormatSpec", "Int8Diagnosis", "companions", "inspectable", "order", "serve_ranks", "sniffed"]
+__all__ = ["FORMATS", "FormatSpec", "Int8Diagnosis", "companions", "inspectable", "libraries", "order", "serve_ranks",
+           "sniffed"]

@@ -194,9 +194,12 @@ def _source_job(manifest: Manifest, manifest_path: Path, macs: int | None, wante
         job.skip = f"not available here: {why}"
         return job
     shape = manifest.source.input.shape if manifest.source.input else None
-    if not shape:  # the NCHW input of an ONNX artifact made from this source has the same shape
-        onnx_in = [a.inputs[0] for a in manifest.artifacts if a.format == "onnx" and a.inputs]
-        shape = onnx_in[0].shape if onnx_in else None
+    if not shape:  # an artifact whose format keeps the source's layout (an ONNX: NCHW) has its input's shape
+        from edgekit.core.formats import FORMATS
+
+        same = [a.inputs[0] for a in manifest.artifacts
+                if a.format in FORMATS and FORMATS[a.format].source_layout and a.inputs]
+        shape = same[0].shape if same else None
     if shape and kind != "torch-exported":
         job.options["input_shape"] = [1 if int(d) <= 0 else int(d) for d in shape]
     if manifest.options.get("factory"):  # what `edgekit convert --model` wrote (pipeline's ConvertOptions)
@@ -338,7 +341,7 @@ def _source_figures(manifest: Manifest) -> dict[str, float | None]:
 
 def _reference(rows: list[BenchRow]) -> Reference | None:
     """The row speed-ups are against: the measured source model, else the fp32 artifact on the CPU."""
-    from edgekit.core.formats import FORMATS
+    from edgekit.core.formats import FORMATS, order
 
     ok = [(r, r.p50_ms) for r in rows if r.status == "ok" and r.p50_ms]  # each measured row with its p50
     src = [(r, ms) for r, ms in ok
@@ -347,7 +350,7 @@ def _reference(rows: list[BenchRow]) -> Reference | None:
         r, ms = src[0]
         return Reference(kind="source model", label=f"{r.label} on {r.runtime}/{r.device}", p50_ms=ms)
     fp32 = sorted(((r, ms) for r, ms in ok if r.precision == "fp32" and r.device == "cpu"),
-                  key=lambda row: 0 if row[0].format == "onnx" else 1)
+                  key=lambda row: order(row[0].format))  # the table's first format (ONNX) where several
     if fp32:
         r, ms = fp32[0]
         return Reference(kind="fp32 artifact (the source model could not be measured here)",

@@ -1,7 +1,9 @@
 """Runtime backends, by name. Plain strings: listing them imports nothing heavy.
 
-Adding a runtime: a module here with a `Runtime` subclass, one line in RUNTIMES; the conformance
-suite (tests/runtimes/test_runtime_conformance.py) runs it through the same contract as the rest.
+A format's own runtime is in its record (edgekit.core.formats.FORMATS: `runtimes`, and `runtime`, its default);
+RUNTIMES holds the runtimes beyond those, a second runtime for a format that already has one: a module with a
+`Runtime` subclass and one line here. `runtime_names()` lists both; the conformance suite
+(tests/runtimes/test_runtime_conformance.py) runs each through the same contract as the rest.
 Runtime modules import their vendor library inside functions, so resolving a class is cheap.
 """
 
@@ -15,14 +17,18 @@ from edgekit.core.formats import FORMATS, sniffed
 from edgekit.core.registry import check_choice, resolve
 from edgekit.runtimes.base import Runtime
 
-RUNTIMES: dict[str, str] = {
-    "onnxruntime": "edgekit.runtimes.onnxruntime:OnnxRuntime",
-    "litert": "edgekit.runtimes.litert:LiteRT",
-    "torch": "edgekit.runtimes.torch:TorchRuntime",
-    "tf": "edgekit.runtimes.tf:TFRuntime",
-    "openvino": "edgekit.runtimes.openvino:OpenVINO",
-}
+RUNTIMES: dict[str, str] = {}  # name -> "module:Class": runtimes beyond the formats' own
 
+
+def runtime_table() -> dict[str, str]:
+    """Every runtime by name: the formats' own (their records, in table order), then RUNTIMES; read when asked, so
+    one registered later (a plugin, a test) counts."""
+    own = {name: cls for spec in FORMATS.values() for name, cls in spec.runtimes.items()}
+    return {**own, **RUNTIMES}
+
+
+def runtime_names() -> list[str]:
+    return list(runtime_table())
 
 
 def default_runtimes() -> dict[str, str]:
@@ -37,7 +43,7 @@ DEVICE_ALIASES = {"cuda": "gpu", "coral": "edgetpu"}
 
 
 def get_runtime(name: str) -> type[Runtime]:
-    return resolve(RUNTIMES, name, "runtime")
+    return resolve(runtime_table(), name, "runtime")
 
 
 def runtime_for_format(fmt: str) -> type[Runtime]:
@@ -49,7 +55,7 @@ def runtime_for_format(fmt: str) -> type[Runtime]:
 
 def runtimes_for_format(fmt: str) -> list[str]:
     """Names of every runtime that can load FMT artifacts, the default first."""
-    names = [n for n in RUNTIMES if fmt in get_runtime(n).formats]
+    names = [n for n in runtime_table() if fmt in get_runtime(n).formats]
     default = default_runtimes().get(fmt)
     return sorted(names, key=lambda n: n != default)
 
@@ -120,6 +126,7 @@ def open_runtime(path: str | Path, runtime: str | None = None, device: str = "cp
     return rt
 
 
-__all__ = ["RUNTIMES", "default_runtimes", "DEVICES", "Runtime", "detect_format", "get_runtime",
+__all__ = ["RUNTIMES", "default_runtimes", "runtime_names", "runtime_table", "DEVICES", "Runtime", "detect_format",
+           "get_runtime",
            "normalize_device", "open_runtime", "pick_runtime", "resolve_device", "runtime_for_format",
            "runtimes_for_format"]

@@ -20,15 +20,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from edgekit.core.artifact import TensorSpec
-from edgekit.core.border import VENDORS, all_text, vendor_errors
+from edgekit.core.border import all_text, find_vendor, vendor_errors
 from edgekit.core.errors import EdgekitError, NotAvailable, RuntimeFailure, UsageError
+from edgekit.core.vendor import Vendor
 
 
 class Runtime(ABC):
     """A backend that executes one loaded model."""
 
     name: ClassVar[str]
-    vendor: ClassVar[str]  # the edgekit.core.border.VENDORS key its library's exceptions are mapped under
+    vendor: ClassVar[str | Vendor]  # its library: the key of its format's record (find_vendor), or the Vendor
     formats: ClassVar[tuple[str, ...]]  # artifact formats it can load
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
     # Accelerators that `--device auto` picks, in order, when available (else the CPU). Only
@@ -49,7 +50,7 @@ class Runtime(ABC):
     @classmethod
     def label(cls) -> str:
         """The backend library's name as messages write it ("onnxruntime", "LiteRT", "PyTorch" ...)."""
-        return VENDORS[cls.vendor].label
+        return find_vendor(cls.vendor).label
 
     @classmethod
     def version(cls) -> str | None:

@@ -52,7 +52,7 @@ class ModelChoice:
     path: Path
     format: str
     precision: str | None
-    runtime: str  # a RUNTIMES key
+    runtime: str  # a runtime name (edgekit.runtimes.runtime_table)
     device: str  # the runtime device
     artifact: Artifact | None  # its manifest record, where there is a manifest
     preprocessing: Preprocessing | None
@@ -79,15 +79,19 @@ def _device_kind(device: str) -> tuple[str, int | None]:
     return profile.kind, profile.threads
 
 
+AUTO_KINDS = ("edgetpu", "gpu")  # the accelerators --device auto prefers over the CPU, in this order
+
+
 def _auto_kind(arts: list[Artifact]) -> str:
-    """For --device auto over a manifest: the Edge TPU, or a GPU, where an artifact for it exists and runs here."""
+    """For --device auto over a manifest: the first accelerator of AUTO_KINDS that some artifact's format is served
+    on (its record's serve ranks) and whose runtime finds here; else the CPU."""
+    from edgekit.core.formats import FORMATS
     from edgekit.runtimes import pick_runtime
 
-    formats = {a.format for a in arts}
-    if "edgetpu" in formats and pick_runtime("edgetpu").available("edgetpu")[0]:
-        return "edgetpu"
-    if "onnx" in formats and pick_runtime("onnx").available("gpu")[0]:
-        return "gpu"
+    formats = {a.format for a in arts if a.format in FORMATS}
+    for kind in AUTO_KINDS:
+        if any(kind in FORMATS[f].serve and pick_runtime(f).available(kind)[0] for f in sorted(formats)):
+            return kind
     return "cpu"
 
 

@@ -29,10 +29,17 @@ from edgekit.serve.names import renaming
 from edgekit.serve.pool import QueueFull, RuntimePool
 from edgekit.serve.tensors import WireTensor, wire_tensors
 
-PLATFORMS = {"onnx": "onnxruntime_onnx", "tflite": "tensorflow_lite", "edgetpu": "tensorflow_lite_edgetpu"}
 VERSION = "1"
 
 log = logging.getLogger(__name__)
+
+
+def platform(fmt: str) -> str:
+    """The KServe v2 / Triton platform name of a served FMT model: its record's, else the format's own name."""
+    from edgekit.core.formats import FORMATS
+
+    spec = FORMATS.get(fmt)
+    return spec.platform if spec and spec.platform else fmt
 
 
 @dataclass(frozen=True)
@@ -267,7 +274,7 @@ class ServedModel:
             own = {w.name: w.spec.name for w in self.outputs}
             params["detection_head"] = {**self.detector.head.to_dict(), "served_outputs": self.detector.outputs,
                                         "artifact_outputs": [own.get(o, o) for o in self.detector.outputs]}
-        return {"name": self.name, "versions": [VERSION], "platform": PLATFORMS.get(c.format, c.format),
+        return {"name": self.name, "versions": [VERSION], "platform": platform(c.format),
                 "inputs": [w.metadata() for w in self.inputs], "outputs": [w.metadata() for w in self.outputs],
                 "parameters": params}
 
@@ -279,10 +286,10 @@ class ServedModel:
         def tensors(wires: list[WireTensor]) -> list[dict[str, Any]]:
             return [{"name": w.name, "data_type": f"TYPE_{w.datatype}", "dims": list(w.shape)} for w in wires]
 
-        return {"name": self.name, "platform": PLATFORMS.get(self.choice.format, self.choice.format),
+        return {"name": self.name, "platform": platform(self.choice.format),
                 "max_batch_size": 0, "input": tensors(self.inputs), "output": tensors(self.outputs),
                 "instance_group": [{"count": self.config.workers, "kind": "KIND_CPU" if self.choice.device == "cpu"
                                     else "KIND_GPU" if self.choice.device == "gpu" else "KIND_MODEL"}]}
 
 
-__all__ = ["PLATFORMS", "VERSION", "Probed", "ServedModel", "first_that_runs", "probe"]
+__all__ = ["VERSION", "platform", "Probed", "ServedModel", "first_that_runs", "probe"]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from edgekit.core.precisions import IoDtype
+    from edgekit.core.vendor import Vendor
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,26 @@ class TargetSpec:
     # the --int8-recipe names its steps know, as "module:attr" naming a tuple (read only when a request is checked)
     int8_recipes: str | None = None
     # the distributions its steps and post-steps convert and quantize with: the manifest records their versions
-    # (tool_versions) for every run that asks for the target, beside edgekit.conversion.execute.TOOL_DISTS
+    # (tool_versions) for every run that asks for the target, beside edgekit.conversion.execute.TOOL_DISTS, its
+    # libraries' and its format's libraries'
     dists: tuple[str, ...] = ()
+    # the conversion libraries of its own (a converter no other target drives), by key: its steps pass the Vendor
+    # to vendor_errors and require; a missing one's install line names its extra; the manifest records its version
+    libraries: Mapping[str, Vendor] = field(default_factory=lambda: MappingProxyType({}))
+    # precision -> the lowest ONNX opset a source must have for it (raised at load: per-channel QDQ needs 13)
+    min_source_opset: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        for name in ("refused", "io_defaults", "libraries", "min_source_opset"):  # read-only, as frozen promises
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+
+    def all_dists(self) -> tuple[str, ...]:
+        """The distributions a run asking for this target records: its dists, its libraries', its format's."""
+        from edgekit.core.formats import FORMATS
+
+        fmt = FORMATS.get(self.format)
+        libs = [*self.libraries.values(), *(fmt.libraries.values() if fmt else ())]
+        return tuple(dict.fromkeys([*self.dists, *(d for lib in libs for d in lib.dists)]))
 
     def wanted(self, asked: list[str]) -> list[str]:
         """The precisions this target makes for a request of ASKED."""

@@ -12,4 +12,5 @@ TARGET = TargetSpec(
     steps=("onnx_quantize",),
     precisions=PRECISION_NAMES,
     int8_recipes="edgekit.quantize.onnx.search:NAMES",
+    min_source_opset={"int8": 13, "w8a16": 13},  # per-channel QDQ: an older ONNX source is raised to 13 at load
 )

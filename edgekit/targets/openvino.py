@@ -6,8 +6,9 @@ on the run's calibration samples (edgekit.quantize.openvino: its recipes, `--int
 them, and why each NNCF option is set). Every IR is validated against the source like every artifact, by the
 `openvino` runtime; the .xml and .bin are published together (FormatSpec.companions).
 
-This file and its table lines (TARGETS, FORMATS, RUNTIMES, VENDORS, _deps.KNOWN, pyproject's extra) are all a
-new format needs: the planner, serve's choice, bench, inspect and the conformance suite read the tables.
+This file, the runtime's and inspector's, its FORMATS record (runtime, library, serve ranks, platform), its TARGETS
+line and pyproject's extra are all a new format needs: the planner, serve's choice, bench, inspect, the manifest's
+tool versions and the conformance suite read the records.
 """
 
 from __future__ import annotations
@@ -81,5 +82,5 @@ TARGET = TargetSpec(
     steps=("edgekit.targets.openvino:OpenVinoConvert",),
     precisions=("fp32", "fp16", "int8"),
     int8_recipes="edgekit.quantize.openvino:RECIPES",
-    dists=("openvino", "nncf"),
+    dists=("nncf",),  # its format's library (openvino) is recorded from the format's record
 )

@@ -6,8 +6,8 @@ of this file changing, and an entry that yields no case fails.
   format's own runtime) -> serve (one `edgekit serve` process serving every artifact, asked by tritonclient).
 - SOURCES: every source reads a tiny CNN file of its kind (edgekit.testing.tiny_cnn) and converts it to a
   validated artifact.
-- RUNTIMES: every runtime loads every artifact format the targets make that it declares, and keeps the
-  runtime contract (tests/runtimes/test_runtime_conformance.py) on it.
+- runtimes (the formats' own and RUNTIMES): every runtime loads every artifact format the targets make that it
+  declares, and keeps the runtime contract (tests/runtimes/test_runtime_conformance.py) on it.
 
 The models are the tiny CNN (same weights in every form) converted by edgekit itself, so a new target's
 format is in the runtime cases the moment the target exists.
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from edgekit.core.formats import FORMATS
-from edgekit.runtimes import RUNTIMES, get_runtime
+from edgekit.runtimes import get_runtime, runtime_names
 from edgekit.sources import SOURCES
 from edgekit.targets import TARGETS, get_target
 from edgekit.testing import tiny_cnn
@@ -34,7 +34,7 @@ TARGET_CASES = [(t, p) for t in TARGETS for p in get_target(t).precisions]
 # (runtime, target, precision): each runtime on every artifact format a target makes that it declares it loads
 # (runtime, precision) -> why it refuses: a runtime that would compute an artifact wrongly must refuse it by name
 REFUSED = {("openvino", "w8a16"): "16-bit quantize/dequantize"}
-RUNTIME_CASES = [(rt, t, p) for rt in RUNTIMES for t, p in TARGET_CASES
+RUNTIME_CASES = [(rt, t, p) for rt in runtime_names() for t, p in TARGET_CASES
                  if get_target(t).format in get_runtime(rt).formats]
 
 
@@ -99,13 +99,13 @@ def test_every_registry_entry_yields_a_case() -> None:
     for target in TARGETS:
         assert [c for c in TARGET_CASES if c[0] == target], f"target {target} offers no precision"
     tiny_formats = {fmt for fmt, _, _ in tiny_cnn.KINDS.values()}
-    for rt in RUNTIMES:
+    for rt in runtime_names():
         formats = set(get_runtime(rt).formats)
         assert [c for c in RUNTIME_CASES if c[0] == rt] or formats & tiny_formats, (
             f"runtime {rt} loads {sorted(formats)}: no target makes them and edgekit.testing.tiny_cnn has none")
     for fmt, spec in FORMATS.items():
         if spec.runtime is not None:
-            assert spec.runtime in RUNTIMES, f"format {fmt} names runtime {spec.runtime}, which is not in RUNTIMES"
+            assert spec.runtime in runtime_names(), f"format {fmt} names runtime {spec.runtime}, which no record brings"
 
 
 @pytest.mark.parametrize(("target", "precision"), TARGET_CASES, ids=[f"{t}-{p}" for t, p in TARGET_CASES])

@@ -49,13 +49,13 @@ def test_every_module_attr_string_resolves(where: str, target: str) -> None:
 
 def test_every_registry_entry_resolves() -> None:
     from edgekit.core.registry import resolve
-    from edgekit.runtimes import RUNTIMES
+    from edgekit.runtimes import runtime_table
     from edgekit.sensors import SENSORS
     from edgekit.sources import SOURCES
     from edgekit.steps import STEPS
     from edgekit.targets import TARGETS
 
-    for table, what in ((STEPS, "step"), (SOURCES, "source"), (TARGETS, "target"), (RUNTIMES, "runtime"),
+    for table, what in ((STEPS, "step"), (SOURCES, "source"), (TARGETS, "target"), (runtime_table(), "runtime"),
                         (SENSORS, "sensor")):
         for name in table:
             assert resolve(table, name, what) is not None, (what, name)

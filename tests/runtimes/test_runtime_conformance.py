@@ -1,4 +1,5 @@
-"""One black-box contract for every entry of RUNTIMES, on every format it loads (as ExecuTorch's suite).
+"""One black-box contract for every runtime (the formats' own and RUNTIMES: edgekit.runtimes.runtime_names), on
+every format it loads (as ExecuTorch's suite).
 
 The same tiny CNN, with the same weights, exists in every format (edgekit.testing.tiny_cnn);
 a numpy forward pass is the ground truth. Each runtime must: load it and describe its tensors, give
@@ -17,11 +18,11 @@ import numpy as np
 import pytest
 
 from edgekit.core.errors import EdgekitError, NotAvailable, UsageError
-from edgekit.runtimes import RUNTIMES, get_runtime
+from edgekit.runtimes import RUNTIMES, get_runtime, runtime_names
 from edgekit.testing import tiny_cnn
 from edgekit.testing.runtime_contract import check_contract as contract
 
-CASES = [(rt, key, dev) for rt in RUNTIMES for key, (fmt, _, _) in tiny_cnn.KINDS.items()
+CASES = [(rt, key, dev) for rt in runtime_names() for key, (fmt, _, _) in tiny_cnn.KINDS.items()
          if fmt in get_runtime(rt).formats for dev in ("cpu", "gpu")]
 
 
@@ -65,7 +66,7 @@ def check_contract(rt: Any, key: str, device: str, samples: tuple[np.ndarray, np
     rt.close()
 
 
-ABSENT = [(rt, dev) for rt in RUNTIMES for dev in get_runtime(rt).devices if dev != "cpu"]
+ABSENT = [(rt, dev) for rt in runtime_names() for dev in get_runtime(rt).devices if dev != "cpu"]
 
 
 @pytest.mark.parametrize(("rt_name", "device"), ABSENT, ids=[f"{r}-{d}" for r, d in ABSENT])
@@ -93,7 +94,7 @@ CORRUPT = {"onnx": ("bad.onnx", b"\x08\x07garbage" * 10),
            "openvino": ("bad.xml", b'<?xml version="1.0"?>\n<net name="x" version="11"><layers><layer id="0" ')}
 
 
-@pytest.mark.parametrize("rt_name", list(RUNTIMES))
+@pytest.mark.parametrize("rt_name", runtime_names())
 def test_corrupt_file_is_an_edgekit_error(rt_name: str, tmp_path: Path) -> None:
     cls = get_runtime(rt_name)
     ok, why = cls.available("cpu")
@@ -113,7 +114,7 @@ def test_corrupt_file_is_an_edgekit_error(rt_name: str, tmp_path: Path) -> None:
 def test_registry_and_classes_agree() -> None:
     from edgekit.runtimes import default_runtimes
 
-    for name in RUNTIMES:
+    for name in runtime_names():
         cls = get_runtime(name)
         assert cls.name == name
         assert "cpu" in cls.devices and set(cls.auto_devices) <= set(cls.devices)
@@ -131,7 +132,7 @@ def test_a_runtime_from_one_file_keeps_the_contract(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setitem(RUNTIMES, "onnx-reference", "onnx_reference_runtime:OnnxReference")  # the one line
     check_contract(_load("onnx-reference", "onnx", "cpu", tiny_models), "onnx", "cpu", samples)
-    assert "onnx-reference" in [n for n in RUNTIMES if "onnx" in get_runtime(n).formats]
+    assert "onnx-reference" in [n for n in runtime_names() if "onnx" in get_runtime(n).formats]
     rc = main(["profile", str(tiny_models["models"]["onnx"]), "--runtime", "onnx-reference", "--json", "--runs", "3",
                "--min-seconds", "0", "--warmup", "1"])
     result = json.loads(capsys.readouterr().out)

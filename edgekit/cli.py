@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 import typer
 
 from edgekit._version import __version__
 from edgekit.commands import register_all
+from edgekit.commands.declared import command
 from edgekit.core.errors import EXIT_USAGE, EdgekitError, InternalError
+from edgekit.core.option_field import option
 
 app = typer.Typer(
     name="edgekit",
@@ -26,14 +29,19 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the libraries' own log lines (TensorFlow, "
-                                 "absl, LiteRT, onnx2tf), hidden by default; EDGEKIT_DEBUG=1 also shows tracebacks."),
-) -> None:
+@dataclass
+class RootOptions:
+    """The options `edgekit` itself takes, before a command."""
+
+    version: bool = option(False, "Print the version.", flags=("--version",), callback=_version, eager=True)
+    verbose: bool = option(False, "Show the libraries' own log lines (TensorFlow, absl, LiteRT, onnx2tf), hidden by "
+                           "default; EDGEKIT_DEBUG=1 also shows tracebacks.", flags=("--verbose", "-v"))
+
+
+@command(app.callback, RootOptions)
+def _root(o: RootOptions) -> None:
     """Convert, inspect, profile and gate CNNs for CPU, GPU, Coral Edge TPU and Cloud TPU."""
-    if verbose:
+    if o.verbose:
         import os
 
         from edgekit.core.vendorlog import release_vendor_logs

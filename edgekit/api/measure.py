@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgekit.api.options import BENCH as B
+from edgekit.api.options import PROFILE as P
 from edgekit.api.progress import reporter
 from edgekit.core.handles import artifact_file, run_manifest
 
@@ -54,11 +56,13 @@ def _names(value: str | list[str] | None) -> list[str] | None:
     return parse_names(value) if isinstance(value, str) else list(value) if value else None
 
 
-def profile(artifact: str | Path | Any, device: str = "auto", *, runtime: str | None = None, runs: int = 100,
-            min_seconds: float = 1.0, warmup: int = 10, batch: int = 1, threads: int | None = None,
-            input: str | None = None, raw_io: bool = False, idle_baseline: bool = False,  # noqa: A002
-            idle_seconds: float = 2.0, sensors: str | list[str] | None = None, estimate_power: bool = False,
-            macs: int | None = None, options: dict[str, Any] | None = None, output: str | Path | None = None,
+# The keywords that are `edgekit profile`'s and `edgekit bench`'s options default to their declarations (P, B).
+def profile(artifact: str | Path | Any, device: str = P.device, *, runtime: str | None = P.runtime, runs: int = P.runs,
+            min_seconds: float = P.min_seconds, warmup: int = P.warmup, batch: int = P.batch,
+            threads: int | None = P.threads, input: str | None = P.input, raw_io: bool = P.raw_io,  # noqa: A002
+            idle_baseline: bool = P.idle_baseline, idle_seconds: float = P.idle_seconds,
+            sensors: str | list[str] | None = P.sensors, estimate_power: bool = P.estimate_power,
+            macs: int | None = P.macs, options: dict[str, Any] | None = P.options, output: str | Path | None = P.output,
             quiet: bool = False, remote: str | Remote | None = None) -> ProfileResult:
     """Measure one artifact on DEVICE: `edgekit profile` (latency percentiles, throughput, memory, compute, power).
 
@@ -117,11 +121,12 @@ def fastest_measured(path: Path) -> tuple[str, str, str] | None:
     return fastest_for(path, sha256_path(path))  # the digest the manifest and bench record (companions included)
 
 
-def bench(target: str | Path | Any, *, runtimes: str | list[str] | None = None,
-          devices: str | list[str] | None = None, out: str | Path | None = None, runs: int = 50,
-          min_seconds: float = 0.5, warmup: int = 5, batch: int = 1, threads: int | None = None,
-          include_source: bool = True, in_process: bool = False, quiet: bool = False,
-          remote: str | Remote | Sequence[str | Remote] | None = None, local: bool = True) -> BenchReport:
+def bench(target: str | Path | Any, *, runtimes: str | list[str] | None = B.runtimes,
+          devices: str | list[str] | None = B.devices, out: str | Path | None = B.out, runs: int = B.runs,
+          min_seconds: float = B.min_seconds, warmup: int = B.warmup, batch: int = B.batch,
+          threads: int | None = B.threads, include_source: bool = not B.no_source, in_process: bool = B.in_process,
+          quiet: bool = False, remote: str | Remote | Sequence[str | Remote] | None = None,
+          local: bool = not B.no_local) -> BenchReport:
     """Profile every artifact of a conversion run on every runtime and device here: `edgekit bench`.
 
     TARGET: the run's folder, its manifest.json, or the Conversion. RUNTIMES / DEVICES keep only those (a

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
+
+from edgekit.commands.declared import argument, command
+from edgekit.core import flags
+from edgekit.core.option_field import option
 
 HELP = """Check a conversion's output folder (manifest.json, bench/bench.json) against a baseline and budgets:
 size, fidelity (a detector's box recall, precision and mAP50 too), Edge TPU coverage, compute, new
@@ -22,26 +27,32 @@ Exit codes: 0 every budget holds (warnings allowed); 7 a budget is broken; 2 bad
 malformed file, unknown budget key)."""
 
 
+@dataclass
+class CheckOptions:
+    """Every option of `edgekit check`, in the order its --help shows them."""
+
+    baseline: str | None = option(None, "Baseline JSON, output folder, or git:REV:PATH.", flags=("--baseline", "-b"))
+    budget: Path | None = option(None, "Budget TOML file, or a pyproject.toml.", flags=("--budget",))
+    fmt: str = option("text", "text, json, github, junit or markdown.", flags=("--format", "-f"))
+    output: Path | None = flags.OUTPUT(help="Write the report (in --format) to this file instead of stdout; the "
+                                       "verdict line goes to stderr.")
+    update: bool = option(False, "Write CURRENT's facts to the --baseline file (to commit) instead of checking.",
+                          flags=("--update-baseline",))
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("check", help=HELP)
-    def check_cmd(
-        current: Path = typer.Argument(..., help="Output folder of `edgekit convert`, or its manifest.json."),
-        baseline: str | None = typer.Option(None, "--baseline", "-b", help="Baseline JSON, output folder, or "
-                                            "git:REV:PATH."),
-        budget: Path | None = typer.Option(None, "--budget", help="Budget TOML file, or a pyproject.toml."),
-        fmt: str = typer.Option("text", "--format", "-f", help="text, json, github, junit or markdown."),
-        output: Path | None = typer.Option(None, "--output", "-o", help="Write the report (in --format) to this "
-                                           "file instead of stdout; the verdict line goes to stderr."),
-        update: bool = typer.Option(False, "--update-baseline", help="Write CURRENT's facts to the --baseline "
-                                    "file (to commit) instead of checking."),
-    ) -> int:
+    current = argument("current", Path, "Output folder of `edgekit convert`, or its manifest.json.")
+
+    @command(app.command, CheckOptions, current, name="check", help=HELP)
+    def check_cmd(o: CheckOptions, current: Path) -> int:
         from edgekit.check import FORMATS, check, format_report, update_baseline
         from edgekit.core.console import err, out
         from edgekit.core.errors import UsageError
         from edgekit.core.registry import check_choice
 
-        fmt = check_choice(fmt, FORMATS, "--format")
-        if update:
+        baseline, output = o.baseline, o.output
+        fmt = check_choice(o.fmt, FORMATS, "--format")
+        if o.update:
             if not baseline:
                 raise UsageError("--update-baseline needs --baseline FILE: the baseline file to write.",
                                  hint="e.g. edgekit check OUT --baseline models/edgekit-baseline.json "
@@ -50,7 +61,7 @@ def register(app: typer.Typer) -> None:
             err.print(f"wrote baseline {path} ({n} artifacts): commit it so pull requests are checked against it",
                       highlight=False)
             return 0
-        report = check(current, baseline, budget)  # edgekit.check(), the Python API's
+        report = check(current, baseline, o.budget)  # edgekit.check(), the Python API's
         if output is None and fmt == "text":
             from edgekit.check.render import text as print_table
 

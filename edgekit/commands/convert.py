@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
+from edgekit.core import flags
 from edgekit.core.errors import EXIT_NOT_COMPILED, EXIT_PARTIAL
 
 if TYPE_CHECKING:
@@ -34,10 +36,17 @@ def _help() -> str:
     return f"{HELP}\n\n\b\nTargets:\n{targets}\n\n\b\nPrecisions:\n{precisions}"
 
 
+@dataclass
+class ShowOptions:
+    """convert's options that are the command's, not the conversion's (those are ConvertOptions')."""
+
+    json_out: bool = flags.JSON(help="Print the manifest JSON on stdout instead of the table.")
+
+
 def register(app: typer.Typer) -> None:
     """`edgekit convert`, its options generated from their declarations (edgekit.conversion.options for the common
     ones, each target's file for its own): a flag, its help and its API keyword are written once."""
-    from edgekit.commands.declared import option_values, parameter, with_signature
+    from edgekit.commands.declared import option_values, parameter, parameters, with_signature
     from edgekit.conversion.options import OPTIONS, TARGET_OPTIONS
     from edgekit.core.option_field import declared
 
@@ -46,9 +55,7 @@ def register(app: typer.Typer) -> None:
     source = inspect.Parameter("source", inspect.Parameter.KEYWORD_ONLY, annotation=Path | None, default=typer.Argument(
         None, help="Model: .pt2, TorchScript .pt, state_dict .pt (+ --model), .onnx, .keras, .h5 or a SavedModel "
         "folder; leave out to build the model with --model alone."))
-    json_out = inspect.Parameter("json_out", inspect.Parameter.KEYWORD_ONLY, annotation=bool, default=typer.Option(
-        False, "--json", help="Print the manifest JSON on stdout instead of the table."))
-    params = [source, *(parameter(d) for d in flagged if d.name not in own), json_out,
+    params = [source, *(parameter(d) for d in flagged if d.name not in own), *parameters(ShowOptions),
               *(parameter(d) for d in flagged if d.name in own)]
 
     def convert_cmd(**values: Any) -> int:
@@ -81,7 +88,7 @@ def register(app: typer.Typer) -> None:
             return EXIT_NOT_COMPILED
         return 0
 
-    app.command("convert", help=_help())(with_signature(convert_cmd, params))
+    app.command("convert", help=_help())(with_signature(convert_cmd, params, [*flagged, *declared(ShowOptions)]))
 
     def _show(result: ConvertResult, json_out: bool) -> None:
         from edgekit.core.console import out as console_out

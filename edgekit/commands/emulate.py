@@ -2,11 +2,59 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
-ROOT_HELP = "The userland's folder (default: $EDGEKIT_ARM64_ROOT, else ~/.cache/edgekit/arm64/<suite>)."
+from edgekit.commands.declared import argument, command, context
+from edgekit.core import flags
+from edgekit.core.option_field import flag, option
+from edgekit.emulate.userland import DEFAULT_SUITE, MIRROR
+
+# the flags every emulate subcommand, or two of them, take
+ROOT = flag(None, "The userland's folder (default: $EDGEKIT_ARM64_ROOT, else ~/.cache/edgekit/arm64/<suite>).",
+            flags=("--root",))
+ON = flag("pi3,pi4,pi5", "Comma list of cores: pi3, pi4, pi5 or devices with [cpu].", flags=("--on",))
+
+
+@dataclass
+class SetupOptions:
+    """`edgekit emulate setup`'s options."""
+
+    root: Path | None = ROOT()
+    suite: str = option(DEFAULT_SUITE, "Debian suite of the userland (its python3).", flags=("--suite",))
+    mirror: str = option(MIRROR, "Debian archive to fetch from.", flags=("--mirror",))
+    force: bool = flags.FORCE(help="Build it again even where one is there.")
+
+
+@dataclass
+class StatusOptions:
+    """`edgekit emulate status`'s options."""
+
+    root: Path | None = ROOT()
+    as_json: bool = flags.JSON(help="Print the status as JSON.")
+
+
+@dataclass
+class CompatOptions:
+    """`edgekit emulate check`'s options (the compatibility table)."""
+
+    on: str = ON()
+    inputs: str | None = flags.INPUT(help="Inputs: 'mnist', an image folder or .npy/.npz (default: uniform random in "
+                                     "[0, 1)).")
+    samples: int = option(8, "Inputs per artifact.", flags=("--samples",), min=1)
+    # a file to write, unlike every other command's --json (a switch that prints on stdout); documented as is
+    json_file: Path | None = option(None, "Write the rows as JSON to this file.", flags=("--json",))
+    root: Path | None = ROOT()
+
+
+@dataclass
+class RunOptions:
+    """`edgekit emulate run`'s options (what follows them is the command to run)."""
+
+    on: str = ON(..., help="The core: pi3, pi4, pi5 or a device with a [cpu] table.")
+    root: Path | None = ROOT()
 
 
 def register(app: typer.Typer) -> None:
@@ -14,20 +62,15 @@ def register(app: typer.Typer) -> None:
                         no_args_is_help=True, rich_markup_mode=None)
     app.add_typer(group, name="emulate")
 
-    @group.command("setup")
-    def setup_cmd(
-        root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
-        suite: str = typer.Option("bookworm", "--suite", help="Debian suite of the userland (its python3)."),
-        mirror: str = typer.Option("http://deb.debian.org/debian", "--mirror", help="Debian archive to fetch from."),
-        force: bool = typer.Option(False, "--force", help="Build it again even where one is there."),
-    ) -> None:
+    @command(group.command, SetupOptions, name="setup")
+    def setup_cmd(o: SetupOptions) -> None:
         """Build the arm64 userland (about 30 s; root, debootstrap and Debian's archive): Debian's arm64 python3
         and the aarch64 wheels edgekit[serve] installs on a Pi."""
         from edgekit.core.console import err
         from edgekit.emulate.launch import binfmt_problem, enable_binfmt
         from edgekit.emulate.userland import build
 
-        land = build(root, suite=suite, mirror=mirror, force=force, progress=lambda s: err.print(f"> {s}"))
+        land = build(o.root, suite=o.suite, mirror=o.mirror, force=o.force, progress=lambda s: err.print(f"> {s}"))
         enable_binfmt()
         problem = binfmt_problem()
         typer.echo(f"arm64 userland: {land.root} (python {land.python}, " + ", ".join(
@@ -36,22 +79,19 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"not runnable yet: {problem}", err=True)
             raise typer.Exit(2)
 
-    @group.command("status")
-    def status_cmd(
-        root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
-        as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
-    ) -> None:
+    @command(group.command, StatusOptions, name="status")
+    def status_cmd(o: StatusOptions) -> None:
         """Whether emulated runs can start here: the userland, binfmt_misc, and the cores that can be emulated."""
         from edgekit.emulate.cpus import emulable, emulated_cpu
         from edgekit.emulate.launch import binfmt_problem
         from edgekit.emulate.userland import default_root, find
 
-        land = find(root)
-        where, problem = str(root or default_root()), binfmt_problem()
+        land = find(o.root)
+        where, problem = str(o.root or default_root()), binfmt_problem()
         cpus = [emulated_cpu(n) for n in emulable()]
         status = {"userland": land.to_dict() if land else None, "root": where, "binfmt_problem": problem,
                   "cpus": [c.to_dict() for c in cpus]}
-        if as_json:
+        if o.as_json:
             from edgekit.core.console import print_json
 
             print_json(status)
@@ -64,16 +104,10 @@ def register(app: typer.Typer) -> None:
         if land is None or problem:
             raise typer.Exit(2)
 
-    @group.command("check")
-    def check_cmd(
-        folders: list[Path] = typer.Argument(..., help="Conversion folders (or their manifest.json)."),
-        on: str = typer.Option("pi3,pi4,pi5", "--on", help="Comma list of cores: pi3, pi4, pi5 or devices with [cpu]."),
-        inputs: str | None = typer.Option(None, "--input", help="Inputs: 'mnist', an image folder or .npy/.npz "
-                                          "(default: uniform random in [0, 1))."),
-        samples: int = typer.Option(8, "--samples", min=1, help="Inputs per artifact."),
-        as_json: Path | None = typer.Option(None, "--json", help="Write the rows as JSON to this file."),
-        root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
-    ) -> None:
+    folders = argument("folders", list[Path], "Conversion folders (or their manifest.json).")
+
+    @command(group.command, CompatOptions, folders, name="check")
+    def check_cmd(o: CompatOptions, folders: list[Path]) -> None:
         """The compatibility table: every artifact on each emulated core, against this host's run of the same file
         (runs and agrees / differs / SIGILL with the instruction / other crash). Exit 1 where a row is not 'agrees'."""
         from edgekit.core.console import err
@@ -82,28 +116,25 @@ def register(app: typer.Typer) -> None:
         from edgekit.emulate.launch import Emulator
         from edgekit.emulate.userland import require
 
-        cpus = emulated_cpus([n for n in on.split(",") if n.strip()])
-        land = require(root)
+        cpus = emulated_cpus([n for n in o.on.split(",") if n.strip()])
+        land = require(o.root)
         Emulator(cpus[0], land).check()
-        rows = check(folders, cpus, inputs=inputs, samples=samples, progress=lambda s: err.print(f"> {s}"),
+        rows = check(folders, cpus, inputs=o.inputs, samples=o.samples, progress=lambda s: err.print(f"> {s}"),
                      land=land)
         typer.echo(markdown(rows))
-        if as_json is not None:
+        if o.json_file is not None:
             from edgekit.core.fsutil import atomic_write_json
 
-            atomic_write_json(as_json, {"userland": land.to_dict(), "rows": [r.to_dict() for r in rows]})
+            atomic_write_json(o.json_file, {"userland": land.to_dict(), "rows": [r.to_dict() for r in rows]})
         raise typer.Exit(0 if all(r.status == "agrees" for r in rows) else 1)
 
-    @group.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-    def run_cmd(
-        ctx: typer.Context,
-        on: str = typer.Option(..., "--on", help="The core: pi3, pi4, pi5 or a device with a [cpu] table."),
-        root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
-    ) -> None:
+    @command(group.command, RunOptions, context(), name="run",
+             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+    def run_cmd(o: RunOptions, ctx: typer.Context) -> None:
         """Run `edgekit ARGS...` on the emulated core, e.g. `edgekit emulate run --on pi4 profile m.tflite`.
 
         The current folder and the folders of the paths among ARGS are visible inside at their own paths.
         Timings under emulation are the emulator's, never a device's."""
         from edgekit.emulate.run import run_edgekit
 
-        raise typer.Exit(run_edgekit(on, list(ctx.args), root))
+        raise typer.Exit(run_edgekit(o.on, list(ctx.args), o.root))

@@ -2,31 +2,36 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
+from edgekit.commands.declared import argument, command
+from edgekit.core import flags
+from edgekit.core.option_field import option
+
+
+@dataclass
+class InspectOptions:
+    """Every option of `edgekit inspect`."""
+
+    as_json: bool = flags.JSON(help="Print the report as JSON on stdout (nothing else).")
+    min_runtime: int | None = option(None, "Edge TPU runtime version to pre-flight against (default 14, as "
+                                     "edgetpu_compiler 16).", flags=("--edgetpu-min-runtime",), min=10)
+
 
 def register(app: typer.Typer) -> None:
-    @app.command("inspect")
-    def inspect_cmd(
-        artifact: Path = typer.Argument(..., help="A .tflite or .onnx file."),
-        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (nothing else)."),
-        min_runtime: int = typer.Option(
-            None,
-            "--edgetpu-min-runtime",
-            min=10,
-            help="Edge TPU runtime version to pre-flight against (default 14, as edgetpu_compiler 16).",
-        ),
-    ) -> None:
+    @command(app.command, InspectOptions, argument("artifact", Path, "A .tflite or .onnx file."), name="inspect")
+    def inspect_cmd(o: InspectOptions, artifact: Path) -> None:
         """Show a model's operators, shapes, MACs and parameters; for .tflite, what the Edge TPU would run.
 
         Runs without TensorFlow: a device install (edgekit[runtime]) is enough.
         """
         from edgekit.inspect import inspect  # edgekit.inspect(), the Python API's
 
-        report = inspect(artifact, min_runtime=min_runtime)
-        if as_json:
+        report = inspect(artifact, min_runtime=o.min_runtime)
+        if o.as_json:
             from edgekit.core.console import print_json
 
             print_json(report.to_dict())

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
+
+from edgekit.commands.declared import argument, command
+from edgekit.core import flags
+from edgekit.core.option_field import option
+from edgekit.serve.config import ServeConfig
 
 HELP = """Serve artifacts over HTTP with the KServe v2 (Open Inference Protocol) REST API: health, metadata,
 /infer with JSON tensors or the binary tensor data extension (tritonclient works as is), /classify for a
@@ -22,51 +29,51 @@ model's tensor names, and takes the artifact's own names too: one client works a
 `edgekit bench` measured the folder on this machine, the fastest row that passed validation is served (--bench)."""
 
 
+C = ServeConfig  # what the server runs on: the options read their defaults from it
+
+
+@dataclass
+class ServeOptions:
+    """Every option of `edgekit serve`, in the order its --help shows them."""
+
+    host: str = option(C.host, "Address to bind; not loopback: needs --allow-remote.")
+    port: int = option(C.port, "Port (0: a free one, printed on start).")
+    device: str = flags.DEVICE(C.device, help="auto|cpu|gpu|edgetpu, a device name or a .toml.")
+    precision: str | None = option(C.precision, "From a folder: serve this precision (fp32, fp16, dynamic, int8).")
+    runtime: str | None = flags.RUNTIME(C.runtime, help="onnxruntime or litert (default: the format's).")
+    threads: int | None = flags.THREADS(C.threads, help="Threads per runtime instance.")
+    workers: int = option(C.workers, "Runtime instances per model, each on its own thread.")
+    max_batch: int = flags.MAX_BATCH(C.max_batch, help="Dynamic batching: run up to N queued requests together "
+                                     "(models with a dynamic batch only).")
+    batch_timeout_ms: float = option(C.batch_timeout_ms, "How long a worker waits to fill a batch.")
+    max_queue: int = option(C.max_queue, "Requests waiting per model; beyond: 503 with Retry-After.")
+    max_body_mb: float = option(C.max_body_mb, "Largest request body; beyond: 413 before it is read.")
+    max_image_mpix: float = option(C.max_image_mpix, "Largest decoded picture for /classify, in megapixels.")
+    timeout_s: float = option(C.timeout_s, "A request without a result after this gets 504.")
+    drain_s: float = option(C.drain_s, "On SIGTERM/SIGINT: time given to requests in flight.")
+    token_file: Path | None = option(None, "File holding the bearer token (else EDGEKIT_TOKEN).")
+    allow_remote: bool = option(C.allow_remote, "Allow binding a non-loopback address (needs a token).")
+    labels: Path | None = option(C.labels, "Class names, one a line, for /classify and /detect.")
+    top_k: int = option(C.top_k, "Classes /classify returns by default (?top_k=N).")
+    options: dict[str, object] | None = flags.RUNTIME_OPTION()
+    log_level: str = option(C.log_level, "debug|info|warning|error: the server's log on stderr (a line per failed "
+                            "request, the traceback of a 500; debug adds uvicorn's access log).")
+    bench: str = option(C.bench, "A bench.json measured on this machine: from a folder, serve the fastest row that "
+                        "passed validation (auto: FOLDER/bench/bench.json where `edgekit bench` wrote one; off: the "
+                        "format table's ranks).")
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("serve", help=HELP)
-    def serve_cmd(
-        paths: list[Path] = typer.Argument(..., help="Artifacts or conversion output folders."),
-        host: str = typer.Option("127.0.0.1", help="Address to bind; not loopback: needs --allow-remote."),
-        port: int = typer.Option(8000, help="Port (0: a free one, printed on start)."),
-        device: str = typer.Option("auto", "--device", "-d", help="auto|cpu|gpu|edgetpu, a device name or a .toml."),
-        precision: str | None = typer.Option(None, help="From a folder: serve this precision (fp32, fp16, dynamic, "
-                                             "int8)."),
-        runtime: str | None = typer.Option(None, "--runtime", "-r", help="onnxruntime or litert (default: the "
-                                           "format's)."),
-        threads: int | None = typer.Option(None, help="Threads per runtime instance."),
-        workers: int = typer.Option(1, help="Runtime instances per model, each on its own thread."),
-        max_batch: int = typer.Option(1, help="Dynamic batching: run up to N queued requests together (models "
-                                      "with a dynamic batch only)."),
-        batch_timeout_ms: float = typer.Option(2.0, help="How long a worker waits to fill a batch."),
-        max_queue: int = typer.Option(32, help="Requests waiting per model; beyond: 503 with Retry-After."),
-        max_body_mb: float = typer.Option(16.0, help="Largest request body; beyond: 413 before it is read."),
-        max_image_mpix: float = typer.Option(24.0, help="Largest decoded picture for /classify, in megapixels."),
-        timeout_s: float = typer.Option(30.0, help="A request without a result after this gets 504."),
-        drain_s: float = typer.Option(10.0, help="On SIGTERM/SIGINT: time given to requests in flight."),
-        token_file: Path | None = typer.Option(None, help="File holding the bearer token (else EDGEKIT_TOKEN)."),
-        allow_remote: bool = typer.Option(False, help="Allow binding a non-loopback address (needs a token)."),
-        labels: Path | None = typer.Option(None, help="Class names, one a line, for /classify and /detect."),
-        top_k: int = typer.Option(5, help="Classes /classify returns by default (?top_k=N)."),
-        option: list[str] | None = typer.Option(None, "--option", "-O", help="Runtime option KEY=VALUE (repeat), "
-                                                "as for `edgekit profile`."),
-        log_level: str = typer.Option("info", help="debug|info|warning|error: the server's log on stderr (a line "
-                                      "per failed request, the traceback of a 500; debug adds uvicorn's access "
-                                      "log)."),
-        bench: str = typer.Option("auto", help="A bench.json measured on this machine: from a folder, serve the "
-                                  "fastest row that passed validation (auto: FOLDER/bench/bench.json where `edgekit "
-                                  "bench` wrote one; off: the format table's ranks)."),
-    ) -> None:
-        from edgekit.commands.profile import parse_options
-        from edgekit.serve.config import ServeConfig, read_token
+    paths = argument("paths", list[Path], "Artifacts or conversion output folders.")
+
+    @command(app.command, ServeOptions, paths, name="serve", help=HELP)
+    def serve_cmd(o: ServeOptions, paths: list[Path]) -> None:
+        from edgekit.serve.config import read_token
         from edgekit.serve.logs import check_level
         from edgekit.serve.server import serve
 
-        config = ServeConfig(
-            paths=tuple(paths), host=host, port=port, device=device, precision=precision, runtime=runtime,
-            threads=threads, workers=workers, max_batch=max_batch, batch_timeout_ms=batch_timeout_ms,
-            max_queue=max_queue, max_body_mb=max_body_mb, max_image_mpix=max_image_mpix, timeout_s=timeout_s,
-            drain_s=drain_s, token=read_token(token_file, os.environ.get("EDGEKIT_TOKEN")),
-            allow_remote=allow_remote, labels=labels, top_k=top_k, options=parse_options(option),
-            log_level=check_level(log_level), bench=bench,
-        )
+        given = dataclasses.asdict(o)
+        token_file, options = given.pop("token_file"), given.pop("options")
+        config = ServeConfig(paths=tuple(paths), token=read_token(token_file, os.environ.get("EDGEKIT_TOKEN")),
+                             options=dict(options or {}), **{**given, "log_level": check_level(o.log_level)})
         raise typer.Exit(serve(config))

@@ -1,0 +1,54 @@
+"""The flags several commands take, each declared once (edgekit.core.option_field.Flag).
+
+`-d` is --device, `-r` --runtime and `-O` --option on every command that has them, and a flag's help
+is written here once; a command gives its own default or help only where the flag means something
+else there (bench's --device keeps only some devices; its --runs count per row). Where a record below
+the CLI holds the default (MeasureSettings' runs, ServeConfig's threads), the flag has none of its own
+(EACH) and each command reads it from that record. The remote ones are in edgekit.remote.options;
+`edgekit convert`'s own in edgekit.conversion.options.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgekit.core.errors import UsageError
+from edgekit.core.option_field import EACH, flag
+
+
+def runtime_options(items: list[str] | None, flag: str = "--option") -> dict[str, Any]:
+    """--option KEY=VALUE pairs for the runtime; true/false/ints become Python values."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{flag} '{item}' is not KEY=VALUE.", hint=f"For example: {flag} xnnpack=false")
+        v: Any = value.strip()
+        if v.lower() in ("true", "false"):
+            v = v.lower() == "true"
+        elif v.lstrip("-").isdigit():
+            v = int(v)
+        out[key.strip()] = v
+    return out
+
+
+DEVICE = flag("auto", "auto|cpu|gpu|edgetpu|tpu, a device name or a .toml file.", flags=("--device", "-d"))
+RUNTIME = flag(None, "onnxruntime, litert, torch or tf (default: the format's).", flags=("--runtime", "-r"))
+THREADS = flag(None, "Runtime threads (default: the runtime's or device's).", flags=("--threads",))
+RUNS = flag(EACH, "Minimum number of timed runs.", flags=("--runs",))
+MIN_SECONDS = flag(EACH, "Minimum duration of the timed runs, in seconds.", flags=("--min-seconds",))
+WARMUP = flag(EACH, "Untimed runs before timing.", flags=("--warmup",))
+BATCH = flag(EACH, "Batch size (where the artifact's batch is dynamic or equal).", flags=("--batch",))
+MAX_BATCH = flag(EACH, "The largest batch run at once, for models with a dynamic batch.", flags=("--max-batch",))
+INPUT = flag(None, "Real inputs: 'mnist', an image folder, a .npy/.npz (default: random data of the right dtype and "
+             "range).", flags=("--input",))
+RUNTIME_OPTION = flag(None, "Runtime option KEY=VALUE (repeat): graph_optimization=basic, kernels=auto|xnnpack|builtin "
+                      "(LiteRT), xnnpack=false, api=compiled, edgetpu_device=usb:0, signature=NAME, tpu=NAME, "
+                      "fp16=true.", flags=("--option", "-O"), cli_type=list[str] | None, multiple=True,
+                      parse=runtime_options)
+JSON = flag(False, "Print the result as JSON alone on stdout.", flags=("--json",))
+OUTPUT = flag(None, "Also write the JSON to this file.", flags=("--output", "-o"))
+FORCE = flag(False, "Replace what an earlier run wrote.", flags=("--force/--no-force",))
+
+__all__ = ["BATCH", "DEVICE", "FORCE", "INPUT", "JSON", "MAX_BATCH", "MIN_SECONDS", "OUTPUT", "RUNS", "RUNTIME",
+           "RUNTIME_OPTION", "THREADS", "WARMUP", "runtime_options"]

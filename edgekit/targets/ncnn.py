@@ -1,12 +1,14 @@
 """The ncnn target: `<stem>.<precision>.ncnn.param` + its `.ncnn.bin`, for ncnn on Arm CPUs (a Pi) and Vulkan GPUs.
 
-Made by pnnx from the ONNX the pipeline already makes (a PyTorch source's torch.onnx export, an ONNX source as it
-is, a Keras model's export): one route for every source, where pnnx's other input, TorchScript, would need a
-torch.jit.trace of the source that a .pt2 or a Keras model does not give. pnnx runs as its own binary in a scratch
-folder (it writes its intermediates beside its input and in its working folder; a crash there is a failed
-artifact, never edgekit's); its output is checked (both files written, one blob in0.. per model input and
-out0.. per output) and its blobs are renamed after the source's tensors, with each input's shape written into its
-Input layer (edgekit.ncnn.param), so the artifact says what it takes.
+Made by pnnx, which reads TorchScript (its own frontend) or ONNX. A PyTorch source is traced to TorchScript first
+(torch.jit.trace of the .pt2's module, on the source's input shapes); where that trace, or pnnx on it, fails, pnnx
+reads the ONNX the pipeline already made, which is the only route for ONNX and Keras sources. The trace comes first
+because the dynamo ONNX of a MobileNetV2 holds a Gather (a flatten's as_strided) that pnnx leaves unconverted, and
+ncnn then refuses the whole file. pnnx runs as its own binary in a scratch folder (it writes its intermediates
+beside its input and in its working folder; a crash there is a failed artifact, never edgekit's); its output is
+checked (both files written, one blob in0.. per model input and out0.. per output, every layer one ncnn has) and
+its blobs are renamed after the source's tensors, with each input's shape written into its Input layer
+(edgekit.ncnn.param), so the artifact says what it takes.
 
 fp32: pnnx fp16=0 (weights stored in fp32); fp16: pnnx fp16=1 (weights stored in fp16; the runtime runs it with
 ncnn's fp16 defaults: fp16 arithmetic where the CPU has it, edgekit.runtimes.ncnn). int8 is refused at plan time:
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -77,28 +80,76 @@ class PnnxConvert(Step):
         return [f"{base}.param", f"{base}.bin"]
 
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
-        from edgekit.core._deps import require
+        """pnnx on each route in turn (the source's TorchScript trace, then the ONNX): the first ncnn model that
+        comes out whole is the artifact; where none does, every route's failure is named."""
         from edgekit.core.errors import ConversionError
 
         precision = self.params.precision
         assert inp.path is not None
-        pnnx = require("pnnx", extra="convert", purpose="convert models to ncnn")
         inputs, outputs = onnx_io(inp.path)
         scratch = ctx.work / f"pnnx-{precision}"
-        scratch.mkdir(parents=True, exist_ok=True)
-        onnx_copy = scratch / "model.onnx"
-        shutil.copyfile(inp.path, onnx_copy)
-        for extra in inp.path.parent.glob(inp.path.name + ".*"):  # external data (model.onnx.data) travels with it
-            shutil.copyfile(extra, scratch / extra.name)
-        raw_param, raw_bin = scratch / "model.ncnn.param", scratch / "model.ncnn.bin"
-        argv = [str(pnnx.EXEC_PATH), onnx_copy.name, f"inputshape={shape_arg(inputs)}",
+        failures: list[tuple[str, ConversionError]] = []
+        for route, make in self._routes(inp, ctx, inputs):
+            folder = scratch / route
+            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                text, raw_bin = self._pnnx(make(folder), inputs, outputs, precision, ctx)
+            except ConversionError as exc:
+                failures.append((route, exc))
+                ctx.log(f"pnnx from {route} failed: {exc.message}")
+                continue
+            if failures:
+                ctx.log(f"pnnx from {route} made the ncnn model")
+            param, weights = (ctx.work / name for name in self.outputs(ctx.stem))
+            param.write_text(text, encoding="utf-8")
+            shutil.copyfile(raw_bin, weights)
+            return inp.derive(kind="ncnn", path=param, precision=precision)
+        last = failures[-1][1]
+        if len(failures) == 1:
+            raise last
+        raise ConversionError(f"pnnx ({pnnx_versions()}) made no whole ncnn model: "
+                              + "; ".join(f"from {route}: {exc.message}" for route, exc in failures),
+                              step=self.name, op=last.op, hint=last.hint)
+
+    def _routes(self, inp: Intermediate, ctx: StepContext,
+                inputs: list[tuple[str, list[int]]]) -> list[tuple[str, Callable[[Path], Path]]]:
+        """(route, folder -> the file pnnx reads): a PyTorch source's TorchScript trace first (pnnx's own
+        frontend: the dynamo ONNX of a MobileNetV2 has a Gather from a flatten's as_strided that pnnx leaves as
+        it is), then the ONNX the pipeline made."""
+        assert inp.path is not None
+        onnx_path = inp.path
+
+        def from_onnx(folder: Path) -> Path:
+            copy = folder / "model.onnx"
+            shutil.copyfile(onnx_path, copy)
+            for extra in onnx_path.parent.glob(onnx_path.name + ".*"):  # external data travels with it
+                shutil.copyfile(extra, folder / extra.name)
+            return copy
+
+        routes: list[tuple[str, Callable[[Path], Path]]] = [("onnx", from_onnx)]
+        model = getattr(ctx.source, "model", None)
+        if ctx.source.family == "torch" and model is not None:
+            routes.insert(0, ("torchscript", lambda folder: torchscript(model, inputs, folder / "model.pt")))
+        return routes
+
+    def _pnnx(self, model: Path, inputs: list[tuple[str, list[int]]], outputs: list[str], precision: str,
+              ctx: StepContext) -> tuple[str, Path]:
+        """(the named .param text, pnnx's .bin) of pnnx run on MODEL in its folder; ConversionError where pnnx
+        fails, crashes, or leaves blobs or layers ncnn cannot take."""
+        from edgekit.core._deps import require
+        from edgekit.core.errors import ConversionError
+
+        pnnx = require("pnnx", extra="convert", purpose="convert models to ncnn")
+        folder = model.parent
+        raw_param, raw_bin = folder / "model.ncnn.param", folder / "model.ncnn.bin"
+        argv = [str(pnnx.EXEC_PATH), model.name, f"inputshape={shape_arg(inputs)}",
                 f"ncnnparam={raw_param.name}", f"ncnnbin={raw_bin.name}", f"fp16={1 if precision == 'fp16' else 0}",
                 *(f"{k}={v}" for k, v in (("pnnxparam", "model.pnnx.param"), ("pnnxbin", "model.pnnx.bin"),
                                           ("pnnxpy", "model_pnnx.py"), ("pnnxonnx", "model.pnnx.onnx"),
                                           ("ncnnpy", "model_ncnn.py")))]
-        ctx.log(f"pnnx ({pnnx_versions()}): {onnx_copy.name} -> ncnn {precision}")
+        ctx.log(f"pnnx ({pnnx_versions()}): {model.name} -> ncnn {precision}")
         try:
-            proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, timeout=PNNX_TIMEOUT_S,
+            proc = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=PNNX_TIMEOUT_S,
                                   check=False)
         except subprocess.TimeoutExpired:
             raise ConversionError(f"pnnx ({pnnx_versions()}) did not finish in {PNNX_TIMEOUT_S} s.",
@@ -109,10 +160,29 @@ class PnnxConvert(Step):
                                        "pinned in its extras. EDGEKIT_DEBUG=1 keeps the full log.")
         text = named(raw_param, inputs, outputs)
         check_layers(text, proc.stdout + proc.stderr)
-        param, weights = (ctx.work / name for name in self.outputs(ctx.stem))
-        param.write_text(text, encoding="utf-8")
-        shutil.copyfile(raw_bin, weights)
-        return inp.derive(kind="ncnn", path=param, precision=precision)
+        return text, raw_bin
+
+
+def torchscript(model: Any, inputs: list[tuple[str, list[int]]], out: Path) -> Path:
+    """MODEL (an ExportedProgram, a ScriptModule or an nn.Module) as TorchScript at OUT, traced on random inputs of
+    the INPUTS' shapes; ConversionError where it cannot be traced."""
+    import warnings
+
+    import torch
+
+    from edgekit.core.border import vendor_errors
+    from edgekit.core.errors import ConversionError
+
+    with vendor_errors("torch", error=ConversionError, step="pnnx_convert", what="Tracing the model to TorchScript "
+                       "failed"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's warnings about guards it folds: the shapes are static here
+        if isinstance(model, torch.jit.ScriptModule):
+            torch.jit.save(model, str(out))
+            return out
+        module = model.module() if isinstance(model, torch.export.ExportedProgram) else model
+        example = tuple(torch.rand(*dims) for _, dims in inputs)
+        torch.jit.trace(module, example, check_trace=False).save(str(out))
+    return out
 
 
 def named(raw_param: Path, inputs: list[tuple[str, list[int]]], outputs: list[str]) -> str:

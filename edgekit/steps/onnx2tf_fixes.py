@@ -51,6 +51,15 @@ own checks cannot tell two candidates apart, never what a candidate computes.
   fuse_attention`; every other simplification stays. (The pass is onnxsim/onnxsim#692, default-on since
   August 2026; onnx2tf's all-equal-dimensions rule is onnx2tf#125, and #317 reports the accuracy losses it
   causes in such ties.)
+- Resize (onnx2tf/ops/Resize.py) takes its align_corners, asymmetric and half_pixel branches only where the
+  model's opset is 17 or lower; at opset 18, which edgekit's exports use, every mode falls through to
+  `tf.image.resize`, which samples at half-pixel centres. MobileViTv2 resizes its 7 x 7 map to 8 x 8 and back
+  with `F.interpolate(..., align_corners=True)` (exported as coordinate_transformation_mode align_corners): its
+  fp32 TFLite missed its own bar (relative error 2%, top-1 96%; found by comparing the ONNX and TFLite tensors op
+  by op: the first to differ was that Resize, 3% of its range). A Resize whose mode has an exact TF form
+  (align_corners or asymmetric, linear, or nearest flooring as torch writes it), with nothing opset 18 added
+  (no antialias, stretched), is converted as at opset 17: RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR with the
+  corner flags the mode means.
 """
 
 from __future__ import annotations
@@ -294,6 +303,33 @@ def onnxsim_args(args: Any) -> Any:
     return args
 
 
+_EXACT_RESIZE = ("align_corners", "asymmetric")  # the modes onnx2tf at opset >= 18 converts as half_pixel
+
+
+def resize_at_opset_17(node: Any) -> bool:
+    """Whether onnx2tf should convert the Resize NODE (a graph-surgeon node) as at opset 17 (module docstring)."""
+    attrs = node.attrs
+    mode = str(attrs.get("mode", "nearest")).lower()
+    return (attrs.get("coordinate_transformation_mode", "half_pixel") in _EXACT_RESIZE
+            and not int(attrs.get("antialias", 0)) and attrs.get("keep_aspect_ratio_policy", "stretch") == "stretch"
+            and (mode == "linear" or (mode == "nearest" and attrs.get("nearest_mode") == "floor"
+                                      and attrs.get("coordinate_transformation_mode") == "asymmetric")))
+
+
+def _resize_as_opset_17(original: Any) -> Any:
+    def make_node(*args: Any, **kwargs: Any) -> Any:
+        node = kwargs.get("graph_node", args[0] if args else None)
+        if int(kwargs.get("opset", 0) or 0) > 17 and node is not None and resize_at_opset_17(node):
+            kwargs["opset"] = 17
+            note = f"Resize '{node.name}' ({node.attrs.get('coordinate_transformation_mode')}) converted as at opset 17"
+            if note not in _REPAIRS:
+                _REPAIRS.append(note)
+        return original(*args, **kwargs)
+
+    make_node.edgekit_resize = True  # type: ignore[attr-defined]  # a marker: installed once per process
+    return make_node
+
+
 def apply() -> list[str]:
     """Install the workarounds in this process's onnx2tf; the names of those installed."""
     import sys
@@ -319,6 +355,12 @@ def apply() -> list[str]:
         main.gs = _InitializerImport(main.gs)
         done.append("rank 3-5 Constant nodes imported as initializers")
 
+    import onnx2tf.ops.Resize as resize
+
+    if not getattr(resize.make_node, "edgekit_resize", False):
+        resize.make_node = _resize_as_opset_17(resize.make_node)
+        done.append("Resize align_corners/asymmetric at opset 18 as at opset 17")
+
     import onnx2tf.ops.MatMul as matmul
 
     if getattr(matmul, "onnx_tf_tensor_validation", None) is not as_converted_validation:
@@ -328,4 +370,4 @@ def apply() -> list[str]:
 
 
 __all__ = ["ONNXSIM_SKIP", "apply", "as_converted_validation", "first_unused_perm", "constant_nodes_to_initializers",
-           "onnxsim_args", "repairs"]
+           "onnxsim_args", "repairs", "resize_at_opset_17"]

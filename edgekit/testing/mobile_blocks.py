@@ -9,9 +9,11 @@ backbones put in front of a converter are written here in small, with timm's lay
 - `efficientvit`: EfficientViT's ReLU linear attention (timm's LiteMLA): a 1x1 qkv conv, ReLU on q and k, v padded
   with a column of ones, (q @ (k^T @ v)) and the normalizer `out[..., :-1] / (out[..., -1:] + eps)`: a division by
   a tensor that is eps wherever q's ReLU is all zero.
-- `mobilevitv2`: MobileViTv2's separable self-attention: GroupNorm(1) on the patches, a 1x1 conv giving one
-  context score per patch, softmax over the patches, the context vector (sum of scores * keys), ReLU(values) times
-  it, then a 1x1 out conv; a LayerNorm-style GroupNorm before the feed-forward.
+- `mobilevitv2`: MobileViTv2's block (timm's MobileVitV2Block) on a 7 x 7 map, which 2 x 2 patches do not tile:
+  resized to 8 x 8 and back with `F.interpolate(..., align_corners=True)` around the unfold and fold, and between
+  them the separable self-attention: GroupNorm(1) on the patches, a 1x1 conv giving one context score per patch,
+  softmax over the patches, the context vector (sum of scores * keys), ReLU(values) times it, a 1x1 out conv; a
+  GroupNorm(1) before the feed-forward.
 Each builder seeds torch and returns the model in eval mode; `example(model)` is an input it takes.
 """
 
@@ -104,7 +106,7 @@ def mobileone(depth: int = 6, channels: int = 16, gain: float = 1.0, branches: i
     return net.eval()
 
 
-def efficientvit(channels: int = 16, dim: int = 8, eps: float = 1e-5) -> Any:
+def efficientvit(channels: int = 24, dim: int = 8, eps: float = 1e-5) -> Any:
     """A stem conv, one EfficientViT ReLU-linear-attention block (LiteMLA) with its residual, a linear head."""
     import torch
     from torch import nn
@@ -138,7 +140,7 @@ def efficientvit(channels: int = 16, dim: int = 8, eps: float = 1e-5) -> Any:
     return _classifier(channels, nn.Hardswish(), Residual()).eval()
 
 
-def mobilevitv2(channels: int = 16, patch: int = 2) -> Any:
+def mobilevitv2(channels: int = 24, patch: int = 2) -> Any:
     """A stem conv, one MobileViTv2 block (unfold into patches, separable attention, a feed-forward, fold back)."""
     import torch
     from torch import nn
@@ -158,6 +160,7 @@ def mobilevitv2(channels: int = 16, patch: int = 2) -> Any:
     class Block(nn.Module):
         def __init__(self) -> None:
             super().__init__()
+            self.down = nn.Conv2d(channels, channels, 3, 2)
             self.local = nn.Sequential(nn.Conv2d(channels, channels, 3, 1, 1, groups=channels),
                                        nn.BatchNorm2d(channels), nn.SiLU(),
                                        nn.Conv2d(channels, channels, 1, bias=False))
@@ -169,15 +172,17 @@ def mobilevitv2(channels: int = 16, patch: int = 2) -> Any:
             self.proj = nn.Sequential(nn.Conv2d(channels, channels, 1, bias=False), nn.BatchNorm2d(channels))
 
         def forward(self, x: Any) -> Any:
-            b, c, h, w = x.shape
-            y = self.local(x)
+            x = self.down(x)  # 16 x 16 -> 7 x 7: a map the patches do not tile, as MobileViTv2's last stage at 224
+            b, c, h0, w0 = x.shape
+            h, w = -(-h0 // patch) * patch, -(-w0 // patch) * patch
+            y = nn.functional.interpolate(self.local(x), size=(h, w), mode="bilinear", align_corners=True)
             # unfold: [B, C, H, W] -> [B, C, P, N]
             y = y.reshape(b, c, h // patch, patch, w // patch, patch).permute(0, 1, 3, 5, 2, 4)
             y = y.reshape(b, c, patch * patch, -1)
             y = y + self.attn(self.norm1(y))
             y = y + self.ffn(self.norm2(y))
             y = y.reshape(b, c, patch, patch, h // patch, w // patch).permute(0, 1, 4, 2, 5, 3).reshape(b, c, h, w)
-            return self.proj(y)
+            return self.proj(nn.functional.interpolate(y, size=(h0, w0), mode="bilinear", align_corners=True))
 
     torch.manual_seed(0)
     net = _classifier(channels, nn.SiLU(), Block())

@@ -16,6 +16,7 @@ from edgekit.steps.onnx2tf_fixes import (  # noqa: E402
     channels_last,
     first_unused_perm,
     onnxsim_args,
+    resize_at_opset_17,
 )
 
 
@@ -86,3 +87,46 @@ def test_onnx2tf_stops_once_its_savedmodel_is_written(tmp_path: Path) -> None:
     assert list(loaded(tf.constant(x[:1])).values())[0].shape == (1, 4)
     # the converter is TensorFlow's own again afterwards
     assert tf.lite.TFLiteConverter.from_concrete_functions.__func__.__name__ == "from_concrete_functions"
+
+
+def _resize(**attrs: object) -> object:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(name="r", attrs=attrs)
+
+
+def test_resizes_with_an_exact_tf_form_are_converted_as_at_opset_17() -> None:
+    assert resize_at_opset_17(_resize(coordinate_transformation_mode="align_corners", mode="linear"))
+    assert resize_at_opset_17(_resize(coordinate_transformation_mode="asymmetric", mode="linear"))
+    assert resize_at_opset_17(_resize(coordinate_transformation_mode="asymmetric", mode="nearest",
+                                      nearest_mode="floor"))
+    # what tf.image.resize already does right, or what opset 17's branches would not do exactly, is left alone
+    assert not resize_at_opset_17(_resize(coordinate_transformation_mode="half_pixel", mode="linear"))
+    assert not resize_at_opset_17(_resize(mode="linear"))
+    assert not resize_at_opset_17(_resize(coordinate_transformation_mode="align_corners", mode="nearest",
+                                          nearest_mode="floor"))
+    assert not resize_at_opset_17(_resize(coordinate_transformation_mode="asymmetric", mode="nearest"))
+    assert not resize_at_opset_17(_resize(coordinate_transformation_mode="align_corners", mode="linear", antialias=1))
+    assert not resize_at_opset_17(_resize(coordinate_transformation_mode="align_corners", mode="cubic"))
+
+
+@pytest.mark.slow  # a PyTorch export and an ONNX -> TFLite conversion with validation: about 30 s
+def test_mobilevitv2s_align_corners_resize_converts_exactly(tmp_path: Path) -> None:
+    """Issue 41: MobileViTv2 resizes its odd map with align_corners=True; onnx2tf at opset 18 wrote RESIZE_BILINEAR
+    with half-pixel centres (fp32 relative error 2% on the real model, 0.3% on this small one: 1.8e-7 fixed)."""
+    pytest.importorskip("torch")
+    from edgekit.conversion.pipeline import convert
+    from edgekit.testing import mobile_blocks
+    from edgekit.tflite.model import read_tflite
+
+    mobile_blocks.export(mobile_blocks.mobilevitv2(), tmp_path / "mobilevitv2.pt2")
+    np.savez(tmp_path / "calib.npz", x=np.random.default_rng(0).standard_normal((24, 3, 32, 32)).astype(np.float32))
+    result = convert(tmp_path / "mobilevitv2.pt2", "tflite", "fp32", calib=str(tmp_path / "calib.npz"),
+                     out=tmp_path / "out")
+    assert not result.failed, [a.failure for a in result.failed]
+    art = result.artifacts[0]
+    resizes = [op.options for op in read_tflite(tmp_path / "out" / Path(art.path).name).ops
+               if op.op == "RESIZE_BILINEAR"]
+    assert len(resizes) == 2 and all(o["alignCorners"] and not o["halfPixelCenters"] for o in resizes), resizes
+    assert art.fidelity is not None and art.fidelity.passed
+    assert art.fidelity.relative_error is not None and art.fidelity.relative_error < 1e-5, art.fidelity

@@ -38,7 +38,7 @@ def _remotes(remote: Any) -> list[Remote]:
 def _remote_flags(settings: Any, device: str, runtime: str | None, sensors: list[str] | None,
                   options: dict[str, Any], macs: int | None, estimate_power: bool) -> list[str]:
     """The `edgekit profile` flags that ask the device for what this call asks here."""
-    from edgekit.remote.profile import profile_flags
+    from edgekit.measure.remote import profile_flags
 
     opts = dict(options)
     shape, factory, trust = opts.pop("input_shape", None), opts.pop("factory", None), opts.pop("trust_model", False)
@@ -86,7 +86,7 @@ def profile(artifact: str | Path | Any, device: str = P.device, *, runtime: str 
                          hint="Compare devices with `edgekit bench OUT --remote HOST1 --remote HOST2`.")
     with reporter(quiet, "profile") as say:
         if hosts:
-            from edgekit.remote.profile import profile_remote
+            from edgekit.measure.remote import profile_remote
 
             settings.check()
             flags = _remote_flags(settings, device, runtime, _names(sensors), dict(options or {}), macs,

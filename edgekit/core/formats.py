@@ -44,7 +44,7 @@ class FormatSpec:
     # the format it is compiled from, whose fp32 artifact its size is compared with (edgetpu: tflite)
     compiled_from: str | None = None
     # "module:function" (path) -> bool: a file of this format, from its content (edgekit.core.sniff); None: not
-    # recognised from a file (a source form, recognised by edgekit.sources)
+    # recognised from a file (a source form that no runtime runs, recognised by edgekit.sources)
     sniff: str | None = None
     # suffixes of the files that belong to an artifact of this format, beside it under the same stem (an OpenVINO
     # IR's ".bin"): published, hashed, sized, copied and served with it
@@ -110,7 +110,8 @@ FORMATS: dict[str, FormatSpec] = {
     f.name: f
     for f in (
         FormatSpec("torch", 0, "torch", ".pt2", source=True, colour="#d62728",
-                   runtimes={"torch": "edgekit.runtimes.torch:TorchRuntime"}),
+                   runtimes={"torch": "edgekit.sources.torch_runtime:TorchRuntime"},
+                   sniff="edgekit.sources.detect:is_torch_model"),
         FormatSpec("keras", 1, None, ".keras", source=True, colour="#8c564b"),  # run as its SavedModel
         FormatSpec("savedmodel", 2, "tf", "", source=True, colour="#9467bd",
                    runtimes={"tf": "edgekit.runtimes.tf:TFRuntime"}),
@@ -161,11 +162,12 @@ def inspectable(name: str) -> bool:
 
 
 def sniffed(path: str | Path) -> str | None:
-    """The artifact format of the file at PATH by the table's sniffers, a compiled format before the one it is
-    compiled from (an Edge TPU model is also a .tflite); None where none claims it."""
+    """The format of the file at PATH by the table's sniffers: artifact formats first, a compiled format before the
+    one it is compiled from (an Edge TPU model is also a .tflite), source forms last; None where none claims it."""
     from edgekit.core.registry import resolve
 
-    specs = sorted((s for s in FORMATS.values() if s.sniff), key=lambda s: (s.compiled_from is None, s.order))
+    specs = sorted((s for s in FORMATS.values() if s.sniff),
+                   key=lambda s: (s.source, s.compiled_from is None, s.order))
     for spec in specs:
         if spec.sniff and resolve({spec.name: spec.sniff}, spec.name, "format sniffer")(path):
             return spec.name

@@ -51,7 +51,7 @@ class Job:
 
     def flags(self, settings: BenchSettings) -> list[str]:
         """The `edgekit profile` flags after the path and --json (the same here and on a --remote device)."""
-        from edgekit.remote.profile import profile_flags
+        from edgekit.measure.remote import profile_flags
 
         shape = self.options.get("input_shape")
         factory = self.options.get("factory")
@@ -245,8 +245,8 @@ def run_job(job: Job, s: BenchSettings, on: Device | None = None,
 def _run_remote(job: Job, s: BenchSettings, dev: Device, where: str) -> tuple[Status, ProfileResult | None, str | None]:
     """One row on a --remote device: its own `edgekit profile --json`, labelled; exit 3 there: not available there."""
     from edgekit.core.errors import EXIT_MISSING
+    from edgekit.measure.remote import labelled
     from edgekit.remote.errors import RemoteRunFailed
-    from edgekit.remote.profile import labelled
 
     try:
         data = dev.profile(where, job.flags(s), timeout=s.timeout)

@@ -5,11 +5,13 @@ Screen and Markdown share `table_rows` and `footnotes`, so the two never disagre
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from edgekit.measure.bench_report import BenchReport
 from edgekit.report.fidelity import agreement
 from edgekit.report.text import human_bytes, millijoules, num, pct
+
+if TYPE_CHECKING:  # report draws measure's records and sits below it: measure.bench writes its tables with it
+    from edgekit.measure.bench_report import BenchReport
 
 COLUMNS = ("Model", "Format", "Precision", "Runtime", "Device", "Size", "Agreement", "Accuracy", "p50 ms",
            "p90 ms", "Throughput/s", "mJ/inf", "Speed-up")

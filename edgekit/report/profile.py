@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from edgekit.measure.profile import ProfileResult
 from edgekit.report.text import human_bytes, millijoules, si
+
+if TYPE_CHECKING:  # report draws measure's records and sits below it
+    from edgekit.measure.profile import ProfileResult
 
 
 def profile_table(result: ProfileResult) -> Table:

@@ -76,17 +76,13 @@ def detect_format(path: str | Path) -> str:
             return "savedmodel"
         raise UsageError(f"{p} is a folder but not a SavedModel (no saved_model.pb).",
                          hint="Pass a model file, or use `edgekit bench` for a conversion output folder.")
-    fmt = sniffed(p)  # every artifact format's own sniffer (edgekit.core.formats.FORMATS)
+    fmt = sniffed(p)  # every format's own sniffer (edgekit.core.formats.FORMATS), source forms last
     if fmt is not None:
         return fmt
-    from edgekit.sources.detect import FAMILY, detect
-
-    kind = detect(p)
-    family = FAMILY.get(kind)
-    if family in ("torch", "onnx"):
-        return family
-    raise UsageError(f"{p} is a {kind} model: profile one of its converted artifacts, not the source.",
-                     hint="Run `edgekit convert` first, then `edgekit profile` on what it wrote.")
+    runnable = sorted({s.suffix for s in FORMATS.values() if s.sniff and s.runtime and s.suffix})
+    raise UsageError(f"{p} is not a model file edgekit can run (it runs {', '.join(runnable)} files and SavedModel "
+                     "folders).", hint="For a Keras or other source model, run `edgekit convert` first, then "
+                     "`edgekit profile` on what it wrote.")
 
 
 def pick_runtime(fmt: str, runtime: str | None = None) -> type[Runtime]:

@@ -16,7 +16,7 @@ import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from edgekit.core.errors import UnsupportedModel, UsageError
+from edgekit.core.errors import EdgekitError, UnsupportedModel, UsageError
 from edgekit.sources import family_of, source_specs
 from edgekit.sources.base import SourceSpec
 
@@ -96,5 +96,14 @@ def detect(path: str | Path) -> str:
     return detect_source(path)[1]
 
 
-__all__ = ["FAMILY", "HDF5_MAGIC", "SNIFF_BYTES", "ZIP_MAGIC", "detect", "detect_source", "supported",
-           "zip_names"]
+def is_torch_model(path: str | Path) -> bool:
+    """Whether PATH is a PyTorch model (a .pt2, TorchScript or torch.save archive): the torch format's sniffer
+    (edgekit.core.formats), so the runtimes recognise a source model without importing the sources."""
+    try:
+        return family_of(detect(path)) == "torch"
+    except EdgekitError:
+        return False
+
+
+__all__ = ["FAMILY", "HDF5_MAGIC", "SNIFF_BYTES", "ZIP_MAGIC", "detect", "detect_source", "is_torch_model",
+           "supported", "zip_names"]

@@ -2,7 +2,9 @@
 
 The device runs its own `edgekit profile --json` (its runtimes, its threads, its sensors), so the figures
 have the same schema as a local run's; the result then carries the device's facts under `device.remote`,
-the artifact's path here, and a note where the two ends run different edgekit versions.
+the artifact's path here, and a note where the two ends run different edgekit versions. It lives in measure
+(edgekit.remote is the transport below it: the SSH device, its files and errors), so measure and remote do not import
+each other.
 """
 
 from __future__ import annotations

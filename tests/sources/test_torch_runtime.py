@@ -12,7 +12,7 @@ from edgekit.core.errors import NotAvailable, UnsupportedModel, UsageError
 from edgekit.testing import tiny_cnn
 
 torch = pytest.importorskip("torch")
-from edgekit.runtimes.torch import TorchRuntime  # noqa: E402
+from edgekit.sources.torch_runtime import TorchRuntime  # noqa: E402
 
 
 @pytest.fixture()

@@ -1,5 +1,8 @@
 """PyTorch backend: the source model itself, eager, on the CPU or a CUDA GPU: the reference baseline.
 
+It runs a source form, so it lives with the loaders it shares (edgekit.sources sits above edgekit.runtimes: the
+.tflite source runs LiteRT as its reference), and the torch format's record names it.
+
 Loads what `edgekit convert` takes as a PyTorch source: a `.pt2` ExportedProgram, a TorchScript
 archive, or a state_dict with the factory that builds the module (`factory="pkg.mod:build"`, with
 `input_shape`); torch.save archives go through edgekit.sources.torch, so a pickled whole module

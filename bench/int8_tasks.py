@@ -264,8 +264,8 @@ def inputs(task: Task, work: Path, log: Callable[[str], None]) -> tuple[Path, di
 def outputs(path: Path, fmt: str, x: np.ndarray, output: int) -> np.ndarray:
     """Output OUTPUT (by channel count for several: P-Net's probabilities are its 2-channel map) of the artifact
     at PATH on X (NCHW float), in NCHW, dequantized."""
-    from edgekit.conversion.validate import _outputs
     from edgekit.runtimes import runtime_for_format
+    from edgekit.validation.artifact import _outputs
 
     rt = runtime_for_format(fmt)()
     rt.load(path)

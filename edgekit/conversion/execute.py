@@ -315,8 +315,8 @@ def _artifact(path: Path, fmt: str, inter: Intermediate, timeline: list[Timeline
     LiteRT's builtin kernels, and turns a crash into a RuntimeFailure, which the caller records as
     this artifact's failure. ON_CPUS (`--validate-on`): the emulated cores it is validated on too.
     """
-    from edgekit.conversion.validate import check_artifact
     from edgekit.core.console import captured_output
+    from edgekit.validation.artifact import check_artifact
 
     t0 = time.perf_counter()
     progress(f"validating {path.name} on {len(ref.x)} {ref.inputs_name} samples ...")

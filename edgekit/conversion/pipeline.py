@@ -184,10 +184,10 @@ def _run(src: Source, options: ConvertOptions, out_dir: Path, say: Callable[[str
 def reference(src: Source, feeds: dict[str, Any], labels: Any, inputs_name: str, options: ConvertOptions) -> Any:
     """The source's every output on the held-out FEEDS, with the kinds asked for and any label masks."""
     from edgekit.conversion.feeds import held_out_boxes, held_out_masks
-    from edgekit.conversion.validate import Reference
     from edgekit.fidelity.decide import decide_kinds
     from edgekit.fidelity.kinds import asked_with_masks
     from edgekit.fidelity.landmarks import image_size
+    from edgekit.validation.artifact import Reference
 
     outputs = src.run_outputs(feeds)
     cuts = dict(options.mask_thresholds or {})

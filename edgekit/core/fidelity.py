@@ -1,5 +1,5 @@
 """How an artifact fared against its source (Fidelity), and each of its outputs (OutputFidelity): the records
-validation (edgekit.conversion.validate, edgekit.fidelity) fills and the manifest, bench and check read."""
+validation (edgekit.validation.artifact, edgekit.fidelity) fills and the manifest, bench and check read."""
 
 from __future__ import annotations
 

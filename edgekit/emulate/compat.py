@@ -60,8 +60,8 @@ class RunRequest(Record):
 
 def _run_in_child(request: RunRequest, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """In the child (host or emulated): every artifact on its inputs; outputs a<i>y<k>, runtime facts per artifact."""
-    from edgekit.conversion.validate import _outputs
     from edgekit.core.registry import resolve
+    from edgekit.validation.artifact import _outputs
 
     facts: list[dict[str, Any]] = []
     out: dict[str, np.ndarray] = {}

@@ -45,8 +45,8 @@ def output_difference(host: dict[str, np.ndarray], device: dict[str, np.ndarray]
 def validate_on(art: Artifact, path: Path, layout: str, ref: Any, host_outputs: dict[str, np.ndarray],
                 cpus: list[EmulatedCpu], progress: Callable[[str], None]) -> None:
     """Validate ART (the file at PATH) on each of CPUS; record it in art.extra and fail its fidelity on a miss."""
-    from edgekit.conversion.validate import check_artifact
     from edgekit.emulate.launch import Emulator
+    from edgekit.validation.artifact import check_artifact
 
     records: dict[str, Any] = {}
     failures: list[str] = []

@@ -1,7 +1,7 @@
 """What the recipe search shares across formats: the split of the calibration samples, judging a candidate
 against the float model, the mixed-precision search over ranked layers, and the choice.
 
-A candidate is judged by `edgekit.conversion.validate.compare` with the int8 thresholds, against the float model, on
+A candidate is judged by `edgekit.validation.artifact.compare` with the int8 thresholds, against the float model, on
 a held-out part of the calibration samples (`split`): the recipes calibrate on the rest. Judged on the
 samples it was calibrated on, a candidate looked a few points better than on held-out data (MobileNetV2,
 issue 9). The search must not see the validation inputs: those judge the chosen artifact afterwards, as
@@ -105,8 +105,8 @@ def judge(y_ref: np.ndarray | dict[str, np.ndarray], y: np.ndarray | dict[str, n
     LAYOUT: the outputs' own (a .tflite's NHWC: its per-pixel class maps judged along the right axis).
     Y_REF and Y as dicts (output name -> array): the outputs of one detector head that keeps boxes and scores apart
     (MediaPipe's regressors and logits), judged together as CHOICE's head, as validation judges them."""
-    from edgekit.conversion.validate import Reference, compare
     from edgekit.core.precisions import PRECISIONS
+    from edgekit.validation.artifact import Reference, compare
 
     if isinstance(y_ref, dict):
         return _judge_head(y_ref, y, precision, z, choice, layout)
@@ -139,7 +139,7 @@ def _judge_head(y_ref: dict[str, np.ndarray], y: np.ndarray | dict[str, np.ndarr
                 choice: Any, layout: str) -> Judged:
     """The outputs Y of a detector head of several outputs (CHOICE's head names them, Y_REF's keys) against the
     float ones: its boxes after the head's own decode, their recall and precision bounded as one output's are."""
-    from edgekit.conversion.validate import Reference, compare
+    from edgekit.validation.artifact import Reference, compare
 
     if not isinstance(y, dict):
         raise TypeError("a head of several outputs is judged on every one of them (a dict by name)")

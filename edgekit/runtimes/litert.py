@@ -283,7 +283,7 @@ class LiteRT(Runtime):
         XNNPACK refuses some models that LiteRT's builtin kernels run (it fails to prepare on scales
         or shapes it does not support); with "auto" that refusal is noted and the model is loaded again
         without the delegate. The builtin kernels may still abort on such a model: callers that must
-        survive that load it in a child process first (edgekit.conversion.validate.check_artifact, profile).
+        survive that load it in a child process first (edgekit.validation.artifact.check_artifact, profile).
         """
         kernels = kernel_choice(options)
         if kernels != "auto" or device != "cpu":

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.conversion.validate import ArtifactCheck
 from edgekit.core.artifact import Artifact, Fidelity
 from edgekit.core.errors import RuntimeFailure
 from edgekit.emulate import validate as ev
 from edgekit.emulate.cpus import emulated_cpu
 from edgekit.report.convert import device_verdicts
+from edgekit.validation.artifact import ArtifactCheck
 
 
 def _art() -> Artifact:
@@ -26,7 +26,7 @@ def host() -> dict[str, np.ndarray]:
 
 
 def _fake(monkeypatch: pytest.MonkeyPatch, outcome: dict[str, object]) -> None:
-    import edgekit.conversion.validate as cv
+    import edgekit.validation.artifact as cv
 
     def check_artifact(path, fmt, layout, precision, ref, *, on=None, **kw):
         got = outcome[on.cpu.device]

@@ -166,7 +166,7 @@ def test_strict_fidelity_miss_exits_5(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_validation_catches_nan_outputs() -> None:
-    from edgekit.conversion.validate import Reference, compare
+    from edgekit.validation.artifact import Reference, compare
 
     x = np.zeros((4, 1, 2, 2), np.float32)
     ref = Reference(x=x, y_ref=np.eye(4, 10, dtype=np.float32), labels=None, layout="NCHW", inputs_name="t")

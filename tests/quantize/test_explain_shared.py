@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 from edgekit.conversion.options import ConvertOptions
-from edgekit.conversion.validate import Reference
 from edgekit.core.artifact import Artifact, Fidelity
 from edgekit.core.formats import FORMATS
 from edgekit.quantize import explain as explain_mod
 from edgekit.quantize.records import Diagnosis, RecipeChoice
 from edgekit.quantize.search import NOT_JUDGED
 from edgekit.steps.base import Intermediate
+from edgekit.validation.artifact import Reference
 
 
 def _art(path: str, fmt: str = "tflite") -> Artifact:

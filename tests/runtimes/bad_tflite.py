@@ -84,7 +84,7 @@ def bug(request: Any, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any], di
 def check_and_list_modules(request: Any, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
                                                                                  dict[str, np.ndarray]]:
     """What check_artifact's child does, then which heavy libraries it imported."""
-    from edgekit.conversion.validate import _check_in_child
+    from edgekit.validation.artifact import _check_in_child
 
     answer, out = _check_in_child(request, arrays)
     answer["heavy"] = sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)

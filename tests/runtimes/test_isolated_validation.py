@@ -14,11 +14,11 @@ from bad_tflite import (
 )
 from tflite_builder import conv_chain
 
-from edgekit.conversion.validate import CheckRequest, Reference, check_artifact
 from edgekit.core.errors import InternalError, RuntimeFailure, UsageError
 from edgekit.core.isolate import run_isolated
 from edgekit.core.records import Record
 from edgekit.runtimes.litert import LiteRT
+from edgekit.validation.artifact import CheckRequest, Reference, check_artifact
 
 pytest.importorskip("ai_edge_litert")
 
@@ -152,8 +152,8 @@ def test_validation_runs_on_every_usable_core(tmp_path, monkeypatch):
     """LiteRT's Interpreter runs on one thread unless told: validation and the int8 search's candidate runs tell
     it the cores this process may use."""
     import edgekit.measure.devices
-    from edgekit.conversion.validate import _check_in_child
     from edgekit.quantize.tflite.run import RunRequest, _run_in_child
+    from edgekit.validation.artifact import _check_in_child
 
     monkeypatch.setattr(edgekit.measure.devices, "usable_cores", lambda: 3)
     monkeypatch.setattr(ThreadsSeen, "seen", [])

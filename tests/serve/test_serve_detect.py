@@ -138,7 +138,7 @@ def test_the_serve_path_imports_nothing_heavy() -> None:
             "y = np.zeros((1, 6, 64), np.float32); y[0, :4, 0] = [8, 8, 4, 4]; y[0, 4, 0] = 0.9\n"
             "assert detections({'o': y}, Detector(h, ['o']), parse_cuts({}, h), fit(64, 64, 64, 64), 64, 64, None)\n"
             "heavy = ('torch', 'tensorflow', 'onnx', 'keras', 'scipy', 'pycocotools', 'edgekit.fidelity.metrics',\n"
-            "         'edgekit.conversion.validate', 'edgekit.quantize')\n"
+            "         'edgekit.validation.artifact', 'edgekit.quantize')\n"
             "print([m for m in heavy if m in sys.modules])\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

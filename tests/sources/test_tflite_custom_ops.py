@@ -143,7 +143,7 @@ def test_every_output_of_a_two_output_tflite_is_validated_by_name(tmp_path: Path
 
 
 def test_outputs_reordered_and_renamed_are_matched_by_shape_and_say_so(tmp_path: Path) -> None:
-    from edgekit.conversion.validate import Reference, validate
+    from edgekit.validation.artifact import Reference, validate
 
     src = tflite_source.load(mg.segmenter(tmp_path / "two.tflite", second_head=True), LoadOptions())
     x = np.random.default_rng(2).uniform(0, 1, (4, 16, 16, 3)).astype(np.float32)

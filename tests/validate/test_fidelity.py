@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgekit.conversion.validate import Reference, compare
 from edgekit.core.artifact import Artifact, Fidelity
 from edgekit.core.errors import UsageError
 from edgekit.fidelity.kinds import kind_of, parse_output_kinds, thresholds
 from edgekit.fidelity.matching import match_outputs, normalized
 from edgekit.fidelity.metrics import judge, mean_iou
+from edgekit.validation.artifact import Reference, compare
 
 RNG = np.random.default_rng(0)
 

@@ -230,7 +230,7 @@ def check_artifact(path: Path, fmt: str, layout: str, precision: str, ref: Refer
         words = f" with {_kernel_words(kernels)}" if kernels else ""
         try:
             if isolate:
-                answer, arrays = run_isolated("edgekit.conversion.validate:_check_in_child", req, sent, who=cls.label(),
+                answer, arrays = run_isolated("edgekit.validation.artifact:_check_in_child", req, sent, who=cls.label(),
                                               doing=f"validating {path.name}{words}", hint=cls.hint_for,
                                               launcher=on, binds=[path.parent])
             else:

@@ -105,6 +105,9 @@ OPENVINO = Vendor("OpenVINO", tuple(f"openvino._pyopenvino:{n}" for n in (
     "GeneralFailure", "InitializationFailure", "NotImplementedFailure", "OpConversionFailure", "OpValidationFailure"))
     + ("openvino.exceptions:OVError", "openvino.tools.ovc.error:BasicError"),
     modules={"openvino": "openvino"}, extra="openvino")
+# ncnn's bindings raise nothing of their own: a failure is a return code (edgekit.runtimes.ncnn says what it means).
+# Pinned: the release tested with the convert extra's pnnx (pyproject.toml)
+NCNN = Vendor("ncnn", modules={"ncnn": "ncnn==1.0.20261020"}, extra="ncnn")
 
 FORMATS: dict[str, FormatSpec] = {
     f.name: f
@@ -141,6 +144,14 @@ FORMATS: dict[str, FormatSpec] = {
                    serve=serve_ranks(cpu={"int8": 5, "fp16": 28, "fp32": 29}), triton_backend="openvino",
                    runtimes={"openvino": "edgekit.runtimes.openvino:OpenVINO"}, libraries={"openvino": OPENVINO},
                    source_layout=True),
+        # ncnn: model.ncnn.param (the graph, text) + model.ncnn.bin (the weights), published together. The float
+        # runtime that leads on Arm CPUs in the published figures (a Pi 5, YOLO11n fp32: ncnn 94 ms, onnxruntime 182,
+        # TFLite 324): served after every int8 row and OpenVINO's floats (x86), before LiteRT's and onnxruntime's
+        # floats; on a GPU (Vulkan) after ONNX on CUDA, which needs onnxruntime-gpu (docs/results/ncnn.md)
+        FormatSpec("ncnn", 7, "ncnn", ".param", inspector="edgekit.inspect.ncnn:describe", colour="#e377c2",
+                   sniff="edgekit.ncnn.param:is_ncnn_param", companions=(".bin",),
+                   serve=serve_ranks(cpu={"fp16": 28, "fp32": 29}, gpu={"fp16": 14, "fp32": 15}),
+                   runtimes={"ncnn": "edgekit.runtimes.ncnn:Ncnn"}, libraries={"ncnn": NCNN}, source_layout=True),
     )
 }
 

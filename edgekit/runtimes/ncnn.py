@@ -43,15 +43,30 @@ def ncnn_module() -> Any:
     return require("ncnn", extra="ncnn", purpose="run ncnn models")
 
 
+# Asked in a child: creating ncnn's Vulkan instance in a process that has imported torch or TensorFlow aborts that
+# process when it exits ("free(): invalid pointer", seen here with Mesa's llvmpipe as the only Vulkan device), so a
+# question about devices (bench, serve's --device auto, `available`) must not be asked where the answer is used.
+_PROBE = ("import json, ncnn\n"
+          "print(json.dumps([[i, str(ncnn.get_gpu_info(i).device_name()), int(ncnn.get_gpu_info(i).type())]"
+          " for i in range(ncnn.get_gpu_count())]))")
+
+
 @functools.lru_cache(maxsize=1)
 def gpus() -> tuple[tuple[int, str, int], ...]:
-    """(index, name, type) of every Vulkan device ncnn sees; () where none (or no Vulkan loader)."""
-    ncnn = ncnn_module()
-    found = []
-    for i in range(int(ncnn.get_gpu_count())):
-        info = ncnn.get_gpu_info(i)
-        found.append((i, str(info.device_name()), int(info.type())))
-    return tuple(found)
+    """(index, name, type) of every Vulkan device ncnn sees, asked in a child process (see _PROBE); () where none,
+    no Vulkan loader, or the child fails."""
+    import json
+    import subprocess
+    import sys
+
+    ncnn_module()  # MissingDependency here, not a silent "no GPU"
+    try:
+        proc = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=120,
+                              check=False)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("[")]
+        return tuple((int(i), str(name), int(kind)) for i, name, kind in json.loads(lines[-1])) if lines else ()
+    except (OSError, subprocess.TimeoutExpired, ValueError, TypeError):
+        return ()
 
 
 def real_gpus() -> list[tuple[int, str, int]]:

@@ -14,6 +14,7 @@ TARGETS: dict[str, str] = {
     "tflite": "edgekit.targets.tflite:TARGET",
     "edgetpu": "edgekit.targets.edgetpu:TARGET",
     "openvino": "edgekit.targets.openvino:TARGET",
+    "ncnn": "edgekit.targets.ncnn:TARGET",
 }
 
 

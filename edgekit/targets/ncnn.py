@@ -24,8 +24,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from edgekit.core.vendor import Vendor
 from edgekit.steps.base import Intermediate, Step, StepContext
 from edgekit.targets.base import TargetSpec
+
+# the converter: a self-contained binary in a wheel (no exceptions of its own: it exits non-zero or crashes). Pinned
+# with the ncnn runtime as the pair tested together (pyproject.toml)
+PNNX = Vendor("pnnx", modules={"pnnx": "pnnx==20261020"}, extra="convert")
 
 PNNX_TIMEOUT_S = 1800  # MobileNetV2 took 4 s here; a crash or hang is a failed artifact, not a stuck run
 INT8_REFUSED = ("ncnn's int8 needs its ncnn2table and ncnn2int8 tools, which neither the ncnn nor the pnnx wheel "
@@ -73,7 +78,7 @@ class PnnxConvert(Step):
     name: ClassVar[str] = "pnnx_convert"
     consumes: ClassVar[str] = "onnx"
     produces: ClassVar[str] = "ncnn"
-    modules: ClassVar[tuple[str, ...]] = ("pnnx", "onnx")
+    modules: ClassVar[tuple[str, ...]] = ("pnnx", "onnx", "ncnn")  # ncnn: its check of the layers, validation
 
     def outputs(self, stem: str) -> list[str]:
         base = f"{stem}.{self.params.precision}.ncnn"
@@ -93,7 +98,7 @@ class PnnxConvert(Step):
             folder = scratch / route
             folder.mkdir(parents=True, exist_ok=True)
             try:
-                text, raw_bin = self._pnnx(make(folder), inputs, outputs, precision, ctx)
+                text, raw_bin = run_pnnx(make(folder), inputs, outputs, precision, ctx.log)
             except ConversionError as exc:
                 failures.append((route, exc))
                 ctx.log(f"pnnx from {route} failed: {exc.message}")
@@ -132,35 +137,34 @@ class PnnxConvert(Step):
             routes.insert(0, ("torchscript", lambda folder: torchscript(model, inputs, folder / "model.pt")))
         return routes
 
-    def _pnnx(self, model: Path, inputs: list[tuple[str, list[int]]], outputs: list[str], precision: str,
-              ctx: StepContext) -> tuple[str, Path]:
-        """(the named .param text, pnnx's .bin) of pnnx run on MODEL in its folder; ConversionError where pnnx
-        fails, crashes, or leaves blobs or layers ncnn cannot take."""
-        from edgekit.core._deps import require
-        from edgekit.core.errors import ConversionError
+def run_pnnx(model: Path, inputs: list[tuple[str, list[int]]], outputs: list[str], precision: str,
+             log: Callable[[str], None] = print) -> tuple[str, Path]:
+    """(the .param text, named after INPUTS and OUTPUTS, and pnnx's .bin) of pnnx run on MODEL (TorchScript or ONNX)
+    in MODEL's folder; ConversionError where pnnx fails, crashes, or leaves blobs or layers ncnn cannot take."""
+    from edgekit.core._deps import require
+    from edgekit.core.errors import ConversionError
 
-        pnnx = require("pnnx", extra="convert", purpose="convert models to ncnn")
-        folder = model.parent
-        raw_param, raw_bin = folder / "model.ncnn.param", folder / "model.ncnn.bin"
-        argv = [str(pnnx.EXEC_PATH), model.name, f"inputshape={shape_arg(inputs)}",
-                f"ncnnparam={raw_param.name}", f"ncnnbin={raw_bin.name}", f"fp16={1 if precision == 'fp16' else 0}",
-                *(f"{k}={v}" for k, v in (("pnnxparam", "model.pnnx.param"), ("pnnxbin", "model.pnnx.bin"),
-                                          ("pnnxpy", "model_pnnx.py"), ("pnnxonnx", "model.pnnx.onnx"),
-                                          ("ncnnpy", "model_ncnn.py")))]
-        ctx.log(f"pnnx ({pnnx_versions()}): {model.name} -> ncnn {precision}")
-        try:
-            proc = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=PNNX_TIMEOUT_S,
-                                  check=False)
-        except subprocess.TimeoutExpired:
-            raise ConversionError(f"pnnx ({pnnx_versions()}) did not finish in {PNNX_TIMEOUT_S} s.",
-                                  step=self.name) from None
-        if proc.returncode != 0 or not raw_param.is_file() or not raw_bin.is_file():
-            raise ConversionError(f"pnnx ({pnnx_versions()}) failed on the model: {_said(proc)}", step=self.name,
-                                  hint="A pnnx release can fail where another works; the pair edgekit tested is "
-                                       "pinned in its extras. EDGEKIT_DEBUG=1 keeps the full log.")
-        text = named(raw_param, inputs, outputs)
-        check_layers(text, proc.stdout + proc.stderr)
-        return text, raw_bin
+    pnnx = require("pnnx", purpose="convert models to ncnn", library=PNNX)
+    folder = model.parent
+    raw_param, raw_bin = folder / "model.ncnn.param", folder / "model.ncnn.bin"
+    argv = [str(pnnx.EXEC_PATH), model.name, f"inputshape={shape_arg(inputs)}",
+            f"ncnnparam={raw_param.name}", f"ncnnbin={raw_bin.name}", f"fp16={1 if precision == 'fp16' else 0}",
+            *(f"{k}={v}" for k, v in (("pnnxparam", "model.pnnx.param"), ("pnnxbin", "model.pnnx.bin"),
+                                      ("pnnxpy", "model_pnnx.py"), ("pnnxonnx", "model.pnnx.onnx"),
+                                      ("ncnnpy", "model_ncnn.py")))]
+    log(f"pnnx ({pnnx_versions()}): {model.name} -> ncnn {precision}")
+    try:
+        proc = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=PNNX_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise ConversionError(f"pnnx ({pnnx_versions()}) did not finish in {PNNX_TIMEOUT_S} s.",
+                              step="pnnx_convert") from None
+    if proc.returncode != 0 or not raw_param.is_file() or not raw_bin.is_file():
+        raise ConversionError(f"pnnx ({pnnx_versions()}) failed on the model: {_said(proc)}", step="pnnx_convert",
+                              hint="A pnnx release can fail where another works; the pair edgekit tested is "
+                                   "pinned in its extras. EDGEKIT_DEBUG=1 keeps the full log.")
+    text = named(raw_param, inputs, outputs)
+    check_layers(text, proc.stdout + proc.stderr)
+    return text, raw_bin
 
 
 def torchscript(model: Any, inputs: list[tuple[str, list[int]]], out: Path) -> Path:
@@ -244,5 +248,5 @@ TARGET = TargetSpec(
     steps=("edgekit.targets.ncnn:PnnxConvert",),
     precisions=("fp32", "fp16"),
     refused={"int8": INT8_REFUSED},
-    dists=("pnnx", "ncnn"),
+    libraries={"pnnx": PNNX},
 )

@@ -9,7 +9,8 @@ conv 1->4 3x3 + ReLU, max-pool 2, conv 4->8 3x3 + ReLU, global average pool, den
 
 Formats: torch `.pt2` (ExportedProgram, dynamic batch) and TorchScript, ONNX (torch's dynamo
 exporter, single file, dynamic batch), a Keras `.keras` file and SavedModel, TFLite fp32 and full-integer int8
-with int8 I/O, and an OpenVINO IR (fp32, converted from that ONNX by `openvino.convert_model`). Formats whose
+with int8 I/O, an OpenVINO IR (fp32, converted from that ONNX by `openvino.convert_model`) and an ncnn model (fp32,
+from that ONNX by pnnx). Formats whose
 converter is not installed are skipped with the reason. Building is idempotent: a folder that already holds a
 complete set is reused.
 """
@@ -30,7 +31,7 @@ from edgekit.core.fsutil import atomic_write_json
 
 INPUT_SHAPE_NCHW = (1, 1, 28, 28)
 INDEX = "testmodels.json"
-FORMAT_VERSION = 3  # 2: the OpenVINO IR; 3: the .keras file
+FORMAT_VERSION = 4  # 2: the OpenVINO IR; 3: the .keras file; 4: the ncnn model
 
 
 def weights(seed: int = 0) -> dict[str, np.ndarray]:
@@ -164,6 +165,24 @@ def _build_openvino(out: Path, onnx_path: Path) -> dict[str, Path]:
     return {"openvino-fp32": xml}
 
 
+def _build_ncnn(out: Path, onnx_path: Path) -> dict[str, Path]:
+    """The ONNX model as an ncnn model (tiny.ncnn.param + tiny.ncnn.bin) by pnnx, weights kept in fp32, its blobs
+    named as the ONNX's tensors (what the ncnn target writes)."""
+    import shutil
+
+    from edgekit.targets.ncnn import onnx_io, run_pnnx
+
+    work = out / "pnnx"
+    work.mkdir(exist_ok=True)
+    shutil.copyfile(onnx_path, work / "model.onnx")
+    inputs, outputs = onnx_io(onnx_path)
+    text, weights = run_pnnx(work / "model.onnx", inputs, outputs, "fp32", log=lambda _: None)
+    param = out / "tiny.ncnn.param"
+    param.write_text(text)
+    shutil.copyfile(weights, out / "tiny.ncnn.bin")
+    return {"ncnn-fp32": param}
+
+
 # artifact key -> (format, precision, layout of the 4-D input)
 KINDS: dict[str, tuple[str, str, str]] = {
     "torch-pt2": ("torch", "fp32", "NCHW"),
@@ -174,6 +193,7 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "tflite-fp32": ("tflite", "fp32", "NHWC"),
     "tflite-int8": ("tflite", "int8", "NHWC"),
     "openvino-fp32": ("openvino", "fp32", "NCHW"),
+    "ncnn-fp32": ("ncnn", "fp32", "NCHW"),
 }
 
 
@@ -205,6 +225,10 @@ def build(out_dir: str | Path) -> dict[str, Any]:
         models.update(_build_openvino(out, models["onnx"]))
     else:
         skipped["openvino-fp32"] = "openvino (or the ONNX model it is converted from) is not here"
+    if "onnx" in models and available("pnnx") and available("ncnn"):
+        models.update(_build_ncnn(out, models["onnx"]))
+    else:
+        skipped["ncnn-fp32"] = "pnnx and ncnn (or the ONNX model it is converted from) are not here"
     index = {"version": FORMAT_VERSION, "models": {k: str(p) for k, p in models.items()}, "skipped": skipped}
     atomic_write_json(index_path, index)
     return index

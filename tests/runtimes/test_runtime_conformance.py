@@ -78,7 +78,7 @@ def test_absent_device_says_why(rt_name: str, device: str, tiny_models: dict[str
         pytest.skip(f"{rt_name} on {device} is available here: covered by the contract test")
     assert why and len(why) > 20, why
     fmt_key = {"onnx": "onnx", "tflite": "tflite-fp32", "edgetpu": "tflite-fp32", "torch": "torch-pt2",
-               "savedmodel": "savedmodel", "openvino": "openvino-fp32"}[cls.formats[0]]
+               "savedmodel": "savedmodel", "openvino": "openvino-fp32", "ncnn": "ncnn-fp32"}[cls.formats[0]]
     if fmt_key not in tiny_models["models"]:
         pytest.skip(f"no {fmt_key} model here")
     with pytest.raises((NotAvailable, UsageError)) as err:
@@ -91,7 +91,8 @@ def test_absent_device_says_why(rt_name: str, device: str, tiny_models: dict[str
 CORRUPT = {"onnx": ("bad.onnx", b"\x08\x07garbage" * 10),
            "tflite": ("bad.tflite", b"\x1c\x00\x00\x00TFL3" + b"\x00" * 40),
            "torch": ("bad.pt2", b"PK\x03\x04garbage"), "savedmodel": ("bad_savedmodel", b"\x00not a proto"),
-           "openvino": ("bad.xml", b'<?xml version="1.0"?>\n<net name="x" version="11"><layers><layer id="0" ')}
+           "openvino": ("bad.xml", b'<?xml version="1.0"?>\n<net name="x" version="11"><layers><layer id="0" '),
+           "ncnn": ("bad.ncnn.param", b"7767517\n2 2\nInput in0 0 1 in0\nConvolution c 1 1 in0 \xff\xfe 0=8")}
 
 
 @pytest.mark.parametrize("rt_name", runtime_names())

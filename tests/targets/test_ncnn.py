@@ -58,3 +58,49 @@ def test_ops_ncnn_has_no_layer_for_are_a_conversion_error() -> None:
     with pytest.raises(ConversionError, match=r"Pad \(1: Pad_7\); pnnx said: ignore Pad Pad_7") as err:
         check_layers(left, "ok\nignore Pad Pad_7 param pads=(0,1)\n")
     assert err.value.op == "Pad" and err.value.step == "pnnx_convert"
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_bundled_cnn_converts_to_ncnn_and_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The bundled CNN: ncnn fp32 and fp16 published with their .bin and validated; run by the source's names on
+    real digits; inspected with the ONNX's MACs; int8 refused before anything runs, with the reason."""
+    import json
+
+    import numpy as np
+
+    from edgekit.cli import main
+    from edgekit.data.calibration import load_samples
+    from edgekit.inspect import inspect_model
+    from edgekit.runtimes import open_runtime
+
+    out = tmp_path / "o"
+    rc = main(["convert", str(REPO / "models" / "mnist_cnn.pt2"), "--target", "onnx,ncnn", "--quantize", "fp32,fp16",
+               "--calib", "mnist", "--val-size", "200", "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    arts = {(a["format"], a["precision"]): a for a in json.loads((out / "manifest.json").read_text())["artifacts"]}
+    for precision in ("fp32", "fp16"):
+        art = arts["ncnn", precision]
+        assert art["status"] == "ok" and art["fidelity"]["passed"], art
+        param = out / art["path"]
+        assert param.name == f"mnist_cnn.{precision}.ncnn.param" and param.with_suffix(".bin").is_file()
+        assert art["size_bytes"] == param.stat().st_size + param.with_suffix(".bin").stat().st_size
+    assert arts["ncnn", "fp16"]["size_bytes"] < 0.6 * arts["ncnn", "fp32"]["size_bytes"]
+
+    x = load_samples("mnist", [1, 1, 28, 28], "NCHW").x[:16]
+    onnx_rt = open_runtime(out / arts["onnx", "fp32"]["path"])
+    want = onnx_rt.run({s.name: x for s in onnx_rt.inputs})
+    with open_runtime(out / arts["ncnn", "fp32"]["path"], threads=1) as rt:
+        assert [s.name for s in rt.inputs] == [s.name for s in onnx_rt.inputs]
+        assert [s.name for s in rt.outputs] == list(want)
+        got = rt.run({s.name: x for s in rt.inputs})
+        np.testing.assert_allclose(got[rt.outputs[0].name], want[rt.outputs[0].name], atol=1e-4)
+    report = inspect_model(out / arts["ncnn", "fp16"]["path"])
+    assert report.precision == "fp16" and report.macs == inspect_model(out / arts["onnx", "fp32"]["path"]).macs
+
+    rc = main(["convert", str(REPO / "models" / "mnist_cnn.pt2"), "--target", "ncnn", "--quantize", "int8",
+               "--calib", "mnist", "--out", str(tmp_path / "int8")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "ncnn2table" in err and not (tmp_path / "int8").exists(), err

@@ -87,7 +87,7 @@ def test_without_the_rewrite_the_artifact_fails_naming_the_tensor(padv2_saved: P
 def _steps(path: Path) -> list[tuple[str, float, float, float]]:
     """Each op of the int8 model at PATH: its type, its widest activation input step, its output step, and the
     largest magnitude among its constant inputs."""
-    from edgekit.quantize.tflite.int8_ranges import _dequantized, _step
+    from edgekit.quantize.tflite.int8_ranges import _dequantized, _step_in, _step_out
     from edgekit.tflite.model import read_tflite
 
     m = read_tflite(path)
@@ -95,8 +95,8 @@ def _steps(path: Path) -> list[tuple[str, float, float, float]]:
     for op in m.ops:
         ins = [t for t in m.op_inputs(op) if t is not None]
         consts = [v for t in ins if t.const and (v := _dequantized(t)) is not None and v.size]
-        out.append((op.op, max((_step(t) for t in ins if not t.const), default=0.0),
-                    max(_step(t) for t in m.op_outputs(op) if t is not None),
+        out.append((op.op, max((_step_in(m, t) for t in ins if not t.const), default=0.0),
+                    max(_step_out(m, t) for t in m.op_outputs(op) if t is not None),
                     max((float(np.abs(v).max()) for v in consts), default=0.0)))
     return out
 
@@ -123,6 +123,7 @@ def test_the_hint_names_the_op_that_brings_the_range(pattern: str, tmp_path: Pat
         from edgekit.quantize.tflite.int8_ranges import JUMP
 
         assert "The DIV" in hint and "division" in hint
+        assert any("DIV(s) kept in float" in n for n in job.notes), job.notes  # its divisor reaches 1e-9
         assert any(op == "DIV" and step_out > JUMP * step_in for op, step_in, step_out, _ in ops)
         assert all(big < 1e6 for *_, big in ops)
 

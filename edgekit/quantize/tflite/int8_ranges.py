@@ -154,18 +154,33 @@ def range_cause(path: Path, found: list[AbsurdRange]) -> RangeCause:
         if value is not None and value.size and float(value.min()) <= -HUGE:
             return RangeCause("padded-maxpool", op.op, m.tensors[op.outputs[0]].name, float(value.min()))
     first = min((op for op in m.ops if absurd & set(op.outputs + op.inputs)), key=lambda op: op.index)
+    if first.op == "QUANTIZE":  # a float op's output entering int8 (an op kept in float): that op brought it
+        producer = next((op for op in m.ops if first.inputs[0] in op.outputs), None)
+        first = producer if producer is not None else first
     inputs = [t for t in m.op_inputs(first) if t is not None]
     for t in inputs:
         value = _dequantized(t) if t.const else None
         if value is not None and value.size and float(np.abs(value).max()) > ABSURD_SCALE:
             big = float(value.reshape(-1)[np.argmax(np.abs(value))])
             return RangeCause("constant", first.op, _named_output(m, first), big)
-    activations = [_step(t) for t in inputs if not t.const and t.index not in absurd]
-    out_step = max(_step(t) for t in m.op_outputs(first) if t is not None)
+    activations = [s for t in inputs if not t.const and t.index not in absurd and (s := _step_in(m, t))]
+    out_step = max(_step_out(m, t) for t in m.op_outputs(first) if t is not None)
     if activations and max(activations) * JUMP < out_step:
         return RangeCause("computed", first.op, _named_output(m, first), out_step / max(activations))
     widest = max(found, key=lambda a: a.scale)
     return RangeCause("grown", first.op, found[0].tensor, widest.scale * 127.5)
+
+
+def _step_in(m: TfliteModel, t: TTensor) -> float:
+    """T's int8 step, or for a float tensor a DEQUANTIZE wrote, the step of what it dequantized."""
+    deq = next((op for op in m.ops if op.op == "DEQUANTIZE" and t.index in op.outputs), None)
+    return _step(m.tensor(deq.inputs[0])) if deq is not None and not t.quantization else _step(t)
+
+
+def _step_out(m: TfliteModel, t: TTensor) -> float:
+    """T's int8 step, or for a float tensor a QUANTIZE reads, the step it is quantized to."""
+    quant = next((op for op in m.ops if op.op == "QUANTIZE" and t.index in op.inputs), None)
+    return _step(m.tensor(quant.outputs[0])) if quant is not None and not t.quantization else _step(t)
 
 
 def _named_output(m: TfliteModel, op: TOp) -> str:

@@ -85,10 +85,15 @@ class TfliteJob:
 
 def plain(job: TfliteJob) -> bytes:
     """The converter's full-integer model, the requested I/O type: its stages run as edgekit.tflite.cache splits
-    them, so the calibration is the run's one (the int8 and the uint8-I/O models share it)."""
+    them, so the calibration is the run's one (the int8 and the uint8-I/O models share it). Where a DIV's divisor
+    would round to zero (edgekit.quantize.tflite.div_guard), the quantizer's own path with that DIV in float."""
+    from edgekit.quantize.tflite.div_guard import zero_divisors
     from edgekit.tflite.cache import full_integer
 
-    return full_integer(job.tf, calibrated(job), job.io_type)
+    cal = calibrated(job)
+    if zero_divisors(cal):
+        return quantized(job, cal)
+    return full_integer(job.tf, cal, job.io_type)
 
 
 def float_model(job: TfliteJob) -> bytes:
@@ -115,8 +120,14 @@ def quantized(job: TfliteJob, cal: bytes, denylist: tuple[str, ...] = (), debug:
     """The calibrated model quantized, DENYLIST's ops left in float; DEBUG adds the debugger's NumericVerify ops."""
     from tensorflow.lite.python import convert, util
 
+    from edgekit.quantize.tflite.div_guard import words, zero_divisors
+
     tf = job.tf
-    denylist = tuple(dict.fromkeys((*job.decode, *job.decode_heads, *denylist)))  # a detector's decode: float
+    divs = zero_divisors(cal)  # a divisor int8 would round to zero: LiteRT's int8 DIV refuses it at run time
+    if divs and (said := words(divs)) not in job.notes:
+        job.notes.append(said)
+    # a detector's decode and those DIVs: float
+    denylist = tuple(dict.fromkeys((*job.decode, *job.decode_heads, *(d.op for d in divs), *denylist)))
     # float I/O with QUANTIZE/DEQUANTIZE at the ends first (fully_quantize would force int8 I/O), then the I/O
     # type asked for set on those ends, as the converter does
     blob = bytes(convert.mlir_quantize(cal, fully_quantize=False, input_data_type=tf.float32,

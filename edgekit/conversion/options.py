@@ -83,6 +83,10 @@ class CommonOptions:
     factory: str | None = option(None, "package.module:factory that builds the network (for state_dict checkpoints "
                                  "and Keras weights).", flags=("--model",))
     trust_model: bool = option(False, "Allow formats whose loading runs code (pickled modules, Lambda layers).")
+    reparameterize: bool = option(
+        False, "Fuse a PyTorch model's training-time branches before export, as it is deployed: reparameterize(), "
+        "switch_to_deploy() or fuse() on each module that has one (MobileOne, RepVGG, RepViT, FastViT); every "
+        "artifact is validated against the unfused model. Needs the module: a state_dict with --model, or a pickle.")
     signature: str = option("serving_default", "SavedModel signature to convert.")
     layout: str | None = option(None, "Layout of an ONNX source's image input: NCHW or NHWC (default: read from the "
                                 "graph; tf2onnx writes Keras models as NHWC).")

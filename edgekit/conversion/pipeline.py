@@ -109,7 +109,7 @@ def convert_request(source: str | Path | None, options_: ConvertOptions, progres
     opsets = [get_target(target).min_source_opset.get(p, 0) for target, made in wanted for p in made]
     load_opts = LoadOptions(factory=model, trust_model=options_.trust_model, input_shape=input_shape,
                             signature=options_.signature, input_shapes=options_.input_shapes, layout=options_.layout,
-                            min_opset=max(opsets, default=0) or None)
+                            min_opset=max(opsets, default=0) or None, reparameterize=options_.reparameterize)
     with run_meter.phase("load"):
         src: Source = load_source(path, kind, load_opts)  # a file is probed in a child first: a crash stays there
     options_.out_dir = Path(options_.out_dir) if options_.out_dir else Path("edgekit-out") / stem_of(src)

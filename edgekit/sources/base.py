@@ -26,6 +26,7 @@ class LoadOptions:
     layout: str | None = None  # --layout: NCHW or NHWC for an ONNX source's 4-D input (None: read from the graph)
     input_shapes: dict[str, list[int]] | None = None  # per input name (multi-input ONNX: --input-shape name:dims)
     min_opset: int | None = None  # an ONNX source below it is raised to it first (int8 per-channel QDQ needs 13)
+    reparameterize: bool = False  # fuse a torch module's branches before export (edgekit.sources.torch_reparam)
 
 
 @dataclass

@@ -181,12 +181,20 @@ def load(path: Path | None, opts: LoadOptions, kind: str) -> Source:
             hint="Pass --input-shape N,C,H,W (batch first, NCHW for PyTorch), e.g. --input-shape 1,1,28,28.",
         )
     static_batch = shape[0] if shape[0] > 0 else 0
-    predict = _make_predict(module, static_batch or 0)
+    reference, changes = module, []  # the model every artifact is validated against: the source as given
+    if opts.reparameterize:
+        if kind in ("torch-exported", "torchscript"):
+            from edgekit.sources.torch_reparam import refuse_without_module
+
+            raise refuse_without_module(kind)
+        module, said = _fused(module, shape, static_batch)
+        obj, changes = module, [said]
+    predict = _make_predict(reference, static_batch or 0)
     probe = np.zeros([1 if d <= 0 else d for d in shape], dtype=np.float32)
     with vendor_errors("torch", error=UsageError, describe=lambda exc: vendor_message(exc, 300, last=True),
                        what=f"The model does not accept an input of shape {_fmt(probe.shape)}",
                        hint="Pass the shape the model was trained on with --input-shape N,C,H,W."):
-        names = list(_make_predict_outputs(module, static_batch or 0)({"input": probe}))
+        names = list(_make_predict_outputs(reference, static_batch or 0)({"input": probe}))
     if static_batch == 0 and kind != "torch-exported":
         shape = [-1, *shape[1:]]  # eager modules accept any batch
     return Source(
@@ -202,8 +210,29 @@ def load(path: Path | None, opts: LoadOptions, kind: str) -> Source:
         sha256=sha256_file(path) if path else "",
         extra={"module": module},
         output_names=names,
-        predict_outputs=_make_predict_outputs(module, static_batch or 0),
+        predict_outputs=_make_predict_outputs(reference, static_batch or 0),
+        changes=changes,
     )
+
+
+def _fused(module: Any, shape: list[int], static_batch: int) -> tuple[Any, str]:
+    """MODULE re-parameterized (edgekit.sources.torch_reparam), and the manifest's words for it, with how far the
+    fused copy's outputs are from MODULE's on a seeded random input (a fusion that changes the function shows)."""
+    from edgekit.sources.torch_reparam import reparameterized, words
+
+    with vendor_errors("torch", error=UnsupportedModel, describe=lambda exc: vendor_message(exc, 300, last=True),
+                       what="The model's own re-parameterization failed (--reparameterize)",
+                       hint="Run its reparameterize() / switch_to_deploy() / fuse() in Python to see why, or "
+                       "convert without --reparameterize."):
+        fused, calls = reparameterized(module)
+    if not calls:
+        raise UsageError("--reparameterize: no module of this model has a reparameterize(), switch_to_deploy() or "
+                         "fuse() method, so there is nothing to fuse.", hint="Convert without --reparameterize.")
+    x = np.random.default_rng(0).standard_normal([d if d > 0 else 2 for d in shape]).astype(np.float32)
+    want = _make_predict_outputs(module, static_batch)({"input": x})
+    got = _make_predict_outputs(fused, static_batch)({"input": x})
+    rel = max(float(np.abs(got[k] - v).max() / (np.ptp(v) or 1.0)) for k, v in want.items())
+    return fused, words(calls, rel)
 
 
 def _fits(given: list[int], model: list[int]) -> bool:

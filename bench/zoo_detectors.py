@@ -67,7 +67,7 @@ def build_digits_yolo(out: Path) -> dict[str, Any]:
     """The bundled trained detector on N_CALIB held-out canvases with boxes; its mAP50 on the validated ones."""
     import onnx
 
-    from edgekit.conversion.feeds import held_out_boxes
+    from edgekit.data.feeds import held_out_boxes
     from edgekit.fidelity.coco import mean_ap
     from edgekit.fidelity.detection import Head, decode, labelled_boxes
     from models.detection_data import write_npz

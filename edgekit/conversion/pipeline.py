@@ -157,8 +157,8 @@ def _run(src: Source, options: ConvertOptions, out_dir: Path, say: Callable[[str
     shape = [options.batch if d <= 0 else d for d in src.input_shape]
     calib_x: np.ndarray | dict[str, np.ndarray] | None = None
     t_data = time.perf_counter()
-    if src.inputs:  # several inputs: a .npz with one array per input name (edgekit.conversion.feeds)
-        from edgekit.conversion.feeds import split_named
+    if src.inputs:  # several inputs: a .npz with one array per input name (edgekit.data.feeds)
+        from edgekit.data.feeds import split_named
 
         named = split_named(options.calib, src.inputs, src.layout, calib_size=options.calib_size,
                             val_size=options.val_size, batch=options.batch, mean=options.mean, std=options.std)
@@ -183,7 +183,7 @@ def _run(src: Source, options: ConvertOptions, out_dir: Path, say: Callable[[str
 
 def reference(src: Source, feeds: dict[str, Any], labels: Any, inputs_name: str, options: ConvertOptions) -> Any:
     """The source's every output on the held-out FEEDS, with the kinds asked for and any label masks."""
-    from edgekit.conversion.feeds import held_out_boxes, held_out_masks
+    from edgekit.data.feeds import held_out_boxes, held_out_masks
     from edgekit.fidelity.decide import decide_kinds
     from edgekit.fidelity.kinds import asked_with_masks
     from edgekit.fidelity.landmarks import image_size

@@ -83,7 +83,7 @@ def match_outputs(source: dict[str, np.ndarray], artifact: dict[str, np.ndarray]
 
 def signature_outputs(path: str) -> dict[str, str]:
     """Tensor name -> signature output key of a .tflite (its first signature); {} where it has none."""
-    from edgekit.runtimes.litert_io import interpreter_class
+    from edgekit.tflite.interpreter import interpreter_class
 
     interp = interpreter_class()(model_path=str(path))
     sigs = interp._get_full_signature_list() or {}

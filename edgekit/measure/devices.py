@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from edgekit.core.cores import usable_cores
 from edgekit.core.errors import UsageError
 from edgekit.core.registry import check_choice
 
@@ -171,14 +172,6 @@ def cpu_model(root: str | Path = "/") -> str:
         if fields.get(key):
             return fields[key]
     return platform.processor() or platform.machine()
-
-
-def usable_cores() -> int:
-    """The CPU cores this process may run on (its affinity mask where the OS has one)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def emulated_cpu_facts() -> dict[str, str] | None:

@@ -240,4 +240,16 @@ class Diagnosis:
         return out
 
 
-__all__ = ["Diagnosis", "LayerDiagnosis", "RecipeChoice", "RecipeTrial"]
+def plain_choice_of_inputs(requested: str, config: dict[str, Any], samples: int) -> RecipeChoice:
+    """The record of an int8 model with several inputs: the plain recipe, not searched.
+
+    The recipe search runs candidate models on one input's samples; a model with several inputs is calibrated on
+    every input by name with the plain recipe, and judged by validation.
+    """
+    note = "several inputs: the plain recipe, every input calibrated by name (the recipe search runs one-input models)"
+    return RecipeChoice(requested=requested, chosen="plain", config=config, met=None,  # not judged: validation does
+                        judged_on=f"not searched ({samples} calibration samples per input; validation judges it)",
+                        notes=(note,))
+
+
+__all__ = ["Diagnosis", "LayerDiagnosis", "RecipeChoice", "RecipeTrial", "plain_choice_of_inputs"]

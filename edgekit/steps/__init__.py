@@ -7,8 +7,6 @@ of the last form is its TargetSpec (edgekit.targets).
 
 from __future__ import annotations
 
-from typing import Any
-
 from edgekit.core.registry import resolve
 from edgekit.steps.base import Intermediate, Step, StepContext, StepParams
 
@@ -36,15 +34,6 @@ CONVERSIONS: dict[tuple[str, str], str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """`ConvertOptions`, on first use (edgekit.steps.base says why)."""
-    if name == "ConvertOptions":
-        from edgekit.conversion.options import ConvertOptions
-
-        return ConvertOptions
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def get_step(name: str) -> type[Step]:
     """The Step class named NAME: a STEPS key, or "module:Class"."""
     if ":" in name and name not in STEPS:
@@ -52,5 +41,5 @@ def get_step(name: str) -> type[Step]:
     return resolve(STEPS, name, "conversion step")
 
 
-__all__ = ["STEPS", "CONVERSIONS", "ConvertOptions", "Intermediate", "Step", "StepContext", "StepParams",
+__all__ = ["STEPS", "CONVERSIONS", "Intermediate", "Step", "StepContext", "StepParams",
            "get_step"]

@@ -171,14 +171,3 @@ class Step(ABC):
     @abstractmethod
     def run(self, inp: Intermediate, ctx: StepContext) -> Intermediate:
         """Convert INP into the next form, writing only under ctx.work."""
-
-
-def __getattr__(name: str) -> Any:
-    """`ConvertOptions`, imported on first use: edgekit.conversion.options gathers every target's options from the
-    target table, and a target's file may define its own Step here (edgekit.targets.openvino), so importing it
-    eagerly here would be an import cycle."""
-    if name == "ConvertOptions":
-        from edgekit.conversion.options import ConvertOptions
-
-        return ConvertOptions
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,13 +10,15 @@ times out, is a ConversionError. Its option values are checked before anything r
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from edgekit.conversion.options import ConvertOptions
 from edgekit.core.border import vendor_errors
 from edgekit.core.errors import ConversionError, NotAvailable, UsageError
 from edgekit.core.fsutil import publish
 from edgekit.steps.base import Intermediate, Step, StepContext
+
+if TYPE_CHECKING:  # steps read the options conversion hands them; conversion imports the steps
+    from edgekit.conversion.options import ConvertOptions
 
 # Edge TPU runtime versions edgetpu_compiler's -m accepts (Coral: compiler 16 targets runtime 14 by default)
 MIN_RUNTIMES = range(10, 17)

@@ -145,15 +145,17 @@ class OnnxQuantize(Step):
         batch = dims[0].dim_value if dims and dims[0].dim_value > 0 else 1
         work = ctx.work / f"{ctx.stem}.{self.params.precision}-recipes"  # candidates, float twins; never published
         work.mkdir(exist_ok=True)
-        if len(names) > 1:  # several inputs: each calibrated by its name, plain recipe (edgekit.conversion.feeds)
-            from edgekit.conversion.feeds import by_keys, plain_int8_choice
+        if len(names) > 1:  # several inputs: each calibrated by its name, plain recipe (edgekit.data.feeds)
+            from edgekit.data.feeds import by_keys
             from edgekit.quantize.onnx.recipes import W8A16, OnnxRecipeConfig, quantize
+            from edgekit.quantize.records import plain_choice_of_inputs
 
             feeds = {k: ctx.to_layout(v, inp.layout).astype(np.float32) for k, v in ctx.calibration_by_name().items()}
             named = by_keys(feeds, names, f"{inp.path.name}")
             config = W8A16 if w8a16 else OnnxRecipeConfig()
             quantize(pre, dst, QuantData(names[0], named[names[0]], batch, work, feeds=named), config)
-            choice = plain_int8_choice("w8a16" if w8a16 else ctx.options.int8_recipe, config.to_dict(), len(samples))
+            choice = plain_choice_of_inputs("w8a16" if w8a16 else ctx.options.int8_recipe, config.to_dict(),
+                                            len(samples))
             return inp.derive(kind="onnx", path=dst, precision=self.params.precision, quantization=choice)
         data = QuantData(names[0], samples, batch, work, notes=notes)
         if w8a16:  # one recipe: 16-bit activations leave the int8 recipes nothing to recover

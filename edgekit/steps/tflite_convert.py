@@ -115,7 +115,7 @@ class TfliteConvert(Step):
                         # a detector's decode stays float and its candidates are judged by boxes (issue 27)
                         kinds=KindSource(ctx.source.metadata, ctx.options.output_kinds, layout,
                                          ctx.options.mask_thresholds))
-        # several inputs: each calibrated by its signature key, plain recipe (edgekit.conversion.feeds)
+        # several inputs: each calibrated by its signature key, plain recipe (edgekit.data.feeds)
         if ctx.source.inputs:
             return _int8_named(job, ctx, layout, w8a16)
         if w8a16:
@@ -133,7 +133,8 @@ def _cache(ctx: StepContext) -> Path:
 def _int8_named(job: Any, ctx: StepContext, layout: str, w8a16: bool = False) -> tuple[bytes, Any]:
     """Plain full-integer int8 (or w8a16) of a model with several inputs, every input calibrated by its signature
     key."""
-    from edgekit.conversion.feeds import by_keys, plain_int8_choice
+    from edgekit.data.feeds import by_keys
+    from edgekit.quantize.records import plain_choice_of_inputs
     from edgekit.quantize.tflite.recipes import plain
     from edgekit.sources.savedmodel import open_signature, signature_inputs
 
@@ -146,7 +147,7 @@ def _int8_named(job: Any, ctx: StepContext, layout: str, w8a16: bool = False) ->
         from edgekit.quantize.tflite.w8a16 import quantize_w8a16
 
         return quantize_w8a16(job, ctx.options.int8_recipe)
-    return plain(job), plain_int8_choice(ctx.options.int8_recipe, {"recipe": "plain", "io_dtype": job.io_dtype},
+    return plain(job), plain_choice_of_inputs(ctx.options.int8_recipe, {"recipe": "plain", "io_dtype": job.io_dtype},
                                          len(job.samples))
 
 

@@ -85,8 +85,8 @@ def _calib(path: Path, ctx: Context) -> Any:
 
 def _calib_named(path: Path, ctx: Context) -> Any:
     """--calib x.npz for a model whose input is named: one array per input name (and "masks"),
-    edgekit.conversion.feeds."""
-    from edgekit.conversion.feeds import split_named
+    edgekit.data.feeds."""
+    from edgekit.data.feeds import split_named
 
     return split_named(str(path), [("x", [1, 1, 28, 28], "float32")], "NCHW", calib_size=8, val_size=8, batch=1)
 
@@ -180,7 +180,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
            what="edgekit inspect of an .onnx (protobuf, shape inference, MACs)"),
     Target("calib-npy", ("digits.u8.npy", "digits.f32.npy"), _calib, what="--calib x.npy"),
     Target("calib-npz", ("digits.npz", "digits-plain.npz"), _calib, what="--calib x.npz"),
-    Target("calib-npz-named", ("digits.npz", "digits-plain.npz"), _calib_named, needs="edgekit.conversion.feeds",
+    Target("calib-npz-named", ("digits.npz", "digits-plain.npz"), _calib_named, needs="edgekit.data.feeds",
            what="--calib x.npz read by input name (multi-input models)"),
     Target("calib-images", IMAGES, _calib_images, what="--calib FOLDER of images (corrupt and bomb images)"),
     Target("manifest", ("manifest.json",), _manifest, json=True, what="manifest.json (Manifest.read)"),

@@ -184,7 +184,7 @@ def _measure_in_child(request: MeasureRequest, arrays: dict[str, np.ndarray]) ->
                                                                                     dict[str, np.ndarray]]:
     """In the child: each watched tensor's min and max over every batch, the model run by LiteRT's default
     kernels (XNNPACK) on every usable core."""
-    from edgekit.measure.devices import usable_cores
+    from edgekit.core.cores import usable_cores
     from edgekit.tflite.interpreter import interpreter_class
 
     it = interpreter_class()(model_content=arrays["model"].tobytes(), num_threads=usable_cores())

@@ -287,8 +287,8 @@ class CheckRequest(Record):
 def _check_in_child(request: CheckRequest, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
                                                                                   dict[str, np.ndarray]]:
     """In the child (edgekit.core.isolate): load the artifact, read its I/O, run it on arrays["x"]."""
+    from edgekit.core.cores import usable_cores
     from edgekit.core.registry import resolve
-    from edgekit.measure.devices import usable_cores
 
     cls: type[Runtime] = resolve({"runtime": request.runtime}, "runtime", "runtime")
     runtime = cls()

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 from edgetpu_standin import FIX, write_standin
 
+from edgekit.conversion.options import ConvertOptions
 from edgekit.core.errors import ConversionError
 from edgekit.steps import get_step
-from edgekit.steps.base import ConvertOptions, Intermediate, StepContext
+from edgekit.steps.base import Intermediate, StepContext
 
 
 def make_ctx(tmp_path: Path, **opts) -> StepContext:

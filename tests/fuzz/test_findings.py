@@ -137,14 +137,14 @@ def test_a_request_naming_a_tensor_by_an_object_is_a_400(where: str) -> None:
 
 def test_an_npz_member_that_is_not_an_array_is_bad_input(tmp_path: Path) -> None:
     """A flipped bit in a member's name ('y.npy' -> 'y.np?') makes numpy hand back raw bytes for it: the
-    named-input reader (edgekit.conversion.feeds) died on `bytes.ndim`."""
+    named-input reader (edgekit.data.feeds) died on `bytes.ndim`."""
     import io
     import zipfile
 
     import numpy as np
 
-    from edgekit.conversion.feeds import split_named
     from edgekit.data.calibration import load_samples
+    from edgekit.data.feeds import split_named
 
     buf = io.BytesIO()
     np.save(buf, np.zeros((4, 28, 28), np.uint8))
@@ -162,8 +162,8 @@ def test_an_npy_under_an_npz_name_is_bad_input(tmp_path: Path) -> None:
     """np.load returns an array, not an archive, for a .npy renamed .npz: `with ... as z` was an InternalError."""
     import numpy as np
 
-    from edgekit.conversion.feeds import split_named
     from edgekit.data.calibration import load_samples
+    from edgekit.data.feeds import split_named
 
     path = tmp_path / "data.npz"
     with open(path, "wb") as f:

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edgekit.conversion.options import ConvertOptions
 from edgekit.conversion.plan import check_outputs, make_plan, route
 from edgekit.core.errors import MissingDependency, UsageError
 from edgekit.sources.base import Source
-from edgekit.steps import ConvertOptions
 
 
 def _source(family: str = "torch", layout: str = "NCHW") -> Source:

@@ -21,13 +21,13 @@ X = np.zeros((2, 4, 4, 3), np.float32)
 
 def test_a_type_error_in_edgekit_s_code_is_raised_not_judged_a_failed_candidate(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import edgekit.measure.devices
+    import edgekit.core.cores
 
     def bug() -> int:
         raise TypeError("unsupported operand type(s) for +: 'int' and 'NoneType'")
 
     monkeypatch.setenv("EDGEKIT_NO_ISOLATION", "1")  # in this process, where the patch is seen
-    monkeypatch.setattr(edgekit.measure.devices, "usable_cores", bug)  # edgekit's own code, inside the candidate's try
+    monkeypatch.setattr(edgekit.core.cores, "usable_cores", bug)  # edgekit's own code, inside the candidate's try
     (tmp_path / "m.tflite").write_bytes(b"TFL3")
     with pytest.raises(TypeError, match="unsupported operand"):
         run_tflite([tmp_path / "m.tflite"], X)

@@ -151,11 +151,11 @@ class ThreadsSeen(LiteRT):
 def test_validation_runs_on_every_usable_core(tmp_path, monkeypatch):
     """LiteRT's Interpreter runs on one thread unless told: validation and the int8 search's candidate runs tell
     it the cores this process may use."""
-    import edgekit.measure.devices
+    import edgekit.core.cores
     from edgekit.quantize.tflite.run import RunRequest, _run_in_child
     from edgekit.validation.artifact import _check_in_child
 
-    monkeypatch.setattr(edgekit.measure.devices, "usable_cores", lambda: 3)
+    monkeypatch.setattr(edgekit.core.cores, "usable_cores", lambda: 3)
     monkeypatch.setattr(ThreadsSeen, "seen", [])
     model = conv_chain(tmp_path / "conv.tflite")
     x = np.zeros((2, 8, 8, 8), np.float32)

@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edgekit.conversion.options import ConvertOptions
 from edgekit.sources.base import LoadOptions
-from edgekit.steps.base import ConvertOptions, Intermediate, StepContext
+from edgekit.steps.base import Intermediate, StepContext
 
 keras = pytest.importorskip("keras")
 pytest.importorskip("tensorflow")

@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edgekit.conversion.options import ConvertOptions
 from edgekit.core.errors import EXIT_CONVERSION, EXIT_USAGE, ConversionError, UsageError
 from edgekit.sources.base import LoadOptions
-from edgekit.steps.base import ConvertOptions, Intermediate, StepContext
+from edgekit.steps.base import Intermediate, StepContext
 
 keras = pytest.importorskip("keras")
 tf = pytest.importorskip("tensorflow")

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edgekit.conversion.options import ConvertOptions
 from edgekit.conversion.plan import make_plan
 from edgekit.core.errors import UsageError
 from edgekit.core.precisions import PRECISIONS, get_precision
 from edgekit.sources.base import Source
-from edgekit.steps import ConvertOptions
 
 
 def _source() -> Source:

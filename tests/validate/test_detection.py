@@ -150,9 +150,9 @@ def test_map_against_labelled_boxes_by_pycocotools() -> None:
 
 
 def test_labelled_boxes_of_the_held_out_images_follow_the_split(tmp_path) -> None:
-    from edgekit.conversion.feeds import held_out_boxes
     from edgekit.core.errors import UsageError
     from edgekit.data.calibration import split_indices
+    from edgekit.data.feeds import held_out_boxes
 
     x = np.zeros((40, 3, 32, 32), dtype=np.float32)
     rows = np.array([[i, i % 3, i, i, i + 5, i + 5] for i in range(40)], dtype=np.float32)

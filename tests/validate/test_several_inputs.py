@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from edgekit.cli import main
-from edgekit.conversion.feeds import by_keys, plain_int8_choice
 from edgekit.core.errors import EXIT_OK, ConversionError
+from edgekit.data.feeds import by_keys
+from edgekit.quantize.records import plain_choice_of_inputs
 
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -33,7 +34,7 @@ def test_samples_are_keyed_by_name_never_by_position() -> None:
 
 def test_a_several_input_int8_record_says_it_was_not_judged() -> None:
     """Not searched, so not judged before validation: met is None, as for any named recipe (not a miss)."""
-    choice = plain_int8_choice("auto", {"recipe": "plain"}, 100)
+    choice = plain_choice_of_inputs("auto", {"recipe": "plain"}, 100)
     assert choice.met is None and choice.to_dict()["met"] is None and "validation judges it" in choice.judged_on
 
 

@@ -75,7 +75,7 @@ class RunRequest(Record):
 
 def _run_in_child(request: RunRequest, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
                                                                               dict[str, np.ndarray]]:
-    from edgekit.measure.devices import usable_cores
+    from edgekit.core.cores import usable_cores
     from edgekit.runtimes import runtime_for_format
 
     x = arrays["x"]

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -145,19 +144,4 @@ def by_keys(feeds: dict[str, np.ndarray], keys: Sequence[str], what: str) -> dic
     return out
 
 
-def plain_int8_choice(requested: str, config: dict[str, Any], samples: int) -> Any:
-    """The record of an int8 model with several inputs: the plain recipe, not searched (a RecipeChoice).
-
-    The recipe search (edgekit.quantize) runs candidate models on one input's samples; a model with
-    several inputs is calibrated on every input by name with the plain recipe, and judged by validation.
-    """
-    from edgekit.quantize.records import RecipeChoice
-
-    note = "several inputs: the plain recipe, every input calibrated by name (the recipe search runs one-input models)"
-    return RecipeChoice(requested=requested, chosen="plain", config=config, met=None,  # not judged: validation does
-                        judged_on=f"not searched ({samples} calibration samples per input; validation judges it)",
-                        notes=(note,))
-
-
-__all__ = ["BOXES_KEY", "MASKS_KEY", "Feeds", "by_keys", "held_out_boxes", "held_out_masks", "plain_int8_choice",
-           "split_named"]
+__all__ = ["BOXES_KEY", "MASKS_KEY", "Feeds", "by_keys", "held_out_boxes", "held_out_masks", "split_named"]

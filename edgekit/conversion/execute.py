@@ -291,9 +291,9 @@ def _run_quietly(step: Step, inp: Intermediate, ctx: StepContext, progress: Call
     from edgekit.core.console import captured_output
     from edgekit.core.errors import EdgekitError
 
-    notes: list[str] = []
-    ctx.log = notes.append  # the step's own notes are shown after it, outside the capture
     cap = captured_output()
+    # the step's own notes are shown as they come, past the capture: a search of minutes says each candidate's verdict
+    ctx.log = cap.shown(progress)
     try:
         with cap:
             return step.run(inp, ctx)
@@ -301,9 +301,6 @@ def _run_quietly(step: Step, inp: Intermediate, ctx: StepContext, progress: Call
         if cap.tail():
             exc.hint = f"{exc.hint or ''}\nlast output of the converter:\n{cap.tail()}".strip()
         raise
-    finally:
-        for note in notes:
-            progress(note)
 
 
 def _artifact(path: Path, fmt: str, inter: Intermediate, timeline: list[TimelineEntry], ref: Any,

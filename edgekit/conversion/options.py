@@ -102,6 +102,9 @@ class CommonOptions:
     int8_recipe: str = option("plain", "How int8 is made: plain, or auto (plain, then the recovery recipes until the "
                               "int8 thresholds are met: minutes on a real model), uint8, equalize, equalize+bias, "
                               "bias, percentile, mse, entropy, nncf (ONNX: NNCF's own), mixed.")
+    int8_budget: float | None = option(
+        None, "Seconds the int8 recipe search (--int8-recipe auto or mixed) may spend per artifact: past them it "
+        "starts no new candidate and keeps the best so far, and the manifest says the budget ended. Default: no limit.")
     explain: bool = option(False, "Diagnose every int8 artifact layer by layer (always done when one misses).")
     output_kinds: dict[str, str] | None = option(
         None, "How an output is judged, by output name (--output-kind name=kind): classes, dense, sequence, mask, "
@@ -121,6 +124,9 @@ class CommonOptions:
             raise UsageError(f"--batch must be at least 1, got {self.batch}.")
         if self.calib_size < 1 or self.val_size < 1:
             raise UsageError("--calib-size and --val-size must be at least 1.")
+        if self.int8_budget is not None and not self.int8_budget >= 0:  # NaN too
+            raise UsageError(f"--int8-budget must be a number of seconds, 0 or more, got {self.int8_budget}.",
+                             hint="Give the seconds the int8 recipe search may spend, e.g. --int8-budget 120.")
         from edgekit.sources.onnx_layout import check_layout
 
         self.layout = check_layout(self.layout)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -95,13 +96,42 @@ class captured_output:  # noqa: N801 - a context manager
         self._saved_py = (sys.stdout, sys.stderr)
         if sys.__stdout__ is not None and sys.__stderr__ is not None:
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        self._held_py = (sys.stdout, sys.stderr)
+        self._holding = True
         return self
+
+    def shown(self, say: Callable[[str], None]) -> Callable[[str], None]:
+        """SAY, given the terminal back for each line it writes: a long step's own progress (the int8 search's
+        candidates) is seen as it happens, while the converters' chatter around it stays captured."""
+
+        def show(message: str) -> None:
+            if not getattr(self, "_holding", False):
+                say(message)
+                return
+            import os
+
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(self._saved[0], 1)
+            os.dup2(self._saved[1], 2)
+            sys.stdout, sys.stderr = self._saved_py
+            try:
+                say(message)
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os.dup2(self._tmp.fileno(), 1)
+                os.dup2(self._tmp.fileno(), 2)
+                sys.stdout, sys.stderr = self._held_py
+
+        return show
 
     def __exit__(self, *exc: object) -> None:
         import os
 
         if self.debug:
             return
+        self._holding = False
         sys.stdout.flush()
         sys.stderr.flush()
         sys.stdout, sys.stderr = self._saved_py

@@ -101,6 +101,9 @@ class RecipeChoice:
     # of the MACs; new keys, optional: a reader that predates them ignores them
     int16_nodes: tuple[str, ...] = ()
     macs_int16_fraction: float = 0.0
+    # --int8-budget (edgekit.quantize.driver): the seconds the search was given, those it spent, whether they ended it
+    # (no candidate started past them, the best so far kept) and the candidates it tried; written only where given
+    budget: dict[str, Any] | None = field(default=None, metadata={"omit_none": True})
     # where diagnosis finds the float twin of the artifact (a staging path: never written to the manifest)
     float_model: str | None = field(default=None, compare=False, metadata={"json": False})
 
@@ -140,6 +143,10 @@ class RecipeChoice:
         elif over is not None:
             out.append(f"the layer group that mixed precision would keep in float first is alone over {cap}: none "
                        "was tried, the best float-free recipe was kept")
+        budget = self.budget or {}
+        if budget.get("ended") and self.met is False:
+            out.append(f"the --int8-budget of {budget['seconds']:g} s ended the search after {budget['candidates']} "
+                       "candidates, before one met the thresholds (a larger budget tries more)")
         if self.met is False or (self.float_nodes and self.macs_float_fraction > MACS_BUDGET):
             out += self._spread_words()
         return "; ".join(out)

@@ -283,8 +283,10 @@ def trial(name: str, judged: Judged, float_nodes: int, macs_fraction: float, sta
                        agreement=None if judged.agreement is None else round(judged.agreement, 4))
 
 
-def say(log: Callable[[str], None], label: str, judged: Judged, float_ops: int) -> None:
-    """One progress line per candidate: what it scored and whether it meets the thresholds."""
+def say(log: Callable[[str], None], label: str, judged: Judged, float_ops: int, seconds: float | None = None,
+        spent: str = "") -> None:
+    """One progress line per candidate as it ends: what it scored, whether it meets the thresholds, the SECONDS it
+    took (and SPENT: how much of the search's budget is gone)."""
     top1 = f"top-1 {judged.top1:.1%}, " if judged.top1 is not None else ""
     if judged.recall is not None or judged.precision is not None:
         words = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
@@ -292,8 +294,9 @@ def say(log: Callable[[str], None], label: str, judged: Judged, float_ops: int) 
     elif judged.top1 is None and judged.agreement is not None:
         top1 = f"agreement {judged.agreement:.1%}, "
     more = f" ({float_ops} ops in float)" if float_ops else ""
+    took = ", ".join(w for w in (f"{seconds:.1f} s" if seconds is not None else "", spent) if w)
     log(f"int8 recipe {label}{more}: {top1}cosine {judged.cosine:.4f} -> {'meets' if judged.passed else 'misses'} "
-        "the int8 thresholds on the samples the search judges")
+        "the int8 thresholds on the samples the search judges" + (f" ({took})" if took else ""))
 
 
 def split(n: int) -> tuple[np.ndarray, np.ndarray, str]:

@@ -163,5 +163,6 @@ class OnnxQuantize(Step):
             return inp.derive(kind="onnx", path=dst, precision="w8a16", quantization=choice)
         # a detector's outputs: judged by their boxes, their decode kept float (edgekit.quantize.detect_decode)
         kinds = KindSource(ctx.source.metadata, ctx.options.output_kinds, inp.layout, ctx.options.mask_thresholds)
-        choice = quantize_onnx(pre, dst, data, ctx.options.int8_recipe, ctx.log, kinds=kinds)
+        choice = quantize_onnx(pre, dst, data, ctx.options.int8_recipe, ctx.log, kinds=kinds,
+                               budget=ctx.options.int8_budget)
         return inp.derive(kind="onnx", path=dst, precision="int8", quantization=choice)

@@ -122,7 +122,8 @@ class TfliteConvert(Step):
             from edgekit.quantize.tflite.w8a16 import quantize_w8a16
 
             return quantize_w8a16(job, ctx.options.int8_recipe)
-        return quantize_tflite(job, ctx.options.int8_recipe, float_free=bool(self.params.integer_only))
+        return quantize_tflite(job, ctx.options.int8_recipe, float_free=bool(self.params.integer_only),
+                               budget=ctx.options.int8_budget)
 
 
 def _cache(ctx: StepContext) -> Path:

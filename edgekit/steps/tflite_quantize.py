@@ -94,4 +94,4 @@ class TfliteQuantize(Step):
 
             return quantize_w8a16(job, ctx.options.int8_recipe)
         from edgekit.quantize.tflite.search import quantize_tflite
-        return quantize_tflite(job, ctx.options.int8_recipe, float_free=integer_only)
+        return quantize_tflite(job, ctx.options.int8_recipe, float_free=integer_only, budget=ctx.options.int8_budget)

@@ -57,7 +57,7 @@ class OpenVinoConvert(Step):
                          for name, x in ctx.calibration_by_name().items()}
                 feeds = _by_model_inputs(model, feeds)
                 job = ov_quant.OvJob(model=model, feeds=feeds, log=ctx.log, notes=[])
-                model, choice = ov_quant.quantize_ir(job, ctx.options.int8_recipe)
+                model, choice = ov_quant.quantize_ir(job, ctx.options.int8_recipe, ctx.options.int8_budget)
             ov_quant.save(model, xml, compress_to_fp16=precision == "fp16")
         return inp.derive(kind="openvino", path=xml, precision=precision, quantization=choice)
 

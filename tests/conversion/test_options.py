@@ -185,3 +185,18 @@ def test_a_target_may_not_redeclare_an_option() -> None:
             module._gather()
     finally:
         module.TARGET_OPTIONS = saved
+
+
+def test_the_int8_budget_is_seconds_from_the_cli_and_the_api_and_a_negative_one_is_refused() -> None:
+    from typer.testing import CliRunner
+
+    from edgekit.cli import app
+
+    assert ConvertOptions.from_keywords(int8_budget=90).int8_budget == 90
+    assert ConvertOptions().int8_budget is None  # no limit unless asked
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(UsageError, match="--int8-budget must be a number of seconds") as exc:
+            ConvertOptions(int8_budget=bad).check()
+        assert exc.value.hint and "--int8-budget 120" in exc.value.hint
+    result = CliRunner().invoke(app, ["convert", "--help"])
+    assert "--int8-budget" in result.output

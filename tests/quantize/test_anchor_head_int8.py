@@ -144,10 +144,10 @@ def test_the_search_runs_and_judges_both_outputs_as_one_head(anchors_tflite: tup
     """The first output alone (the regressors) said nothing of the scores: a candidate whose logits are off by one
     near the cut passed. Judged as the anchors head, it loses boxes and fails."""
     from edgekit.quantize.search import judge
-    from edgekit.quantize.tflite.search import _Search
+    from edgekit.quantize.tflite.search import TfliteCandidates
 
     path, x = anchors_tflite
-    s = _Search(_job(path, x[:64], tmp_path / "w"), searching=True)
+    s = TfliteCandidates(_job(path, x[:64], tmp_path / "w"), searching=True)
     assert s.head_outputs == (REGRESSORS, SCORES) and s.y_head is not None
     assert set(s.run([path], s.x)[0]) == {REGRESSORS, SCORES}  # every output of a candidate, by name
     ref = s.y_head

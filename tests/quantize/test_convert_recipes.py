@@ -87,3 +87,19 @@ def test_an_unknown_recipe_is_refused_before_anything_runs(spread_model: Path, c
     with pytest.raises(UsageError) as exc:
         convert(spread_model, "onnx,tflite", "int8", calib=str(calib), out=tmp_path / "x", int8_recipe="equalise")
     assert "equalize" in (exc.value.hint or "") and not (tmp_path / "x").exists()
+
+
+def test_the_int8_budget_reaches_the_search_and_the_manifest(spread_model: Path, calib: Path, tmp_path: Path) -> None:
+    """--int8-budget 0: auto tries plain only (the first candidate is always tried), keeps it, and the manifest says
+    the budget ended; each candidate's verdict and seconds come out as progress while the step runs."""
+    from edgekit.conversion.pipeline import convert
+
+    said: list[str] = []
+    result = convert(spread_model, "onnx", "int8", calib=str(calib), out=tmp_path / "budget", int8_recipe="auto",
+                     int8_budget=0, progress=said.append)
+    manifest = Manifest.from_dict(json.loads(result.manifest_path.read_text()))
+    rec = manifest.artifacts[0].extra["int8_recipe"]
+    assert [t["recipe"] for t in rec["trials"]] == ["plain"] and rec["chosen"] == "plain" and rec["met"] is False
+    assert rec["budget"]["ended"] is True and rec["budget"]["seconds"] == 0 and rec["trials"][0]["seconds"] > 0
+    assert manifest.options["int8_budget"] == 0
+    assert any(m.startswith("int8 recipe plain: ") and "misses" in m and " s budget)" in m for m in said)

@@ -74,15 +74,15 @@ def test_where_nncf_fails_on_a_graph_auto_skips_its_candidate_and_says_why(tmp_p
     from edgekit.core.errors import ConversionError
     from edgekit.quantize.onnx import nncf_recipe
     from edgekit.quantize.onnx.recipes import QuantData
-    from edgekit.quantize.onnx.search import _Search
+    from edgekit.quantize.onnx.search import OnnxCandidates
 
     def fails(*_a: object) -> None:
         raise ConversionError("NNCF int8 quantization failed: no quantizer for op X")
 
     monkeypatch.setattr(nncf_recipe, "nncf_quantize", fails)
     src, data = conv_chain(tmp_path / "chain.onnx"), QuantData("x", images(64), 1, tmp_path)
-    s = _Search(src, data, lambda _m: None, searching=True)
-    assert s.try_recipe("nncf") is False and s.trials == []
+    s = OnnxCandidates(src, data, lambda _m: None, searching=True)
+    assert s.build("nncf") is None  # no candidate: the search goes on without it
     assert any("nncf candidate failed and was skipped" in n and "op X" in n for n in data.notes)
     with pytest.raises(ConversionError):  # asked for by name: the failure is the artifact's
-        _Search(src, QuantData("x", images(64), 1, tmp_path), lambda _m: None, searching=False).try_recipe("nncf")
+        OnnxCandidates(src, QuantData("x", images(64), 1, tmp_path), lambda _m: None, searching=False).build("nncf")

@@ -78,10 +78,10 @@ def test_auto_stops_at_the_first_recipe_that_meets_the_thresholds(spread_model: 
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Judged without the search's margin (z = 0), equalization's 98% meets the 97% threshold: auto stops there
     and never builds the later recipes. (Without NNCF, whose recipe, second in auto's order, passes here too.)"""
-    import edgekit.quantize.onnx.search as onnx_search
+    import edgekit.quantize.driver as driver
     from edgekit.quantize.onnx import nncf_recipe
 
-    monkeypatch.setattr(onnx_search, "margin_z", lambda _tried: 0.0)
+    monkeypatch.setattr(driver, "margin_z", lambda _tried: 0.0)
     monkeypatch.setattr(nncf_recipe, "available", lambda: False)
     choice = _search(spread_model, samples, tmp_path, "auto")
     assert [t.recipe for t in choice.trials] == ["plain", "uint8", "equalize"]

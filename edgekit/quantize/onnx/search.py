@@ -1,4 +1,6 @@
-"""The ONNX int8 recipe search: the recipe asked for, or `auto`'s order, judged against the float model.
+"""The ONNX int8 recipe search: the recipe asked for, or `auto`'s order, judged against the float model. The search
+itself (order, judging, what is kept, the budget, the records) is edgekit.quantize.driver's; this module builds and
+runs ONNX's candidates (`OnnxCandidates`) and its two float steps (`_Mixed`).
 
 auto: plain, then the float-free recipes (nncf where NNCF is installed, uint8, equalize, equalize+bias, percentile,
 mse, entropy, bias), then mixed precision on the best of those: first `mixed16` (the fewest layer groups kept
@@ -20,8 +22,7 @@ every calibration sample again (`met` is None, `judged_on` says so).
 from __future__ import annotations
 
 import shutil
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,28 +30,19 @@ from typing import Any
 import numpy as np
 
 from edgekit.core.errors import EdgekitError
+from edgekit.quantize.driver import Built, Judging, Kept, Outcome, Search, say_missed
 from edgekit.quantize.onnx.recipes import ONNX_RECIPES, OnnxRecipe, QuantData, quantize
-from edgekit.quantize.records import RecipeChoice, RecipeTrial
+from edgekit.quantize.records import RecipeChoice
 from edgekit.quantize.search import (
     AUTO_FLOAT_CAP,
     NOT_JUDGED,
-    Judged,
     Log,
-    Reach,
     best,
-    best_float_free,
-    cap_share,
     error_share,
     input_noise_agreement,
-    judge,
     macs_fraction,
-    margin_z,
-    prefix_nodes,
     ranked_units,
-    say,
-    smallest_float_set,
     split,
-    trial,
 )
 
 
@@ -133,7 +125,13 @@ def detection_decode(pre: Path, model: Any, x: np.ndarray, kinds: KindSource | N
     return choices[names[0]], onnx_decode(model, found)
 
 
-class _Search:
+Held = tuple[OnnxRecipe, Path, Path, Path]  # a candidate: its recipe, its float model, its int8 model, its folder
+
+
+class OnnxCandidates:
+    """ONNX's side of the int8 search (edgekit.quantize.driver): a candidate for a recipe, quantized by onnxruntime
+    (or NNCF) on the calibrating samples and run on the judged ones; mixed precision's steps are `_Mixed`."""
+
     def __init__(self, pre: Path, data: QuantData, log: Log, searching: bool, kinds: KindSource | None = None
                  ) -> None:
         import onnx
@@ -159,22 +157,24 @@ class _Search:
             log(f"int8: the detection decode after the head's last layers stays float ({len(self.decode_nodes)} "
                 f"nodes, {100 * macs_fraction(self.decode_nodes, self.macs):.2f}% of MACs): "
                 "one int8 scale cannot hold pixel coordinates and scores")
-        # (judged (None: not judged), float layers, (recipe, float model, int8 model, its folder))
-        self.kept: list[tuple[Judged | None, int, tuple[OnnxRecipe, Path, Path, Path]]] = []
-        self.trials: list[RecipeTrial] = []
-        self.chosen: int | None = None  # the candidate mixed precision chose (bisection does not end on it)
+        self.built = 0  # candidates built: each gets its own folder
         self.needed_over: float | None = None  # mixed precision missed with this share of MACs in float
         self.error_share: float | None = None  # mixed precision's worst layer group's share of its base's error
-        self.ranked: dict[int, tuple[OnnxRecipe, Path, QuantData, list[tuple[str, ...]]]] = {}  # by base index
-        # whether the judged samples leave any further candidate a chance
-        self.reach = Reach(data.notes, log)
+        # by base candidate's folder: (base recipe, its float model, its data, the layer groups ranked)
+        self.rankings: dict[Path, tuple[OnnxRecipe, Path, QuantData, list[tuple[str, ...]]]] = {}
 
-    def reachable(self) -> bool:
-        return self.reach(self.y_ref, len(self.kept))
+    def judging(self) -> Judging:
+        """What the search judges candidates against: the float model's outputs on the judged samples."""
+        assert self.y_ref is not None  # only a search judges
+        return Judging(self.y_ref, self.y_ref, self.choice, self.mask_threshold,
+                       self.kinds.layout if self.kinds is not None else "NCHW")
 
-    def candidate(self, label: str, recipe: OnnxRecipe, make: Callable[[Path, QuantData], Path]) -> bool:
-        t0 = time.perf_counter()
-        work = self.data.work / f"candidate-{len(self.kept)}"  # each candidate's float files stay its own
+    def candidate(self, recipe: OnnxRecipe, make: Callable[[Path, QuantData], Path], label: str = "",
+                  more: str = "") -> Built[Held]:
+        """RECIPE's candidate, written by MAKE (its int8 model's path, its data -> its float model), run on the
+        judged samples where searching."""
+        work = self.data.work / f"candidate-{self.built}"  # each candidate's float files stay its own
+        self.built += 1
         work.mkdir(exist_ok=True)
         out = work / "model.int8.onnx"
         cache = work / "calibration.json"  # this candidate's ranges, for mixed precision to reuse
@@ -182,32 +182,25 @@ class _Search:
             cache.unlink(missing_ok=True)  # an earlier run would lend that run's model's ranges to this one
         src = make(out, replace(self.data, work=work, cache=self.data.cache or cache))
         nodes, sixteen = recipe.config.float_nodes, recipe.config.int16_nodes
-        changed = len(nodes) + len(sixteen)  # layers off plain int8: not float-free for best_float_free, dearer in best
-        if self.y_ref is None:  # a named recipe: validation judges it
-            self.kept.append((None, changed, (recipe, src, out, work)))
-            return False
-        judged = judge(self.y_ref, _run(out, self.x), z=margin_z(len(self.kept) + 1),  # stricter as more are tried
-                       choice=self.choice, mask_threshold=self.mask_threshold,
-                       layout=self.kinds.layout if self.kinds is not None else "NCHW")
-        self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
-        say(self.log, label + (f" ({len(sixteen)} ops with 16-bit activations)" if sixteen else ""), judged, len(nodes))
-        self.kept.append((judged, changed, (recipe, src, out, work)))
-        return judged.passed
+        # layers off plain int8: not float-free for best_float_free, dearer in best
+        return Built((recipe, src, out, work), _run(out, self.x) if self.y_ref is not None else None, nodes,
+                     len(nodes) + len(sixteen), label, more)
 
-    def try_recipe(self, name: str) -> bool:
-        if not self.reachable():
-            return False
-        if name == "nncf" and not _nncf_here(self.data.notes):
-            return False
+    def build(self, name: str) -> Built[Held] | None:
+        """The candidate of the float-free recipe NAME; None where the search goes on without it (NNCF missing, or
+        failing on this graph: said in the notes)."""
+        searching = self.y_ref is not None
+        if name == "nncf" and searching and not _nncf_here(self.data.notes):
+            return None
         recipe = ONNX_RECIPES[name](decode=self.decode_nodes, heads=self.decode_heads)
-        if name != "nncf" or self.y_ref is None:  # asked for by name: its failure is the artifact's
-            return self.candidate(name, recipe, lambda out, data: recipe.build(self.pre, out, data))
+        if name != "nncf" or not searching:  # asked for by name: its failure is the artifact's
+            return self.candidate(recipe, lambda out, data: recipe.build(self.pre, out, data))
         try:  # a third-party quantizer that fails on a graph is one candidate less, not a failed search
-            return self.candidate(name, recipe, lambda out, data: recipe.build(self.pre, out, data))
+            return self.candidate(recipe, lambda out, data: recipe.build(self.pre, out, data))
         except EdgekitError as exc:
             self.data.notes.append(f"the nncf candidate failed and was skipped: {exc.message}")
             self.log(f"int8 recipe nncf: failed ({exc.message}); the search goes on without it")
-            return False
+            return None
 
     def units(self) -> tuple[list[tuple[str, ...]], tuple[str, ...]]:
         """Each quantized layer with the layer that writes its input (through activations), kept in float together;
@@ -235,13 +228,13 @@ class _Search:
         covered = {n for u in out for n in u} | decode
         return out, tuple(n.name for n in self.model.graph.node if n.name not in covered)
 
-    def ranking(self, base_index: int) -> tuple[OnnxRecipe, Path, QuantData, list[tuple[str, ...]]]:
-        """(base recipe, its float model, its data, the layer groups ranked by damage per MAC) of candidate
-        BASE_INDEX: each group measured alone (only it quantized) at the output; once per base, shared by mixed16
-        and mixed."""
-        if base_index in self.ranked:
-            return self.ranked[base_index]
-        _, _, (base, src, out, work) = self.kept[base_index]
+    def ranking(self, held: Held) -> tuple[OnnxRecipe, Path, QuantData, list[tuple[str, ...]]]:
+        """(base recipe, its float model, its data, the layer groups ranked by damage per MAC) of the candidate
+        HELD: each group measured alone (only it quantized) at the output; once per base, shared by mixed16 and
+        mixed."""
+        base, src, out, work = held
+        if work in self.rankings:
+            return self.rankings[work]
         assert self.y_ref is not None  # mixed precision is searched for
         cache = work / "calibration.json"
         data = replace(self.data, work=work, cache=cache if cache.is_file() else None)
@@ -262,104 +255,102 @@ class _Search:
         worst = sorted(damage, key=lambda d: -d[0])[:3]
         self.log(f"int8 mixed precision: measured {len(units)} layer groups alone on {base.name}; most damaging: "
                  + ", ".join(f"{'+'.join(u)}" for _, u in worst))
-        self.ranked[base_index] = (base, src, data, ranked)
-        return self.ranked[base_index]
+        self.rankings[work] = (base, src, data, ranked)
+        return self.rankings[work]
 
-    def mixed(self, base_index: int, sixteen: bool = False) -> bool:
-        """Mixed precision on candidate BASE_INDEX's float model and calibration ranges: the smallest prefix of the
-        ranked layer groups left in float, or (SIXTEEN, `mixed16`) kept integer with 16-bit activations."""
-        base, src, data, ranked = self.ranking(base_index)
-        tried: dict[tuple[str, ...], int] = {}
-        label = f"{'mixed16' if sixteen else 'mixed'}[{base.name}]"
 
-        def passes(nodes: tuple[str, ...]) -> bool:
-            if not self.reachable():
-                return False
-            recipe = base.with_int16(nodes) if sixteen else base.with_float(nodes)
+class _Mixed:
+    """Mixed precision, a float step of the search (edgekit.quantize.driver.FloatStep), on a float-free candidate's
+    float model and calibration ranges: the smallest prefix of its ranked layer groups left in float (`mixed`), or
+    kept integer with 16-bit activations (`mixed16`)."""
 
-            def make(o: Path, d: QuantData, r: OnnxRecipe = recipe) -> Path:
-                if r.config.bias_correct:  # corrected again, for the layers still quantized only
-                    return r.build(self.pre, o, replace(d, cache=None))
-                quantize(src, o, replace(d, cache=data.cache), r.config)  # the base's float model and ranges
-                return src
+    def __init__(self, fmt: OnnxCandidates, sixteen: bool) -> None:
+        self.fmt, self.sixteen = fmt, sixteen
+        self.name = "mixed16" if sixteen else "mixed"
 
-            ok = self.candidate(label, recipe, make)
-            tried[nodes] = len(self.kept) - 1
-            return ok
+    def base(self, kept: Sequence[Kept]) -> int:
+        """mixed16 starts from the best candidate onnxruntime quantized (NNCF's quantizer takes no per-tensor 16-bit
+        overrides), mixed from the best of all."""
+        where = (lambda recipe: recipe.config.tool == "onnxruntime") if self.sixteen else (lambda recipe: True)
+        return _best_judged(kept, where)
 
-        k = smallest_float_set(ranked, self.macs, passes)
-        if k is None:
-            if not self.reach.stopped:  # tried up to the cap and missed (a stopped search did not try it)
-                share = cap_share(ranked, self.macs)
-                cap = f"the {100 * AUTO_FLOAT_CAP:.0f}% cap"
-                if sixteen:  # the record's int16 share is the chosen one's: a miss is a note
-                    self.data.notes.append(f"mixed int8/int16 missed with {100 * share:.0f}% of MACs on 16-bit "
-                                           f"activations (the most under {cap})" if share else "mixed int8/int16 "
-                                           f"was not tried: the layer group it would take first is alone over {cap}")
-                else:
-                    self.needed_over = share
-            return False
-        self.chosen = tried[prefix_nodes(ranked, k)]
-        return True
+    def ranked(self, base: Held) -> list[tuple[str, ...]]:
+        return self.fmt.ranking(base)[3]
+
+    def build(self, base: Held, nodes: tuple[str, ...]) -> Built[Held]:
+        recipe, src, data, _ = self.fmt.ranking(base)
+        cand = recipe.with_int16(nodes) if self.sixteen else recipe.with_float(nodes)
+
+        def make(o: Path, d: QuantData) -> Path:
+            if cand.config.bias_correct:  # corrected again, for the layers still quantized only
+                return cand.build(self.fmt.pre, o, replace(d, cache=None))
+            quantize(src, o, replace(d, cache=data.cache), cand.config)  # the base's float model and ranges
+            return src
+
+        sixteen = cand.config.int16_nodes
+        more = f" ({len(sixteen)} ops with 16-bit activations)" if sixteen else ""
+        return self.fmt.candidate(cand, make, f"{self.name}[{recipe.name}]", more)
+
+    def missed(self, share: float) -> None:
+        if not self.sixteen:
+            self.fmt.needed_over = share
+            return
+        cap = f"the {100 * AUTO_FLOAT_CAP:.0f}% cap"  # the record's int16 share is the chosen one's: a miss is a note
+        self.fmt.data.notes.append(f"mixed int8/int16 missed with {100 * share:.0f}% of MACs on 16-bit activations "
+                                   f"(the most under {cap})" if share else "mixed int8/int16 was not tried: the "
+                                   f"layer group it would take first is alone over {cap}")
 
 
 def quantize_onnx(pre: Path, dst: Path, data: QuantData, requested: str, log: Log,
-                  float_free: bool = False, kinds: KindSource | None = None) -> RecipeChoice:
+                  float_free: bool = False, kinds: KindSource | None = None, budget: float | None = None
+                  ) -> RecipeChoice:
     """Quantize PRE (the pre-processed fp32 ONNX) to DST with the recipe REQUESTED (or auto); the record.
 
     KINDS: what decides each output's kind (the source's metadata, --output-kind): a detection output's decode
-    stays float in every recipe, and the search judges candidates by their boxes."""
+    stays float in every recipe, and the search judges candidates by their boxes. BUDGET: the seconds the search
+    may spend starting candidates (--int8-budget; None: no limit)."""
     if requested not in ("auto", *NAMES):  # another target's recipe (planner-checked): noted, auto's order used
         data.notes.append(f"recipe '{requested}' is not one of ONNX's ({', '.join(NAMES)}); auto's order used")
         requested = "auto"
     searching = requested in ("auto", "mixed", "mixed16")
-    s = _Search(pre, data, log, searching, kinds)
-    names = AUTO_ORDER if requested == "auto" else ("plain",) if requested.startswith("mixed") else (requested,)
-    met = any(s.try_recipe(name) for name in names)  # any() stops at the first that meets the thresholds
-    free = list(s.kept)  # the float-free candidates: mixed precision starts from the best of them
-    if not met and searching and not float_free and requested != "mixed" and s.reachable():
+    fmt = OnnxCandidates(pre, data, log, searching, kinds)
+    found: Outcome[Held] | None = None
+    if searching:
+        names = AUTO_ORDER if requested == "auto" else ("plain",)
         # 16-bit activations on the fewest layers first: int8 weights everywhere (about int8's size), integer
         # throughout; float layers only where that misses (an integer-only 8-bit target gets neither: float_free)
-        met = s.mixed(_sixteen_base(free), sixteen=True)
-    if not met and searching and not float_free and requested != "mixed16" and s.reachable():
-        met = s.mixed(_best_judged(free))
-    if met:
-        pick = s.chosen if s.chosen is not None else len(s.kept) - 1
-    else:  # a miss keeps a float-free candidate (edgekit.quantize.search.AUTO_FLOAT_CAP); a named recipe, itself
-        pick = best_float_free(s.kept) if searching else 0
-    judged, _, (recipe, src, out, _) = s.kept[pick]
-    if len(s.data.samples) < len(data.samples):  # judged on a held-out part: rebuilt on every calibration sample
+        steps = [] if float_free else [_Mixed(fmt, sixteen) for sixteen in (True, False)
+                                       if requested != ("mixed" if sixteen else "mixed16")]
+        found = Search(fmt.judging(), fmt.macs, log, data.notes, budget).run(fmt, names, steps)
+        recipe, src, out, _ = held = found.held
+    else:  # a named recipe: built on every calibration sample, judged by validation
+        built = fmt.build(requested)
+        assert built is not None  # a named recipe is built or raises
+        recipe, src, out, _ = held = built.held
+    if len(fmt.data.samples) < len(data.samples):  # judged on a held-out part: rebuilt on every calibration sample
         work = data.work / "chosen"
         work.mkdir(exist_ok=True)
         src = recipe.build(pre, dst, replace(data, work=work, cache=None))
     else:
         shutil.copyfile(out, dst)
-    t = s.trials[pick] if searching else None
-    noise = input_noise_agreement(lambda x: _run(pre, x), s.x, s.y_ref) if s.y_ref is not None else None
+    t = found.trial if found else None
+    noise = input_noise_agreement(lambda x: _run(pre, x), fmt.x, fmt.y_ref) if fmt.y_ref is not None else None
     label = t.recipe if t else requested
     choice = RecipeChoice(
-        requested=requested, chosen=label, config=recipe.config.to_dict(), met=met if searching else None,
-        judged_on=s.judged_on, float_nodes=recipe.config.float_nodes,
+        requested=requested, chosen=label, config=recipe.config.to_dict(), met=found.met if found else None,
+        judged_on=fmt.judged_on, float_nodes=recipe.config.float_nodes,
         macs_float_fraction=t.macs_float_fraction if t else 0.0, int16_nodes=recipe.config.int16_nodes,
-        macs_int16_fraction=round(macs_fraction(recipe.config.int16_nodes, s.macs), 4), trials=tuple(s.trials),
-        notes=tuple(dict.fromkeys(data.notes)), float_model=str(src), cost=_cost(s, dst, pre, label),
-        float_input_noise_agreement=None if noise is None else round(noise, 4), macs_float_needed_over=s.needed_over,
-        top1_margins=judged.margins if searching and judged else None,
-        worst_group_error_share=s.error_share, detection_decode=_decode_record(s))
-    if searching and not met:
-        log(f"int8: no recipe met the thresholds on the samples the search judges; keeping the best float-free one, "
-            f"{choice.chosen}" + (f" ({choice.why_words()})" if s.needed_over is not None else ""))
+        macs_int16_fraction=round(macs_fraction(recipe.config.int16_nodes, fmt.macs), 4),
+        trials=found.trials if found else (), notes=tuple(dict.fromkeys(data.notes)), float_model=str(src),
+        cost=_cost(fmt, dst, pre, label, found.candidates if found else (held,)),
+        float_input_noise_agreement=None if noise is None else round(noise, 4), macs_float_needed_over=fmt.needed_over,
+        top1_margins=found.judged.margins if found else None, worst_group_error_share=fmt.error_share,
+        detection_decode=_decode_record(fmt), budget=found.budget if found else None)
+    say_missed(log, choice)
     return choice
 
 
-def _sixteen_base(kept: list[tuple[Judged | None, int, tuple[OnnxRecipe, Path, Path, Path]]]) -> int:
-    """The float-free candidate mixed16 starts from: the best one onnxruntime quantized (NNCF's quantizer takes no
-    per-tensor 16-bit overrides)."""
-    return _best_judged(kept, lambda recipe: recipe.config.tool == "onnxruntime")
-
-
-def _best_judged(kept: list[tuple[Judged | None, int, tuple[OnnxRecipe, Path, Path, Path]]],
-                 where: Callable[[OnnxRecipe], bool] = lambda recipe: True) -> int:
+def _best_judged(kept: Sequence[Kept], where: Callable[[OnnxRecipe], bool]) -> int:
     """The index in KEPT of `best` among the judged candidates whose recipe WHERE takes (a search judges every one
     it keeps)."""
     among = [(i, (judged, floats, what)) for i, (judged, floats, what) in enumerate(kept)
@@ -386,7 +377,7 @@ def quantize_w8a16(pre: Path, dst: Path, data: QuantData, requested: str, log: L
                         cost={"size_bytes": dst.stat().st_size, "fp32_size_bytes": pre.stat().st_size})
 
 
-def _decode_record(s: _Search) -> dict[str, Any] | None:
+def _decode_record(s: OnnxCandidates) -> dict[str, Any] | None:
     """`int8_recipe.detection_decode`: the detector's decode kept in float (edgekit.quantize.detect_decode)."""
     if s.decode is None:
         return None
@@ -398,15 +389,17 @@ def _decode_record(s: _Search) -> dict[str, Any] | None:
                                "head_layers_macs_fraction": round(macs_fraction(s.decode_heads, s.macs), 6)})
 
 
-def _cost(s: _Search, dst: Path, pre: Path, chosen: str) -> dict[str, object]:
-    """Size and latency of the artifact against plain int8 (and the fp32 model): what the recipe cost."""
+def _cost(s: OnnxCandidates, dst: Path, pre: Path, chosen: str, tried: Sequence[Held]) -> dict[str, object]:
+    """Size and latency of the artifact against plain int8 (plain's candidate among those TRIED, or built now) and
+    the fp32 model: what the recipe cost."""
     from edgekit.quantize.onnx.graph import latency_ms
     from edgekit.quantize.search import cost_record
 
     if chosen == "plain":  # nothing to compare with: no latency measured on the default path
         return {"size_bytes": dst.stat().st_size, "fp32_size_bytes": pre.stat().st_size, "size_delta_bytes": 0,
                 "latency_delta_ms": 0.0}
-    plain = next((k[2] for _, _, k in s.kept if k[0].name == "plain" and not k[0].config.float_nodes), None)
+    plain = next((out for recipe, _, out, _ in tried if recipe.name == "plain" and not recipe.config.float_nodes),
+                 None)
     if plain is None:  # a named recipe: plain is built to be compared with
         work = s.data.work / "plain-for-cost"
         work.mkdir(exist_ok=True)

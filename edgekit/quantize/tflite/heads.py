@@ -21,7 +21,7 @@ DECIDE_SAMPLES = 64  # a named recipe's detection output is recognised on this m
 def detection(fm: Any, ref_path: Path, y_ref: np.ndarray | None, job: TfliteJob) -> tuple[Any, Any]:
     """(the first output's KindChoice, the DecodeRegion of every output of its head where it is a detector) of the
     float TFLite model FM; (None, None) without KINDS to decide from. The search runs the first output, or every
-    output of a head that has several (edgekit.quantize.tflite.search._Search)."""
+    output of a head that has several (edgekit.quantize.tflite.search.TfliteCandidates)."""
     kinds = job.kinds
     if kinds is None:
         return None, None

@@ -1,6 +1,8 @@
 """The TFLite int8 recipe search: the recipe asked for, or `auto`'s order (plain, equalize, equalize+bias,
 percentile, mse, bias, then mixed precision on the best of them), judged against the float TFLite model, and what
-the chosen recipe cost.
+the chosen recipe cost. The search itself (order, judging, what is kept, the budget, the records) is
+edgekit.quantize.driver's; this module builds and runs TFLite's candidates (`TfliteCandidates`) and its float step
+(`_Mixed`).
 
 As for ONNX (edgekit.quantize.onnx.search): when searching, the recipes calibrate on part of the calibration
 samples and are judged on the rest (edgekit.quantize.search.split), and the chosen recipe is rebuilt on all of
@@ -13,34 +15,25 @@ A named recipe is built on every calibration sample and not judged here: validat
 
 from __future__ import annotations
 
-import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from edgekit.quantize.records import RecipeChoice, RecipeTrial
+from edgekit.quantize.driver import Built, Judging, Kept, Outcome, Search, say_missed
+from edgekit.quantize.records import RecipeChoice
 from edgekit.quantize.search import (
     NOT_JUDGED,
-    Judged,
-    Reach,
     best,
-    best_float_free,
-    cap_share,
     cost_record,
     error_share,
     input_noise_agreement,
-    judge,
     macs_fraction,
-    margin_z,
     output_noise,
-    prefix_nodes,
     ranked_units,
-    say,
-    smallest_float_set,
     split,
-    trial,
 )
 from edgekit.quantize.tflite.heads import detection, score_logits
 from edgekit.quantize.tflite.ranges import LOGIT_BOUND, STATISTICS, cut_logit_ranges, with_statistic
@@ -65,7 +58,11 @@ PROBE_SAMPLES = 32  # damage is a noise power, not a count: fewer samples measur
 Candidate = tuple[str, bytes, tuple[str, ...], Path | None, dict[str, Any]]
 
 
-class _Search:
+class TfliteCandidates:
+    """TFLite's side of the int8 search (edgekit.quantize.driver): a candidate for a recipe, calibrated on the
+    calibrating samples, quantized by the TFLite quantizer and run by LiteRT on the judged ones; mixed precision's
+    step is `_Mixed`."""
+
     def __init__(self, job: TfliteJob, searching: bool, float_free: bool = False) -> None:
         from edgekit.tflite.model import read_tflite
 
@@ -106,35 +103,28 @@ class _Search:
             job.log(f"int8: the detection decode after the head's last layers stays float ({len(job.decode)} ops, "
                     f"{100 * macs_fraction(job.decode, self.macs):.2f}% of MACs): one int8 scale cannot hold pixel "
                     "coordinates and scores")
-        self.kept: list[tuple[Judged, int, Candidate]] = []
-        self.trials: list[RecipeTrial] = []
+        self.built = 0  # candidates built: each gets its own file
         self.needed_over: float | None = None  # mixed precision missed with this share of MACs in float
         self.error_share: float | None = None  # mixed precision's worst layer group's share of its base's error
-        # whether the judged samples leave any further candidate a chance
-        self.reach = Reach(self.job.notes, self.job.log)
 
-    def reachable(self) -> bool:
-        return self.reach(self.y_ref, len(self.kept))
-
-    def judge_many(self, cands: list[Candidate]) -> int | None:
-        """Judge CANDS; index of the first that passes, or None."""
+    def judging(self) -> Judging:
+        """What the search judges candidates against: the float model's outputs (a head's, by name) on the judged
+        samples."""
         assert self.y_ref is not None  # only a search judges
-        t0 = time.perf_counter()
-        paths = [_write(self.job, f"candidate-{len(self.kept) + i}.tflite", c[1]) for i, c in enumerate(cands)]
-        ys = self.run(paths, self.x)
-        first = None
-        for (label, blob, nodes, cal, edits), y, path in zip(cands, ys, paths, strict=True):
-            path.unlink(missing_ok=True)
-            z = margin_z(len(self.kept) + 1)  # stricter as more candidates are tried
-            judged = judge(self.y_head if self.y_head is not None else self.y_ref, y, z=z, choice=self.choice,
-                           mask_threshold=self.mask_threshold, layout=self.layout) \
-                if y is not None else Judged(False, float("nan"), None, ["LiteRT could not run it"])
-            self.trials.append(trial(label, judged, len(nodes), macs_fraction(nodes, self.macs), t0))
-            self.kept.append((judged, len(nodes), (label, blob, nodes, cal, edits)))
-            say(self.job.log, label, judged, len(nodes))
-            if judged.passed and first is None:
-                first = len(self.kept) - 1
-        return first
+        return Judging(self.y_head if self.y_head is not None else self.y_ref, self.y_ref, self.choice,
+                       self.mask_threshold, self.layout)
+
+    def candidate(self, held: Candidate, label: str = "") -> Built[Candidate]:
+        """The candidate HELD (its model's bytes among them), run by LiteRT on the judged samples."""
+        path = _write(self.job, f"candidate-{self.built}.tflite", held[1])
+        self.built += 1
+        y = self.run([path], self.x)[0]
+        path.unlink(missing_ok=True)
+        return Built(held, y, held[2], label=label, failure="LiteRT could not run it")
+
+    def build(self, name: str) -> Built[Candidate]:
+        blob, cal_path, edits = build(self.job, name, ())
+        return self.candidate((name, blob, (), cal_path, edits))
 
     def run(self, paths: list[Path], x: np.ndarray) -> list[Any]:
         """Each model's outputs on X as the search judges them: the head's outputs by name where it has several
@@ -155,66 +145,73 @@ class _Search:
                 self.job.notes.append(note)
             return None
 
-    def recipe(self, name: str) -> int | None:
-        blob, cal_path, edits = build(self.job, name, ())
-        return self.judge_many([(name, blob, (), cal_path, edits)])
 
-    def mixed(self) -> int | None:
-        """Selective quantization on the best float-free candidate's calibration: damage alone, rank, bisect."""
-        assert self.y_ref is not None  # only a search mixes
-        k = best(self.kept)
-        _, _, (base, base_blob, _, cal_path, edits) = self.kept[k]
+class _Mixed:
+    """Mixed precision, the float step of the search (edgekit.quantize.driver.FloatStep): selective quantization on
+    the best float-free candidate's calibration: each layer group's damage alone, ranked, the smallest prefix left
+    on the quantizer's denylist."""
+
+    name = "mixed"
+
+    def __init__(self, fmt: TfliteCandidates) -> None:
+        self.fmt = fmt
+        self.cal: dict[str, tuple[Path, bytes]] = {}  # by base: its calibrated float model and its bytes
+
+    def base(self, kept: Sequence[Kept]) -> int:
+        return best(kept)
+
+    def ranked(self, base: Candidate) -> list[tuple[str, ...]]:
+        """BASE's layer groups, each measured alone (only it quantized: every other op on the denylist), ranked."""
+        s = self.fmt
+        assert s.y_ref is not None  # only a search mixes
+        name, base_blob, _, cal_path, _ = base
         if cal_path is None:
-            cal_path = _write(self.job, "plain.calibrated.tflite", calibrated(self.job))
+            cal_path = _write(s.job, "plain.calibrated.tflite", calibrated(s.job))
         cal = cal_path.read_bytes()
+        self.cal[name] = (cal_path, cal)
         units = _units(cal_path)
         if len(units) > MAX_PROBES:
-            units = sorted(units, key=lambda u: -sum(self.macs.get(n, 0) for n in u))[:MAX_PROBES]
+            units = sorted(units, key=lambda u: -sum(s.macs.get(n, 0) for n in u))[:MAX_PROBES]
         everything, readers = _op_names(cal_path)
-        if self.job.io_dtype != "float32":  # int8 input: "Model input is not dequantized" with all its readers float
+        if s.job.io_dtype != "float32":  # int8 input: "Model input is not dequantized" with all its readers float
             everything = tuple(n for n in everything if n not in readers)
             units = [tuple(n for n in u if n not in readers) for u in units]
             units = [u for u in units if u]
         covered = {n for u in units for n in u}
         rest = tuple(n for n in everything if n not in covered)
-        blobs = [self.quantized(cal, tuple(n for n in everything if n not in set(u))) for u in units]  # only U int8
-        paths = [_write(self.job, f"probe-{i}.tflite", b) for i, b in enumerate([*blobs, base_blob]) if b is not None]
-        x = self.x[:PROBE_SAMPLES]
-        y_ref = {k: v[:PROBE_SAMPLES] for k, v in self.y_head.items()} if self.y_head is not None else \
-            self.y_ref[:PROBE_SAMPLES]
-        ran = iter(self.run(paths, x))
+        blobs = [s.quantized(cal, tuple(n for n in everything if n not in set(u))) for u in units]  # only U int8
+        paths = [_write(s.job, f"probe-{i}.tflite", b) for i, b in enumerate([*blobs, base_blob]) if b is not None]
+        x = s.x[:PROBE_SAMPLES]
+        y_ref = {k: v[:PROBE_SAMPLES] for k, v in s.y_head.items()} if s.y_head is not None else \
+            s.y_ref[:PROBE_SAMPLES]
+        ran = iter(s.run(paths, x))
         ys = [next(ran) if b is not None else None for b in blobs]
         whole = next(ran)  # the base itself, every group quantized
         for p in paths:
             p.unlink(missing_ok=True)
         damage = [(output_noise(y, y_ref) if y is not None else float("inf"), u)
                   for y, u in zip(ys, units, strict=True)]
-        ranked = ranked_units(damage, self.macs) + ([rest] if rest else [])
+        ranked = ranked_units(damage, s.macs) + ([rest] if rest else [])
         if whole is not None:
-            self.error_share = error_share(damage, output_noise(whole, y_ref))
-        self.job.log(f"int8 mixed precision: measured {len(units)} layer groups alone on {base}; most damaging: "
-                     + ", ".join(f"{len(u)} ops ending {u[-1]}" for _, u in sorted(damage, key=lambda d: -d[0])[:3]))
-        tried: dict[tuple[str, ...], int] = {}
+            s.error_share = error_share(damage, output_noise(whole, y_ref))
+        s.job.log(f"int8 mixed precision: measured {len(units)} layer groups alone on {name}; most damaging: "
+                  + ", ".join(f"{len(u)} ops ending {u[-1]}" for _, u in sorted(damage, key=lambda d: -d[0])[:3]))
+        return ranked
 
-        def passes(nodes: tuple[str, ...]) -> bool:
-            if not self.reachable():
-                return False
-            blob = self.quantized(cal, nodes)
-            if blob is None:
-                return False
-            ok = self.judge_many([(f"mixed[{base}]", blob, nodes, cal_path, edits)]) is not None
-            tried[nodes] = len(self.kept) - 1
-            return ok
-
-        found = smallest_float_set(ranked, self.macs, passes)
-        if found is None:
-            if not self.reach.stopped:  # tried up to the cap and missed (a stopped search did not try it)
-                self.needed_over = cap_share(ranked, self.macs)
+    def build(self, base: Candidate, nodes: tuple[str, ...]) -> Built[Candidate] | None:
+        name, _, _, _, edits = base
+        cal_path, cal = self.cal[name]
+        blob = self.fmt.quantized(cal, nodes)
+        if blob is None:
             return None
-        return tried[prefix_nodes(ranked, found)]
+        label = f"mixed[{name}]"
+        return self.fmt.candidate((label, blob, nodes, cal_path, edits), label)
+
+    def missed(self, share: float) -> None:
+        self.fmt.needed_over = share
 
 
-def _decode_record(s: _Search, float_free: bool, moved: int = 0) -> dict[str, Any] | None:
+def _decode_record(s: TfliteCandidates, float_free: bool, moved: int = 0) -> dict[str, Any] | None:
     """`int8_recipe.detection_decode` of a TFLite artifact: what the quantizer's denylist kept in float."""
     if s.decode is None:
         return None
@@ -286,8 +283,10 @@ def _op_names(path: Path) -> tuple[tuple[str, ...], set[str]]:
     return names, readers
 
 
-def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) -> tuple[bytes, RecipeChoice]:
-    """The int8 model by the recipe REQUESTED (or auto), and the record of how it was chosen."""
+def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False, budget: float | None = None
+                    ) -> tuple[bytes, RecipeChoice]:
+    """The int8 model by the recipe REQUESTED (or auto), and the record of how it was chosen. BUDGET: the seconds
+    the search may spend starting candidates (--int8-budget; None: no limit)."""
     from edgekit.quantize.tflite.w8a16 import auto_notes
 
     auto_notes(job, requested)  # auto's record says what ONNX's auto would add (mixed16) and why TFLite does not
@@ -300,19 +299,19 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
     if fixes is None:  # the rewrites every int8 model needs (the Edge TPU's include them)
         _range_fixes(job)
     searching = requested in ("auto", "mixed")
-    s = _Search(job, searching, float_free)
-    met: bool | None = None
-    t: RecipeTrial | None = None  # the search's record of the candidate kept
-    margins = None
+    s = TfliteCandidates(job, searching, float_free)
+    found: Outcome[Candidate] | None = None
     if searching:
-        pick, met = _searched(s, requested, float_free)
-        judged, _, (label, blob, nodes, cal_path, edits) = s.kept[pick]
-        t, margins = s.trials[pick], judged.margins
+        names = AUTO_ORDER if requested == "auto" else ("plain",)
+        found = Search(s.judging(), s.macs, job.log, s.job.notes, budget).run(s, names, [] if float_free else
+                                                                                 [_Mixed(s)])
+        label, blob, nodes, cal_path, edits = found.held
         if len(s.job.samples) < len(job.samples):  # judged on a held-out part: rebuilt on every calibration sample
             blob, cal_path, edits = build(job, label.split("[")[-1].rstrip("]"), nodes)
     else:  # a named recipe, on every calibration sample: validation judges it
         label, nodes = requested, ()
         blob, cal_path, edits = build(job, requested, nodes)
+    t = found.trial if found else None  # the search's record of the candidate kept
     base = label.split("[")[-1].rstrip("]")
     if cal_path is None:  # the diagnosis re-quantizes a calibrated twin with the debugger's checks
         cal_path = _write(job, "plain.calibrated.tflite", calibrated(job))
@@ -336,30 +335,15 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False) ->
                                                    "io_dtype": job.io_dtype, "calibrate": _statistic(base),
                                                    "equalize": base in EQUALIZING,
                                                    "bias_correct": base in BIAS_CORRECTING, **edits},
-        met=met, judged_on=s.judged_on.replace("fp32 model", "fp32 TFLite model"),
-        float_nodes=nodes, macs_float_fraction=t.macs_float_fraction if t else 0.0, trials=tuple(s.trials),
-        notes=tuple(dict.fromkeys(job.notes)), float_model=str(cal_path), edgetpu_fixes=fixes,
-        cost=_cost(s, blob, label), float_input_noise_agreement=None if noise is None else round(noise, 4),
-        macs_float_needed_over=s.needed_over, top1_margins=margins,
-        worst_group_error_share=s.error_share, detection_decode=_decode_record(s, float_free, moved))
-    if met is False:
-        job.log("int8: no recipe met the thresholds on the samples the search judges; keeping the best float-free "
-                f"one, {label}" + (f" ({choice.why_words()})" if s.needed_over is not None else ""))
+        met=found.met if found else None, judged_on=s.judged_on.replace("fp32 model", "fp32 TFLite model"),
+        float_nodes=nodes, macs_float_fraction=t.macs_float_fraction if t else 0.0,
+        trials=found.trials if found else (), notes=tuple(dict.fromkeys(job.notes)), float_model=str(cal_path),
+        edgetpu_fixes=fixes, cost=_cost(s, blob, label, found.candidates if found else ()),
+        float_input_noise_agreement=None if noise is None else round(noise, 4), macs_float_needed_over=s.needed_over,
+        top1_margins=found.judged.margins if found else None, worst_group_error_share=s.error_share,
+        detection_decode=_decode_record(s, float_free, moved), budget=found.budget if found else None)
+    say_missed(job.log, choice)
     return blob, choice
-
-
-def _searched(s: _Search, requested: str, float_free: bool) -> tuple[int, bool]:
-    """Auto's (or mixed's) search: the index of the candidate kept, and whether it met the thresholds."""
-    for name in AUTO_ORDER if requested == "auto" else ("plain",):
-        if not s.reachable():
-            break
-        pick = s.recipe(name)
-        if pick is not None:
-            return pick, True
-    pick = s.mixed() if not float_free and s.reachable() else None
-    if pick is not None:
-        return pick, True
-    return best_float_free(s.kept), False
 
 
 def _statistic(base: str) -> str:
@@ -367,12 +351,13 @@ def _statistic(base: str) -> str:
     return base if base in STATISTICS else "minmax"
 
 
-def _cost(s: _Search, blob: bytes, label: str) -> dict[str, Any]:
-    """Size and latency of the artifact against plain int8 (and the fp32 model)."""
+def _cost(s: TfliteCandidates, blob: bytes, label: str, tried: Sequence[Candidate]) -> dict[str, Any]:
+    """Size and latency of the artifact against plain int8 (plain's candidate among those TRIED, or built now) and
+    the fp32 model."""
     if label == "plain":  # nothing to compare with: no latency measured on the default path
         return {"size_bytes": len(blob), "fp32_size_bytes": s.ref_path.stat().st_size, "size_delta_bytes": 0,
                 "latency_delta_ms": 0.0}
-    plain_blob = next((k[1] for _, _, k in s.kept if k[0] == "plain"), None) or build(s.job, "plain", ())[0]
+    plain_blob = next((k[1] for k in tried if k[0] == "plain"), None) or build(s.job, "plain", ())[0]
     paths = {"artifact": _write(s.job, "cost-artifact.tflite", blob),
              "plain": _write(s.job, "cost-plain.tflite", plain_blob), "fp32": s.ref_path}
     lat = run_tflite(list(paths.values()), s.x[:1], latency=True)

@@ -147,9 +147,19 @@ def run_model(name: str, src: Path, calib: str, work: Path, reuse: bool, threads
     for n in threads:
         proc = edgekit("bench", str(out), "--no-source", "--json", "--threads", str(n),
                        "--out", str(out / f"bench-{n}"))
-        row["bench"][str(n)] = json.loads(proc.stdout) if proc.returncode == 0 else {"rc": proc.returncode,
-                                                                                    "error": proc.stderr[-2000:]}
+        row["bench"][str(n)] = slim(json.loads(proc.stdout)) if proc.returncode == 0 else {
+            "rc": proc.returncode, "error": proc.stderr[-2000:].replace(str(work), "WORK")}
     return row
+
+
+ROW_KEYS = ("label", "format", "precision", "runtime", "device", "size_bytes", "status", "note", "p50_ms", "p90_ms",
+            "throughput_per_s")
+
+
+def slim(report: dict[str, Any]) -> dict[str, Any]:
+    """A bench report's rows and settings, files by name only (no folder of this machine in the results)."""
+    rows = [{**{k: r.get(k) for k in ROW_KEYS}, "path": Path(r.get("path") or "").name} for r in report["rows"]]
+    return {"settings": report.get("settings"), "host": report.get("host"), "rows": rows}
 
 
 def table(results: dict[str, Any]) -> str:
@@ -163,7 +173,7 @@ def table(results: dict[str, Any]) -> str:
         benches = {n: b.get("rows", []) for n, b in row["bench"].items()}
         for art in row["artifacts"]:
             fid = art.get("fidelity") or {}
-            agree = fid.get("top1_agreement", fid.get("box_recall"))
+            agree = fid.get("top1_agreement") if fid.get("top1_agreement") is not None else fid.get("detection_recall")
             name = Path(art["path"] or "").name
             if art.get("status") != "ok":
                 failure = (art.get("failure") or {}).get("message", "")
@@ -193,7 +203,11 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "ncnn.json")
     ap.add_argument("--reuse", action="store_true", help="keep conversions already in --work")
     ap.add_argument("--models", default="cnn,mobilenetv2,detector,keras")
+    ap.add_argument("--table", action="store_true", help="print the table of --out's JSON and stop")
     args = ap.parse_args()
+    if args.table:
+        print(table(json.loads(args.out.read_text())))
+        return 0
     args.work.mkdir(parents=True, exist_ok=True)
     wanted = args.models.split(",")
     threads = sorted({1, os.cpu_count() or 1})
@@ -227,7 +241,8 @@ def main() -> int:
         log(f"{name}: building / converting")
         results["models"][name] = run_model(name, make(), calib, args.work, args.reuse, threads)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    text = json.dumps(results, indent=1) + "\n"  # folders of this machine by role, not by path
+    args.out.write_text(text.replace(str(args.work), "WORK").replace(str(REPO), "REPO"))
     print(table(results))
     log(f"wrote {args.out}")
     return 0

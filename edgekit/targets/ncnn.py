@@ -108,7 +108,9 @@ class PnnxConvert(Step):
             param, weights = (ctx.work / name for name in self.outputs(ctx.stem))
             param.write_text(text, encoding="utf-8")
             shutil.copyfile(raw_bin, weights)
-            return inp.derive(kind="ncnn", path=param, precision=precision)
+            # made from the trace, not from the ONNX: the ONNX's exporter and opset are not this artifact's facts
+            facts = {"exporter": None, "opset": None} if route == "torchscript" else {}
+            return inp.derive(kind="ncnn", path=param, precision=precision, **facts)
         last = failures[-1][1]
         if len(failures) == 1:
             raise last

@@ -87,6 +87,7 @@ def test_bundled_cnn_converts_to_ncnn_and_runs(tmp_path: Path, capsys: pytest.Ca
         param = out / art["path"]
         assert param.name == f"mnist_cnn.{precision}.ncnn.param" and param.with_suffix(".bin").is_file()
         assert art["size_bytes"] == param.stat().st_size + param.with_suffix(".bin").stat().st_size
+        assert "exporter" not in art["extra"]  # traced to TorchScript: the ONNX's exporter is not its fact
     assert arts["ncnn", "fp16"]["size_bytes"] < 0.6 * arts["ncnn", "fp32"]["size_bytes"]
 
     x = load_samples("mnist", [1, 1, 28, 28], "NCHW").x[:16]

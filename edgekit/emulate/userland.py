@@ -36,8 +36,9 @@ DEFAULT_SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
 # Debian packages beyond python3: libgomp1 is the OpenMP runtime wheels built with GCC's OpenMP load
 PACKAGES = ("python3", "libgomp1")
-# what edgekit[serve] installs on a device, besides edgekit itself
-EXTRAS = ("runtime", "serve")
+# what edgekit[serve,ncnn] installs on a device, besides edgekit itself: ncnn is the float runtime a Pi runs
+# first (issue 39), and its aarch64 wheels are the ones to check (LSE atomics with no CPU test: docs/results/ncnn.md)
+EXTRAS = ("runtime", "serve", "ncnn")
 RECORD = "edgekit-userland.json"
 SITE = "opt/edgekit"  # inside the userland: the wheels' folder, on PYTHONPATH
 

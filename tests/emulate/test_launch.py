@@ -90,7 +90,7 @@ def test_no_userland_says_how_to_build_one(tmp_path: Path) -> None:
 def test_the_wheels_are_edgekits_serve_requirements_for_the_userlands_python() -> None:
     reqs = userland.requirements(python="3.11")
     names = {r.split(">")[0].split("=")[0].split("<")[0] for r in reqs}
-    assert {"onnxruntime", "ai-edge-litert", "numpy", "starlette", "uvicorn", "psutil"} <= names
+    assert {"onnxruntime", "ai-edge-litert", "ncnn", "numpy", "starlette", "uvicorn", "psutil"} <= names
     assert not names & {"torch", "tensorflow", "tomli", "edgekit"}
     plats = userland.platforms("2.36")
     assert plats[0] == "manylinux_2_36_aarch64" and plats[-1] == "manylinux2014_aarch64"

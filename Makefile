@@ -5,7 +5,8 @@
 # and debootstrap + qemu-user-static for the tests on emulated Raspberry Pi cores (tests/emulate; else skipped).
 # `make test-fast`: the same without the tests marked slow (real conversions, torch/TensorFlow models).
 # Both run pytest on TEST_WORKERS processes (pytest-xdist; the tests sharing a session or module fixture stay on one
-# worker: tests/conftest.py). `make test TEST_WORKERS=0` runs them in this one process.
+# worker: tests/conftest.py). `make test TEST_WORKERS=0` runs them in this one process. `make test` ends with the 25
+# slowest tests and their seconds (where the suite's time goes: docs/results/test-suite.md).
 PYTHON ?= python3
 TEST_WORKERS ?= 2
 VENV ?= .venv
@@ -36,7 +37,7 @@ test: $(STAMP)
 	@sh .ci/arm64-tools.sh || true  # best effort: debootstrap + qemu-user-static for tests/emulate; else they skip
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 test-fast: $(STAMP)
 	$(BIN)/ruff check .

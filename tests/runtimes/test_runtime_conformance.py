@@ -77,8 +77,7 @@ def test_absent_device_says_why(rt_name: str, device: str, tiny_models: dict[str
     if ok:
         pytest.skip(f"{rt_name} on {device} is available here: covered by the contract test")
     assert why and len(why) > 20, why
-    fmt_key = {"onnx": "onnx", "tflite": "tflite-fp32", "edgetpu": "tflite-fp32", "torch": "torch-pt2",
-               "savedmodel": "savedmodel", "openvino": "openvino-fp32", "ncnn": "ncnn-fp32"}[cls.formats[0]]
+    fmt_key = next((k for k, (fmt, _, _) in tiny_cnn.KINDS.items() if fmt == cls.formats[0]), "")  # its tiny model
     if fmt_key not in tiny_models["models"]:
         pytest.skip(f"no {fmt_key} model here")
     with pytest.raises((NotAvailable, UsageError)) as err:

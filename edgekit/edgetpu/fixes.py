@@ -294,11 +294,13 @@ FIXES: dict[str, Callable[[FlatModel], int]] = {
 }
 
 
-def apply_fixes(blob: bytes) -> tuple[bytes, FixReport]:
-    """BLOB (a float .tflite) with every fix applied, and what each one changed."""
+def apply_fixes(blob: bytes, only: tuple[str, ...] | None = None) -> tuple[bytes, FixReport]:
+    """BLOB (a float .tflite) with every fix applied (ONLY: those FIXES keys), and what each one changed."""
     f = FlatModel(blob)
     report = FixReport()
     for name, fix in FIXES.items():
+        if only is not None and name not in only:
+            continue
         n = fix(f)
         if n:
             report.applied[name] = n

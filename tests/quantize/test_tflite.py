@@ -265,26 +265,15 @@ def test_relu_0_to_1_becomes_two_muls_the_tpu_maps(tf, tmp_path: Path) -> None:
     """The converter writes RELU_0_TO_1 only from onnx2tf's graphs (PaddleOCR's hard sigmoids), so the model here is
     made by hand: MINIMUM(RELU(t), 1) rewritten as the one op. The fix must give the same floats and leave no op
     the Edge TPU lacks."""
+    from tf_models import relu_0_to_1
+
     from edgekit.edgetpu.fixes import apply_fixes
     from edgekit.edgetpu.rules import RULES
     from edgekit.quantize.tflite.run import run_tflite
-    from edgekit.tflite.flatbuffer import FlatModel
     from edgekit.tflite.model import read_tflite
 
-    class Clip(tf.Module):
-        @tf.function(input_signature=[tf.TensorSpec((1, 8, 8, 4), tf.float32)])
-        def __call__(self, x):  # noqa: ANN001, ANN204
-            return {"y": tf.maximum(tf.minimum(tf.tanh(x) * 2.0 + x, 1.0), 0.0)}
-
-    m = Clip()
-    tf.saved_model.save(m, str(tmp_path / "clip"), signatures={"serving_default": m.__call__})
-    f = FlatModel(tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "clip")).convert())
-    names = [f.name(k) for k in range(len(f.sg.operators))]
-    assert names[-2:] == ["MINIMUM", "RELU"]
-    lo, hi = f.sg.operators[-2], f.sg.operators[-1]
-    f.sg.operators[-2:] = [f.make_op("RELU_0_TO_1", [int(lo.inputs[0])], [int(hi.outputs[0])])]
     paths = [tmp_path / "relu01.tflite", tmp_path / "fixed.tflite"]
-    paths[0].write_bytes(f.to_bytes())
+    paths[0].write_bytes(relu_0_to_1(tf, tmp_path))
     fixed, report = apply_fixes(paths[0].read_bytes())
     paths[1].write_bytes(fixed)
     assert report.applied == {"RELU_0_TO_1 -> MUL+RELU6, MUL": 1}

@@ -4,6 +4,7 @@ SavedModels with a static [1, 16, 16, 3] input (what edgekit's TFLite step makes
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -103,3 +104,23 @@ def squash(path: Path, seed: int = 0) -> Path:
     m = Model()
     tf.saved_model.save(m, str(path), signatures={"serving_default": m.__call__})
     return path
+
+
+def relu_0_to_1(tf: Any, folder: Path) -> bytes:
+    """A float .tflite ending in RELU_0_TO_1 (the converter writes that op only from onnx2tf's graphs: PaddleOCR's
+    hard sigmoids), made by hand: MINIMUM(RELU(t), 1) replaced by the one op, on a (1, 8, 8, 4) input."""
+    from edgekit.tflite.flatbuffer import FlatModel
+
+    class Clip(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec((1, 8, 8, 4), tf.float32)])
+        def __call__(self, x):  # noqa: ANN001, ANN204
+            return {"y": tf.maximum(tf.minimum(tf.tanh(x) * 2.0 + x, 1.0), 0.0)}
+
+    m = Clip()
+    tf.saved_model.save(m, str(folder / "clip"), signatures={"serving_default": m.__call__})
+    f = FlatModel(tf.lite.TFLiteConverter.from_saved_model(str(folder / "clip")).convert())
+    assert [f.name(k) for k in range(len(f.sg.operators))][-2:] == ["MINIMUM", "RELU"]
+    lo, hi = f.sg.operators[-2], f.sg.operators[-1]
+    f.sg.operators[-2:] = [f.make_op("RELU_0_TO_1", [int(lo.inputs[0])], [int(hi.outputs[0])])]
+    return f.to_bytes()
+

@@ -15,6 +15,11 @@ LiteRT cannot prepare a fused ReLU6 whose int16 output step is under 6 / 2^31 (a
 MobileNetV2 at its initial weights failed to load); such steps are raised to the least it runs
 (edgekit.quantize.tflite.int16_bounds).
 
+The 16x8 quantizer refuses some builtins the int8 one takes ("Quantization to 16x8-bit not yet supported for op:
+'RELU_0_TO_1'": PaddleOCR's hard sigmoids, as onnx2tf writes them); those are rewritten first into builtins it
+quantizes (SIXTEEN_BY_EIGHT_REWRITES, the Edge TPU's own rewrites: RELU_0_TO_1 is min(max(6x, 0), 6) / 6, a MUL with
+a fused RELU6 and a MUL), and the record says so.
+
 Mixing int8 and int16 per layer is not possible here: the quantizer takes one activation type for the whole model.
 The mixed int8/int16 recipe is ONNX's (edgekit.quantize.onnx.search, `mixed16`).
 """
@@ -28,6 +33,9 @@ from edgekit.quantize.records import RecipeChoice
 from edgekit.quantize.search import NOT_JUDGED
 from edgekit.quantize.tflite.recipes import TfliteJob, float_model
 
+# edgekit.edgetpu.fixes.FIXES keys: the ops the 16x8 quantizer refuses, rewritten into builtins it quantizes
+SIXTEEN_BY_EIGHT_REWRITES = ("RELU_0_TO_1 -> MUL+RELU6, MUL",)
+
 
 def quantize_w8a16(job: TfliteJob, requested: str) -> tuple[bytes, RecipeChoice]:
     """The w8a16 model of JOB's float model, calibrated on JOB's samples, and the record of how it was made."""
@@ -39,6 +47,7 @@ def quantize_w8a16(job: TfliteJob, requested: str) -> tuple[bytes, RecipeChoice]
     if applied:
         notes.append("range fixes before calibration: " + ", ".join(f"{n} x {k}" for k, n in applied.items())
                      + " (a pad with -inf would make the range infinite)")
+    source = _rewrite_for_16x8(source, notes)
     if requested not in ("plain", "auto"):
         notes.append(f"--int8-recipe {requested} applies to int8 artifacts; w8a16 has one recipe")
     blob = _sixteen_by_eight(tf, source, job)
@@ -77,6 +86,17 @@ def _written(job: TfliteJob, blob: bytes) -> Path:
     return path
 
 
+def _rewrite_for_16x8(float_bytes: bytes, notes: list[str]) -> bytes:
+    """FLOAT_BYTES with the ops the 16x8 quantizer refuses rewritten (SIXTEEN_BY_EIGHT_REWRITES); NOTES says which."""
+    from edgekit.edgetpu.fixes import apply_fixes
+
+    rewritten, report = apply_fixes(float_bytes, only=SIXTEEN_BY_EIGHT_REWRITES)
+    if report.applied:
+        notes.append("rewritten for the 16x8 quantizer, which refuses them: "
+                     + ", ".join(f"{name} x {n}" for name, n in report.applied.items()))
+    return rewritten
+
+
 def _sixteen_by_eight(tf: Any, float_bytes: bytes, job: TfliteJob) -> bytes:
     """The converter's 16x8 stage: FLOAT_BYTES calibrated on JOB's samples and quantized with int16 activations."""
     from tensorflow.lite.python.optimize import calibrator
@@ -87,4 +107,4 @@ def _sixteen_by_eight(tf: Any, float_bytes: bytes, job: TfliteJob) -> bytes:
                                             disable_per_channel=False))
 
 
-__all__ = ["NO_MIXED16", "auto_notes", "quantize_w8a16"]
+__all__ = ["NO_MIXED16", "SIXTEEN_BY_EIGHT_REWRITES", "auto_notes", "quantize_w8a16"]

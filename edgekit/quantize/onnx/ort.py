@@ -83,8 +83,9 @@ def quantize(src: Path, dst: Path, data: Any, config: Any) -> None:
         if cache is None or not cache.is_file():  # without a cache to share: made afresh for SRC
             cache = cache or data.work / "calibration.mse.json"
             write_mse_cache(src, data, cache)
-    qtype = QuantType.QUInt8 if config.unsigned else QuantType.QInt8
-    act = QuantType.QInt16 if getattr(config, "activations", "int8") == "int16" else qtype
+    qtype = QuantType.QUInt8 if config.unsigned else QuantType.QInt8  # the weights' type (uint8 only in U8U8)
+    # the activations': int16 (w8a16), uint8 (U8S8, the form x86 fuses: edgekit.quantize.cpu_forms; or U8U8), int8
+    act = {"int16": QuantType.QInt16, "uint8": QuantType.QUInt8}.get(getattr(config, "activations", "int8"), qtype)
     extra: dict[str, Any] = {"ActivationSymmetric": False, "WeightSymmetric": True}
     if config.calibrate == "percentile":
         extra["CalibPercentile"] = config.percentile
@@ -156,9 +157,11 @@ def _quantize_static(src: Path, dst: Path, data: Any, config: Any, cache: Path |
     quantize_static(
         # fed and folded a chunk at a time (edgekit.quantize.onnx.calibrate): histograms held every sample's tensors
         str(src), str(dst), chunked_reader(src, data.name, data.samples, data.batch, data.feeds),
-        # reduce_range (7-bit weights): x86 CPUs without VNNI saturate in onnxruntime's int8 convolutions
-        # (AVX2 here: the Keras twin's agreement went 98.9% -> 99.6%); harmless where VNNI/ARM dot products exist
-        quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=config.reduce_range,
+        # reduce_range (7-bit weights): x86 CPUs without VNNI saturate in onnxruntime's u8 x s8 convolutions
+        # (AVX2 here: the Keras twin's agreement went 98.9% -> 99.6%); the deployment CPU's row decides it
+        # (edgekit.quantize.cpu_forms), as it decides the activations' sign and per-channel weights
+        quant_format=QuantFormat.QDQ, per_channel=getattr(config, "per_channel", True),
+        reduce_range=config.reduce_range,
         # uint8 activations and weights (the uint8 recipe): onnxruntime's U8U8 kernels do not saturate, so full 8-bit
         # weights are safe on every CPU
         activation_type=act or qtype, weight_type=qtype, calibrate_method=method,

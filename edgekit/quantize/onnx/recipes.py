@@ -1,8 +1,8 @@
 """ONNX int8 recipes: each a small class with a declared config and one `build` method, like the steps.
 
 A recipe turns the pre-processed fp32 ONNX (BatchNorm folded by onnxruntime) into a QDQ int8 ONNX:
-- `plain`: onnxruntime's quantize_static as edgekit always did (QDQ, per-channel int8 weights, 7-bit
-  reduce_range for x86 without VNNI, MinMax calibration);
+- `plain`: onnxruntime's quantize_static (QDQ, per-channel int8 weights, MinMax calibration) in the form of the
+  deployment CPU (convert --for: activations' sign and 7-bit reduce_range by edgekit.quantize.cpu_forms' table);
 - `uint8`: uint8 activations and weights, full 8-bit weights (onnxruntime's U8U8 kernels do not saturate);
 - `percentile`, `entropy`: the same with another calibration statistic (onnxruntime's CalibrationMethod);
 - `mse`: the same with each activation's least-squared-error range (edgekit.quantize.onnx.mse: onnxruntime has none);
@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from edgekit.quantize.cpu_forms import CpuForm
 from edgekit.quantize.onnx.ort import Reader, quantize
 
 
@@ -45,14 +46,32 @@ class OnnxRecipeConfig:
     reduce_range: bool = True  # 7-bit weights: x86 without VNNI saturates int8 x int8 (see edgekit.quantize.onnx.ort)
     unsigned: bool = False  # uint8 activations and weights: no saturation anywhere, so full 8-bit weights
     tool: str = "onnxruntime"  # what quantizes: onnxruntime's quantize_static, or nncf (nncf.quantize)
-    # int16 | int8: the activations' type everywhere (w8a16: int16, QDQ at opset 21, edgekit.quantize.onnx.ort)
+    # int16 | int8 | uint8: the activations' type everywhere (w8a16: int16, QDQ at opset 21, edgekit.quantize.onnx.ort;
+    # uint8 with int8 weights is U8S8, the form x86 fuses: edgekit.quantize.cpu_forms)
     activations: str = "int8"
+    per_channel: bool = True  # one weight scale per output channel
+    cpu: str = ""  # the deployment CPU class whose form this is (edgekit.quantize.cpu_forms; "": none applied)
     # nodes whose input and output activations are int16 in an int8 model (mixed int8/int16 precision: `mixed16`)
     int16_nodes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "float_nodes": list(self.float_nodes), "decode_nodes": list(self.decode_nodes),
                 "decode_heads": list(self.decode_heads), "int16_nodes": list(self.int16_nodes)}
+
+    def made_for(self, form: CpuForm) -> OnnxRecipeConfig:
+        """This config in FORM's activation type, weight range and per-channel choice (convert --for).
+
+        A recipe that is its own form keeps it and records the CPU: `uint8` (U8U8, which saturates nowhere), w8a16
+        (int16 activations: no int8 x int8 kernel runs it, only per-channel follows the row) and NNCF (its own
+        quantizer places its types)."""
+        if self.cpu == form.cpu:
+            return self
+        if self.unsigned or self.tool != "onnxruntime":
+            return replace(self, cpu=form.cpu)
+        if self.activations == "int16":
+            return replace(self, cpu=form.cpu, per_channel=form.per_channel)
+        return replace(self, cpu=form.cpu, activations=form.activations, reduce_range=form.reduce_range,
+                       per_channel=form.per_channel)
 
     def excluded(self) -> tuple[str, ...]:
         """Every node onnxruntime leaves in float: the mixed-precision layers and the detection decode."""
@@ -70,6 +89,7 @@ class QuantData:
     notes: list[str] = field(default_factory=list)
     cache: Path | None = None  # onnxruntime's calibration cache: the tensor ranges, reused by mixed precision
     feeds: dict[str, np.ndarray] | None = None  # several inputs: each one's samples by input name (plain recipe only)
+    form: CpuForm | None = None  # the deployment CPU's int8 form (convert --for): every recipe built is made for it
 
 
 class OnnxRecipe:
@@ -91,6 +111,12 @@ class OnnxRecipe:
     def with_int16(self, nodes: tuple[str, ...]) -> OnnxRecipe:
         return type(self)(replace(self.config, int16_nodes=nodes))
 
+    def formed(self, data: QuantData) -> None:
+        """The config made for the deployment CPU DATA names (convert --for), before building: the record, written
+        from this recipe's config, says the form it was built in."""
+        if data.form is not None:
+            self.config = self.config.made_for(data.form)
+
     def prepare(self, pre: Path, data: QuantData) -> Path:
         """The float model to quantize (PRE itself, or an equalized copy)."""
         if not self.config.equalize:
@@ -110,6 +136,7 @@ class OnnxRecipe:
 
     def build(self, pre: Path, dst: Path, data: QuantData) -> Path:
         """Write the QDQ int8 model at DST; returns the float model it was quantized from."""
+        self.formed(data)
         src = self.prepare(pre, data)
         if not self.config.bias_correct:
             quantize(src, dst, data, self.config)
@@ -179,6 +206,7 @@ class Nncf(OnnxRecipe):
     def build(self, pre: Path, dst: Path, data: QuantData) -> Path:
         from edgekit.quantize.onnx.nncf_recipe import nncf_quantize
 
+        self.formed(data)
         nncf_quantize(pre, dst, data, self.config)
         return pre
 

@@ -10,7 +10,7 @@ named) in each form of edgekit.quantize.cpu_forms' table and the forms around it
 beside the fp32 ONNX and the LiteRT int8 .tflite of `edgekit convert --target onnx,tflite --quantize fp32,int8`.
 
 Models: the bundled MNIST CNN (calibrated on 200 training digits, judged on the 1,000 test digits) and a MobileNetV2
-at 224 in plain torch (bench/ncnn.py's; BatchNorm statistics from photo crops), calibrated on 100 crops of
+at 224 in plain torch (bench/ncnn_compare.py's; BatchNorm statistics from photo crops), calibrated on 100 crops of
 scikit-image's photos and judged on 200 other crops. Fidelity: top-1 agreement with the fp32 ONNX.
 
 Timing: one process, every variant's session at 1 thread (intra and inter op), batch 1; ROUNDS interleaved rounds,

@@ -16,7 +16,7 @@ Each is converted with `edgekit convert SRC --target onnx,tflite,ncnn --quantize
 user runs them. Writes bench/results/ncnn.json (or --out) and prints the table docs/results/ncnn.md quotes.
 
 Usage (from the repository root, after `pip install -e '.[all]'`):
-    python bench/ncnn.py [--work /tmp/edgekit-ncnn] [--reuse] [--models cnn,mobilenetv2,detector,keras]
+    python bench/ncnn_compare.py [--work /tmp/edgekit-ncnn] [--reuse] [--models cnn,mobilenetv2,detector,keras]
 """
 
 from __future__ import annotations

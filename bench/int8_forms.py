@@ -104,7 +104,7 @@ def cnn(work: Path) -> Model:
 
 
 def mobilenet(work: Path) -> Model:
-    from bench.ncnn import build_mobilenet
+    from bench.ncnn_compare import build_mobilenet
     from edgekit.data.calibration import load_samples
 
     src, _ = build_mobilenet(work)

@@ -50,7 +50,8 @@ class FormatSpec:
     # IR's ".bin"): published, hashed, sized, copied and served with it
     companions: tuple[str, ...] = ()
     # edgekit serve's preference: device kind -> {precision: rank}, lower first; ties go to the table's order.
-    # A format absent for a kind is never picked on it.
+    # A format absent for a kind is never picked on it. "cpu-arm64": its ranks on an Arm64 CPU where they differ
+    # from "cpu"'s (a format without it ranks there as on any CPU)
     serve: Mapping[str, Mapping[str, int]] = field(default_factory=lambda: MappingProxyType({}))
     int8_diagnosis: Int8Diagnosis | None = None  # None: no layer-by-layer diagnosis for this format (noted)
     # the Triton backend that serves it (`edgekit export`: <name>/1/model<suffix> + companions); None: not exported
@@ -146,11 +147,14 @@ FORMATS: dict[str, FormatSpec] = {
                    source_layout=True),
         # ncnn: model.ncnn.param (the graph, text) + model.ncnn.bin (the weights), published together. The float
         # runtime that leads on Arm CPUs in the published figures (a Pi 5, YOLO11n fp32: ncnn 94 ms, onnxruntime 182,
-        # TFLite 324): served after every int8 row and OpenVINO's floats (x86), before LiteRT's and onnxruntime's
-        # floats; on a GPU (Vulkan) after ONNX on CUDA, which needs onnxruntime-gpu (docs/results/ncnn.md)
+        # TFLite 324): on an x86 CPU served after LiteRT's and onnxruntime's fp32 (it trails both there, 23.8 ms
+        # against 14.7 and 19.5 on a MobileNetV2: docs/results/ncnn.md); on an Arm64 CPU its fp32 right after the
+        # int8 rows and before every other float, its fp16 after its fp32 (a Pi 5 computes it in fp16 arithmetic,
+        # which moved a MobileNetV2's outputs by 9% on the emulated A76); on a GPU (Vulkan) after ONNX on CUDA
         FormatSpec("ncnn", 7, "ncnn", ".param", inspector="edgekit.inspect.ncnn:describe", colour="#e377c2",
                    sniff="edgekit.ncnn.param:is_ncnn_param", companions=(".bin",),
-                   serve=serve_ranks(cpu={"fp16": 28, "fp32": 29}, gpu={"fp16": 14, "fp32": 15}),
+                   serve=serve_ranks(cpu={"fp32": 33, "fp16": 34}, gpu={"fp16": 14, "fp32": 15},
+                                     **{"cpu-arm64": {"fp32": 18, "fp16": 19}}),
                    runtimes={"ncnn": "edgekit.runtimes.ncnn:Ncnn"}, libraries={"ncnn": NCNN}, source_layout=True),
     )
 }

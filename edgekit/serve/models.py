@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,15 +29,26 @@ if TYPE_CHECKING:
     from edgekit.runtimes.base import Runtime
 
 
-def preference(kind: str) -> dict[tuple[str, str], tuple[int, int]]:
+ARM64 = ("aarch64", "arm64")  # platform.machine() of an Arm64 CPU (Linux, macOS)
+
+
+def preference(kind: str, machine: str | None = None) -> dict[tuple[str, str], tuple[int, int]]:
     """(format, precision) -> its rank on device KIND, lower first: each format's `serve` ranks in
-    edgekit.core.formats.FORMATS (ties go to the table's order). A kind no format names ranks as a CPU."""
+    edgekit.core.formats.FORMATS (ties go to the table's order). A kind no format names ranks as a CPU; on an Arm64
+    CPU (MACHINE, default this one's) a format's "cpu-arm64" ranks stand for its "cpu" ones where it has them."""
+    import platform
+
     from edgekit.core.formats import FORMATS
 
     if not any(kind in spec.serve for spec in FORMATS.values()):
         kind = "cpu"
+    arm = kind == "cpu" and (machine or platform.machine()).lower() in ARM64
+
+    def ranks(serve: Mapping[str, Mapping[str, int]]) -> Mapping[str, int]:
+        return serve.get("cpu-arm64", serve.get(kind, {})) if arm else serve.get(kind, {})
+
     return {(name, precision): (rank, spec.order) for name, spec in FORMATS.items()
-            for precision, rank in spec.serve.get(kind, {}).items()}
+            for precision, rank in ranks(spec.serve).items()}
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 

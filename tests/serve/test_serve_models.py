@@ -75,6 +75,27 @@ def test_a_device_profile_gives_its_thread_count_and_kind(tmp_path: Path) -> Non
         resolve_models([tmp_path / "missing.onnx"])
 
 
+def test_on_an_arm64_cpu_ncnn_is_the_first_float(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ncnn leads the float runtimes on Arm CPUs (the published Pi figures) and trails them on x86 (measured here):
+    its record's "cpu-arm64" ranks stand for its "cpu" ones on an Arm64 CPU only; the int8 rows stay first."""
+    import platform
+
+    from edgekit.serve.models import preference
+
+    arm, x86 = preference("cpu", machine="aarch64"), preference("cpu", machine="x86_64")
+    assert arm[("tflite", "int8")] < arm[("ncnn", "fp32")] < arm[("ncnn", "fp16")] < arm[("tflite", "fp16")]
+    assert arm[("ncnn", "fp32")] < min(arm[("tflite", "fp32")], arm[("onnx", "fp32")])
+    assert x86[("ncnn", "fp32")] > max(x86[("tflite", "fp32")], x86[("onnx", "fp32")])
+    assert ("ncnn", "fp32") in preference("gpu", machine="aarch64")  # Vulkan: the GPU's ranks, on any CPU
+    floats = Manifest(source=SourceInfo(), artifacts=[_art("onnx", "fp32"), _art("tflite", "fp32"),
+                                                      _art("ncnn", "fp32"), _art("ncnn", "fp16")])
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
+    assert (choose_artifact(floats, "cpu", None, None).format, choose_artifact(floats, "cpu", None, None)
+            .precision) == ("ncnn", "fp32")
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    assert choose_artifact(floats, "cpu", None, None).format == "tflite"
+
+
 def test_serve_ranks_come_from_the_format_table(monkeypatch: pytest.MonkeyPatch) -> None:
     """An int8 OpenVINO IR is served first on a CPU where OpenVINO runs; where it does not, the int8 TFLite."""
     from edgekit.runtimes import get_runtime

@@ -94,19 +94,48 @@ CORRUPT = {"onnx": ("bad.onnx", b"\x08\x07garbage" * 10),
            "ncnn": ("bad.ncnn.param", b"7767517\n2 2\nInput in0 0 1 in0\nConvolution c 1 1 in0 \xff\xfe 0=8")}
 
 
+def _truncated(src: Path, folder: Path) -> Path:
+    """A copy of the tiny model SRC cut to half its bytes (a SavedModel: its saved_model.pb), its companion files
+    whole: the corrupt file of a format without a hand-made one in CORRUPT."""
+    import shutil
+
+    from edgekit.core.formats import companions
+
+    folder.mkdir()
+    if src.is_dir():
+        dst = Path(shutil.copytree(src, folder / src.name))
+        pb = dst / "saved_model.pb"
+        pb.write_bytes(pb.read_bytes()[: pb.stat().st_size // 2])
+        return dst
+    for extra in companions(src):
+        shutil.copyfile(extra, folder / extra.name)
+    dst = folder / src.name
+    dst.write_bytes(src.read_bytes()[: src.stat().st_size // 2])
+    return dst
+
+
 @pytest.mark.parametrize("rt_name", runtime_names())
-def test_corrupt_file_is_an_edgekit_error(rt_name: str, tmp_path: Path) -> None:
+def test_corrupt_file_is_an_edgekit_error(rt_name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     cls = get_runtime(rt_name)
     ok, why = cls.available("cpu")
     if not ok:
         pytest.skip(why)
-    name, data = CORRUPT[cls.formats[0]]
-    path = tmp_path / name
-    if name.endswith("_savedmodel"):
-        path.mkdir()
-        (path / "saved_model.pb").write_bytes(data)
-    else:
-        path.write_bytes(data)
+    fmt = cls.formats[0]
+    if fmt in CORRUPT:
+        name, data = CORRUPT[fmt]
+        path = tmp_path / name
+        if name.endswith("_savedmodel"):
+            path.mkdir()
+            (path / "saved_model.pb").write_bytes(data)
+        else:
+            path.write_bytes(data)
+    else:  # a format added since: its tiny model, cut short (the session's tiny models built only then: seconds)
+        tiny_models = request.getfixturevalue("tiny_models")
+        key = next((k for k, (f, _, _) in tiny_cnn.KINDS.items() if f == fmt and k in tiny_models["models"]), None)
+        if key is None:
+            pytest.fail(f"the {rt_name} runtime loads {fmt}, which has no corrupt case here nor a tiny model "
+                        "(edgekit.testing.tiny_cnn) to cut short")
+        path = _truncated(Path(tiny_models["models"][key]), tmp_path / "cut")
     with pytest.raises(EdgekitError):
         cls().load(path, device="cpu")
 

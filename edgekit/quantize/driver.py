@@ -13,8 +13,9 @@ them left out). The driver owns the rest:
   passes (edgekit.quantize.search.smallest_float_set), up to the float cap;
 - where still none passes, the candidate to keep (`best_float_free`);
 - the trial records (every candidate tried, with its seconds) and one progress line per candidate as it ends;
-- the time budget (--int8-budget): past it no new candidate starts, the best so far is kept, and the record says
-  the budget ended. The first candidate is always tried: it is what a search that misses keeps.
+- the time budget (--int8-budget, on by default): no candidate starts where what is left of it is less than the
+  slowest candidate so far took, the best so far is kept, and the record says the budget ended. The first
+  candidate is always tried: it is what a search that misses keeps.
 
 The format then rebuilds what was kept on every calibration sample and writes its RecipeChoice from the `Outcome`.
 """
@@ -173,18 +174,21 @@ class Search:
                        self._budget_record())
 
     def _may_start(self) -> bool:
-        """Whether another candidate may start: the judged samples leave it a chance, and the budget is not spent.
-        The first candidate always starts."""
+        """Whether another candidate may start: the judged samples leave it a chance, and the budget leaves it the
+        time the slowest candidate so far took, so that the search ends near its budget rather than a whole candidate
+        past it (the default budget keeps a whole conversion within minutes). The first always starts."""
         tried = len(self.kept)
         if self.stopped or not tried:
             return not self.stopped
         if self.rules.growing_bound and not self.reach(self.judging.first, tried):
             self.stopped = True
-        elif self.budget is not None and (spent := time.perf_counter() - self.started) >= self.budget:
+        elif self.budget is not None and (spent := time.perf_counter() - self.started) + (
+                slowest := max(t.seconds for t in self.trials)) > self.budget:
             self.stopped = self.budget_ended = True
             plural = "" if tried == 1 else "s"
-            words = (f"the --int8-budget of {self.budget:g} s was spent after {tried} candidate{plural} "
-                     f"({spent:.0f} s): the search started no more and kept the best so far")
+            words = (f"the --int8-budget of {self.budget:g} s leaves no room for another candidate after {tried} "
+                     f"candidate{plural} ({spent:.0f} s spent, the slowest {slowest:.0f} s): the search started no "
+                     "more and kept the best so far")
             self.notes.append(words)
             self.log(f"int8 recipe search: {words}")
         return not self.stopped

@@ -123,17 +123,18 @@ def test_the_budget_stops_new_candidates_keeps_the_best_so_far_and_says_so(clock
     notes: list[str] = []
     fake = Fake({"plain": 100, "uint8": 190, "equalize": N}, clock)  # equalize would pass: never started
     step = Floats(fake)
-    found = _search(log, notes, budget=15).run(fake, ["plain", "uint8", "equalize"], [step])
+    found = _search(log, notes, budget=25).run(fake, ["plain", "uint8", "equalize"], [step])
     assert fake.built == ["plain", "uint8"] and not found.met and found.held == "uint8"  # the better of the two
-    assert found.budget == {"seconds": 15, "spent_seconds": 20.0, "ended": True, "candidates": 2}
+    # uint8 started with 15 s left (plain took 10); equalize not, with 5 left: it would have ended past the budget
+    assert found.budget == {"seconds": 25, "spent_seconds": 20.0, "ended": True, "candidates": 2}
     assert step.missed_share is None  # the float step never started: no share claimed as not enough
-    assert notes == ["the --int8-budget of 15 s was spent after 2 candidates (20 s): the search started no more and "
-                     "kept the best so far"]
+    assert notes == ["the --int8-budget of 25 s leaves no room for another candidate after 2 candidates (20 s "
+                     "spent, the slowest 10 s): the search started no more and kept the best so far"]
     assert any(m == f"int8 recipe search: {notes[0]}" for m in log)
-    assert any("10 of the 15 s budget" in m for m in log if m.startswith("int8 recipe plain"))
+    assert any("10 of the 25 s budget" in m for m in log if m.startswith("int8 recipe plain"))
     choice = RecipeChoice(requested="auto", chosen="uint8", config={}, met=False, judged_on="x",
                           budget=found.budget)
-    assert "the --int8-budget of 15 s ended the search after 2 candidates" in choice.why_words()
+    assert "the --int8-budget of 25 s ended the search after 2 candidates" in choice.why_words()
     assert RecipeChoice.from_dict(choice.to_dict()) == choice
     assert "budget" not in RecipeChoice(requested="auto", chosen="plain", config={}, met=True,
                                         judged_on="x").to_dict()  # no budget: no key (older readers)
@@ -171,6 +172,7 @@ def test_a_real_onnx_search_records_its_budget(spread_model: Path, samples: np.n
                            log.append, budget=0)
     assert [t.recipe for t in choice.trials] == ["plain"] and choice.met is False and choice.chosen == "plain"
     assert choice.budget is not None and choice.budget["ended"] and choice.budget["candidates"] == 1
-    assert any("--int8-budget of 0 s was spent after 1 candidate" in n for n in choice.notes)
+    assert any("--int8-budget of 0 s leaves no room for another candidate after 1 candidate" in n
+               for n in choice.notes)
     assert any("keeping the best float-free one, plain" in m and "--int8-budget" in m for m in log)
     assert choice.to_dict()["budget"]["seconds"] == 0

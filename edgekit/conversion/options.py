@@ -105,6 +105,11 @@ class CommonOptions:
     int8_budget: float | None = option(
         None, "Seconds the int8 recipe search (--int8-recipe auto or mixed) may spend per artifact: past them it "
         "starts no new candidate and keeps the best so far, and the manifest says the budget ended. Default: no limit.")
+    deploy_cpu: str = option(
+        "host", "The CPU the int8 artifacts are made for: host (this machine, from /proc/cpuinfo), x86-64-vnni, x86-64 "
+        "(no VNNI), arm64-dotprod, arm64, pi3, pi4, pi5, or a CPU device profile (cpu-x86, cpu-arm64, raspberry-pi-5 "
+        "...). It picks the ONNX int8 form (activations' sign, 7-bit weights or not); recorded in the manifest.",
+        flags=("--for",))
     explain: bool = option(False, "Diagnose every int8 artifact layer by layer (always done when one misses).")
     output_kinds: dict[str, str] | None = option(
         None, "How an output is judged, by output name (--output-kind name=kind): classes, dense, sequence, mask, "
@@ -127,8 +132,10 @@ class CommonOptions:
         if self.int8_budget is not None and not self.int8_budget >= 0:  # NaN too
             raise UsageError(f"--int8-budget must be a number of seconds, 0 or more, got {self.int8_budget}.",
                              hint="Give the seconds the int8 recipe search may spend, e.g. --int8-budget 120.")
+        from edgekit.measure.deploy_cpu import deploy_cpu
         from edgekit.sources.onnx_layout import check_layout
 
+        deploy_cpu(self.deploy_cpu)  # an unknown --for stops here, naming the choices
         self.layout = check_layout(self.layout)
         if self.validate_on:
             from edgekit.emulate.cpus import emulated_cpus
@@ -152,6 +159,10 @@ class ConvertOptions(*TARGET_OPTIONS, CommonOptions):  # type: ignore[misc]  # b
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         d["out_dir"] = str(self.out_dir) if self.out_dir is not None else None
+        from edgekit.measure.deploy_cpu import deploy_cpu
+
+        # --for resolved (host: this machine's class): the ONNX int8 form made, what TFLite and OpenVINO assume
+        d["deploy_cpu_form"] = deploy_cpu(self.deploy_cpu).to_dict()
         return d
 
     @classmethod

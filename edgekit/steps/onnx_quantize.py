@@ -120,6 +120,7 @@ class OnnxQuantize(Step):
     def _int8(self, inp: Intermediate, dst: Path, ctx: StepContext) -> Intermediate:
         """Static int8 by the recipe asked for (--int8-recipe; `auto` searches, edgekit.quantize.onnx.search)."""
         onnx = require("onnx")
+        from edgekit.measure.deploy_cpu import deploy_cpu
         from edgekit.quantize.onnx.graph import name_nodes
         from edgekit.quantize.onnx.prep import unshare_biases
         from edgekit.quantize.onnx.recipes import QuantData
@@ -141,6 +142,10 @@ class OnnxQuantize(Step):
         inits = {i.name for i in model.graph.initializer}
         names = [i.name for i in model.graph.input if i.name not in inits]
         samples = ctx.to_layout(ctx.calibration(), inp.layout).astype(np.float32)
+        cpu = deploy_cpu(ctx.options.deploy_cpu)  # --for: the int8 form of the CPU that will run it
+        form = "int16 activations, 8-bit weights: w8a16's one form" if w8a16 else cpu.form.label
+        notes.append(f"made for {cpu.describe()}: {form} (edgekit.quantize.cpu_forms)")
+        ctx.log(f"int8: {notes[-1]}")
         dims = model.graph.input[0].type.tensor_type.shape.dim
         batch = dims[0].dim_value if dims and dims[0].dim_value > 0 else 1
         work = ctx.work / f"{ctx.stem}.{self.params.precision}-recipes"  # candidates, float twins; never published
@@ -152,12 +157,12 @@ class OnnxQuantize(Step):
 
             feeds = {k: ctx.to_layout(v, inp.layout).astype(np.float32) for k, v in ctx.calibration_by_name().items()}
             named = by_keys(feeds, names, f"{inp.path.name}")
-            config = W8A16 if w8a16 else OnnxRecipeConfig()
+            config = (W8A16 if w8a16 else OnnxRecipeConfig()).made_for(cpu.form)
             quantize(pre, dst, QuantData(names[0], named[names[0]], batch, work, feeds=named), config)
             choice = plain_choice_of_inputs("w8a16" if w8a16 else ctx.options.int8_recipe, config.to_dict(),
                                             len(samples))
             return inp.derive(kind="onnx", path=dst, precision=self.params.precision, quantization=choice)
-        data = QuantData(names[0], samples, batch, work, notes=notes)
+        data = QuantData(names[0], samples, batch, work, notes=notes, form=cpu.form)
         if w8a16:  # one recipe: 16-bit activations leave the int8 recipes nothing to recover
             choice = quantize_w8a16(pre, dst, data, ctx.options.int8_recipe, ctx.log)
             return inp.derive(kind="onnx", path=dst, precision="w8a16", quantization=choice)

@@ -10,9 +10,12 @@ Precision options (`info()` records them): ncnn's defaults store weights and act
 fp16 where the CPU has fp16 arithmetic (Armv8.2: a Pi 5's Cortex-A76; on x86 with AVX it stores in fp16), so
 an fp32 model under the defaults is not an fp32 run (measured: a Pi 5's output at cosine 0.99937 of the A72's).
 Load option `fp16`: "auto" (the default) runs an fp32 artifact with fp16 storage and arithmetic off (a real fp32
-row, as the OpenVINO runtime pins f32) and an fp16 artifact (weights stored in fp16, read from the .bin) with
-ncnn's defaults; "off", "storage" (fp16 storage and packing, fp32 arithmetic) and "on" (ncnn's defaults: what an
-ncnn app runs) choose for any artifact.
+row, as the OpenVINO runtime pins f32) and an fp16 artifact (weights stored in fp16, read from the .bin) with fp16
+storage and fp32 arithmetic, what it was validated with on any CPU: with ncnn's defaults a Pi 5's A76 computes it in
+fp16, which moved a MobileNetV2's outputs by 9% (emulated A76 against A72 and x86, docs/results/ncnn.md). "off",
+"storage" (fp16 storage and packing, fp32 arithmetic) and "on" (ncnn's defaults: what an ncnn app runs, fp16
+arithmetic where the core has it: faster on a Pi 5, to be validated there with `--validate-on pi5`) choose for any
+artifact.
 Devices: "cpu"; "gpu" where ncnn's Vulkan finds a GPU that is not a CPU renderer (llvmpipe, SwiftShader are not
 counted: they are the CPU), else NotAvailable naming what it sees.
 """
@@ -86,8 +89,8 @@ def fp16_options(mode: str, stored: str) -> dict[str, bool]:
     """The ncnn Option flags for fp16 MODE on an artifact whose weights are stored in STORED precision."""
     if mode not in FP16_MODES:
         raise UsageError(f"Unknown ncnn fp16 mode '{mode}'.", hint=f"Choose from {', '.join(FP16_MODES)}.")
-    if mode == "auto":
-        mode = "on" if stored == "fp16" else "off"
+    if mode == "auto":  # what the artifact was validated with, on every CPU (see the module doc)
+        mode = "storage" if stored == "fp16" else "off"
     storage, arithmetic = mode in ("storage", "on"), mode == "on"
     return {"use_fp16_storage": storage, "use_fp16_packed": storage, "use_fp16_arithmetic": arithmetic,
             "use_bf16_storage": False}

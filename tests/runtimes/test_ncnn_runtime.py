@@ -39,13 +39,17 @@ def test_runs_the_model_by_the_source_names(tmp_path: Path, x: np.ndarray) -> No
             rt.run({"pixels": x})
 
 
-def test_fp16_weights_run_with_ncnn_fp16_defaults(tmp_path: Path, x: np.ndarray) -> None:
+def test_fp16_weights_run_with_fp16_storage_and_fp32_arithmetic(tmp_path: Path, x: np.ndarray) -> None:
+    """What the artifact is validated with, on every CPU: fp16 arithmetic (a Pi 5's) only when asked (fp16=on)."""
     with Ncnn() as rt:
         rt.load(write_model(tmp_path, fp16=True), threads=1)
         assert rt.info()["weights_stored"] == "fp16" and rt.info()["use_fp16_storage"] is True
+        assert rt.info()["use_fp16_arithmetic"] is False and rt.info()["fp16_mode"] == "auto"
         np.testing.assert_allclose(rt.run({"image": x})["logits"], forward(x), atol=0.05)
     assert fp16_options("storage", "fp32") == {"use_fp16_storage": True, "use_fp16_packed": True,
                                                "use_fp16_arithmetic": False, "use_bf16_storage": False}
+    assert fp16_options("auto", "fp16") == fp16_options("storage", "fp16")
+    assert fp16_options("on", "fp16")["use_fp16_arithmetic"] is True
     with pytest.raises(UsageError, match="Unknown ncnn fp16 mode"):
         fp16_options("half", "fp32")
 

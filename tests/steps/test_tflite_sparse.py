@@ -155,8 +155,9 @@ def test_the_quantizer_left_densify_fed_filters_float_and_the_check_names_them(s
 def _convert(src: Path, calib: Path, out: Path, *extra: str) -> int:
     from edgekit.cli import main
 
+    # plain: these tests are about the weights' form, not the recipe search (auto tried 6 candidates here)
     return main(["convert", str(src), "--target", "tflite", "--quantize", "fp16,int8", "--calib", str(calib),
-                 "--calib-size", "32", "--val-size", "16", "--out", str(out), *extra])
+                 "--calib-size", "32", "--val-size", "16", "--out", str(out), "--int8-recipe", "plain", *extra])
 
 
 def _made_unloadable(monkeypatch: pytest.MonkeyPatch, unfixed: Path) -> None:

@@ -20,7 +20,7 @@ import typer
 
 from edgekit.cli import app, main
 from edgekit.commands.declared import option_values
-from edgekit.conversion.options import API_NAMES, FIELDS, OPTIONS, CommonOptions, ConvertOptions
+from edgekit.conversion.options import API_NAMES, FIELDS, INT8_BUDGET, OPTIONS, CommonOptions, ConvertOptions
 from edgekit.core.errors import UsageError
 from edgekit.core.option_field import declared
 from edgekit.targets.edgetpu import EdgeTpuOptions
@@ -193,7 +193,12 @@ def test_the_int8_budget_is_seconds_from_the_cli_and_the_api_and_a_negative_one_
     from edgekit.cli import app
 
     assert ConvertOptions.from_keywords(int8_budget=90).int8_budget == 90
-    assert ConvertOptions().int8_budget is None  # no limit unless asked
+    # auto is the default recipe, within the default budget; plain is one flag away; inf lifts the limit (None)
+    assert ConvertOptions().int8_recipe == "auto" and ConvertOptions().int8_budget == INT8_BUDGET > 0
+    assert ConvertOptions.from_keywords(int8_recipe="plain").int8_recipe == "plain"
+    lifted = ConvertOptions(int8_budget=float("inf"))
+    lifted.check()
+    assert lifted.int8_budget is None
     for bad in (-1.0, float("nan")):
         with pytest.raises(UsageError, match="--int8-budget must be a number of seconds") as exc:
             ConvertOptions(int8_budget=bad).check()

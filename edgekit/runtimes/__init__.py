@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from edgekit.core.errors import UsageError
+from edgekit.core.errors import UnsupportedModel, UsageError
 from edgekit.core.formats import FORMATS, sniffed
 from edgekit.core.registry import check_choice, resolve
 from edgekit.runtimes.base import Runtime
@@ -79,10 +79,13 @@ def detect_format(path: str | Path) -> str:
     fmt = sniffed(p)  # every format's own sniffer (edgekit.core.formats.FORMATS), source forms last
     if fmt is not None:
         return fmt
+    from edgekit.core.sniff import read_head
+
     runnable = sorted({s.suffix for s in FORMATS.values() if s.sniff and s.runtime and s.suffix})
-    raise UsageError(f"{p} is not a model file edgekit can run (it runs {', '.join(runnable)} files and SavedModel "
-                     "folders).", hint="For a Keras or other source model, run `edgekit convert` first, then "
-                     "`edgekit profile` on what it wrote.")
+    raise UnsupportedModel(f"{p} is not a model file edgekit can run (first bytes: {read_head(p, 8)!r}; it runs "
+                           f"{', '.join(runnable)} files and SavedModel folders).",
+                           hint="For a Keras or other source model, run `edgekit convert` first, then "
+                           "`edgekit profile` on what it wrote.")
 
 
 def pick_runtime(fmt: str, runtime: str | None = None) -> type[Runtime]:

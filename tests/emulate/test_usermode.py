@@ -76,9 +76,9 @@ def test_every_bundled_artifact_on_every_pi_core(arm64_userland, bundled_convers
         if row.precision == "fp32" or (row.kernels == "xnnpack" and row.precision == "int8"):
             assert row.status == "agrees", row  # what x86 computes, to 1e-3 (XNNPACK's int8 is exact across CPUs)
         assert row.cosine is not None and row.cosine > 0.999, row  # a difference in rounding, never another answer
-    # onnxruntime's int8 kernels and LiteRT's builtin ones round differently on Arm than on x86: the detector's
-    # int8, on every Pi core
-    assert {r.status for r in rows if r.artifact == "digits_yolo.int8.onnx"} == {"differs"}
+    # LiteRT's builtin int8 kernels round differently on Arm than on x86: the detector's int8, on every Pi core
+    # (onnxruntime's int8 agrees or differs by the form --for made it in: host's, this machine's CPU; the cosine
+    # above holds either way)
     assert {r.status for r in rows if r.artifact == "digits_yolo.int8.tflite" and r.kernels == "builtin"} == {"differs"}
     # the Pi 5's fp16 arithmetic shows where a runtime uses it: onnxruntime's fp16 kernels on the A76
     fp16_onnx = [r for r in rows if r.core == "cortex-a76" and r.format == "onnx" and r.precision == "fp16"]

@@ -11,8 +11,9 @@ fp16 where the CPU has fp16 arithmetic (Armv8.2: a Pi 5's Cortex-A76; on x86 wit
 an fp32 model under the defaults is not an fp32 run (measured: a Pi 5's output at cosine 0.99937 of the A72's).
 Load option `fp16`: "auto" (the default) runs an fp32 artifact with fp16 storage and arithmetic off (a real fp32
 row, as the OpenVINO runtime pins f32) and an fp16 artifact (weights stored in fp16, read from the .bin) with fp16
-storage and fp32 arithmetic, what it was validated with on any CPU: with ncnn's defaults a Pi 5's A76 computes it in
-fp16, which moved a MobileNetV2's outputs by 9% (emulated A76 against A72 and x86, docs/results/ncnn.md). "off",
+storage and fp32 arithmetic, the closest to what it was validated with on x86: with ncnn's defaults a Pi 5's A76
+computes it in fp16, which moved a MobileNetV2's outputs by 9% (emulated A76 against A72 and x86); with this default,
+1.6% (docs/results/ncnn.md: some A76 kernels still compute in fp16, so a Pi 5's verdict is taken there). "off",
 "storage" (fp16 storage and packing, fp32 arithmetic) and "on" (ncnn's defaults: what an ncnn app runs, fp16
 arithmetic where the core has it: faster on a Pi 5, to be validated there with `--validate-on pi5`) choose for any
 artifact.

@@ -66,6 +66,7 @@ SLOW_FIXTURES = frozenset({"bundled_conversion", "tiny_models", "tf_models", "ev
 CHEAP_SESSION_FIXTURES = frozenset({"repo", "bundled_pt2", "fixtures_dir"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the xdist_group marks into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):

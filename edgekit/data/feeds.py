@@ -80,14 +80,20 @@ def split_named(spec: str | None, inputs: Sequence[tuple[str, list[int], str]], 
     return Feeds(part(cal_idx), part(val_idx), labels, f"npz:{spec} [held-out: {len(val_idx)} of {n}]")
 
 
-def held_out_masks(spec: str | None, calib_size: int, val_size: int) -> np.ndarray | None:
-    """The held-out label masks of a .npz SPEC that carries MASKS_KEY (same split as its samples), else None."""
+def _npz_carrying(spec: str | None, key: str) -> dict[str, np.ndarray] | None:
+    """The arrays of the .npz SPEC where it holds KEY (its labels: masks or boxes); None for any other spec."""
     if not spec or str(spec).strip().lower() == "mnist" or not str(spec).lower().endswith(".npz"):
         return None
     arrays = _open_npz(spec)
-    masks = arrays.get(MASKS_KEY)
-    if masks is None:
+    return arrays if arrays.get(key) is not None else None
+
+
+def held_out_masks(spec: str | None, calib_size: int, val_size: int) -> np.ndarray | None:
+    """The held-out label masks of a .npz SPEC that carries MASKS_KEY (same split as its samples), else None."""
+    arrays = _npz_carrying(spec, MASKS_KEY)
+    if arrays is None:
         return None
+    masks = arrays[MASKS_KEY]
     if masks.ndim != 3 or not np.issubdtype(masks.dtype, np.integer):
         raise UsageError(f"{spec}: '{MASKS_KEY}' must be (N, H, W) integer class indices, got {masks.dtype} "
                          f"{list(masks.shape)}.", hint="Save label masks as integers, one class index per pixel.")
@@ -98,12 +104,10 @@ def held_out_masks(spec: str | None, calib_size: int, val_size: int) -> np.ndarr
 def held_out_boxes(spec: str | None, calib_size: int, val_size: int) -> np.ndarray | None:
     """The labelled boxes of the held-out samples of a .npz SPEC carrying BOXES_KEY, image indices renumbered
     to the held-out order (the split of edgekit.data.calibration.split_indices), else None."""
-    if not spec or str(spec).strip().lower() == "mnist" or not str(spec).lower().endswith(".npz"):
+    arrays = _npz_carrying(spec, BOXES_KEY)
+    if arrays is None:
         return None
-    arrays = _open_npz(spec)
-    boxes = arrays.get(BOXES_KEY)
-    if boxes is None:
-        return None
+    boxes = arrays[BOXES_KEY]
     samples = arrays.get("x", next((a for k, a in arrays.items() if k not in (BOXES_KEY, MASKS_KEY, "y")), None))
     if boxes.ndim != 2 or boxes.shape[1] != 6 or not np.issubdtype(boxes.dtype, np.number) or samples is None:
         raise UsageError(f"{spec}: '{BOXES_KEY}' must be (M, 6) numbers [image_index, class, x1, y1, x2, y2], got "

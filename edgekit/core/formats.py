@@ -98,8 +98,8 @@ _ORT = "onnxruntime.capi.onnxruntime_pybind11_state"
 ONNXRUNTIME = Vendor("onnxruntime", tuple(f"{_ORT}:{n}" for n in (
     "Fail", "InvalidArgument", "InvalidGraph", "InvalidProtobuf", "NoModel", "NoSuchFile", "NotImplemented",
     "RuntimeException", "EPFail", "EngineError", "ModelLoaded")) + ONNX_ERRORS,
-    modules={"onnxruntime": "onnxruntime"}, extra="runtime")
-LITERT = Vendor("LiteRT", modules={"ai_edge_litert": "ai-edge-litert"}, extra="runtime")
+    modules={"onnxruntime": "onnxruntime"}, extra="runtime", arm64=True)
+LITERT = Vendor("LiteRT", modules={"ai_edge_litert": "ai-edge-litert"}, extra="runtime", arm64=True)
 # OpenVINO raises a plain RuntimeError for most failures (core.read_model, compile_model, infer); these are the
 # types it raises besides: its frontends' failures, its Python layer's (OVTypeError is also a TypeError) and ovc's.
 OPENVINO = Vendor("OpenVINO", tuple(f"openvino._pyopenvino:{n}" for n in (
@@ -107,8 +107,10 @@ OPENVINO = Vendor("OpenVINO", tuple(f"openvino._pyopenvino:{n}" for n in (
     + ("openvino.exceptions:OVError", "openvino.tools.ovc.error:BasicError"),
     modules={"openvino": "openvino"}, extra="openvino")
 # ncnn's bindings raise nothing of their own: a failure is a return code (edgekit.runtimes.ncnn says what it means).
-# Pinned: the release tested with the convert extra's pnnx (pyproject.toml)
-NCNN = Vendor("ncnn", modules={"ncnn": "ncnn==1.0.20261020"}, extra="ncnn")
+# Pinned: the release tested with the convert extra's pnnx (pyproject.toml). On an Arm64 device: the float runtime a
+# Pi runs first (issue 39), and its aarch64 wheels are the ones to check under emulation (LSE atomics with no CPU
+# test: docs/results/ncnn.md). OpenVINO is not: x86 boxes and Intel accelerators (pyproject.toml's openvino extra)
+NCNN = Vendor("ncnn", modules={"ncnn": "ncnn==1.0.20261020"}, extra="ncnn", arm64=True)
 
 FORMATS: dict[str, FormatSpec] = {
     f.name: f

@@ -22,6 +22,9 @@ class Vendor:
     # import name -> pip requirement ("ncnn": "ncnn==1.0.20261020"): edgekit.core._deps.require's install line
     modules: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     extra: str | None = None  # the edgekit extra (pyproject.toml) that installs it
+    # it belongs on an Arm64 device (a Raspberry Pi) and its requirements have aarch64 wheels: its extra is part of
+    # a device's install, which the emulated Pi's userland holds (edgekit.emulate.userland.extras)
+    arm64: bool = False
 
     @property
     def dists(self) -> tuple[str, ...]:

@@ -3,10 +3,11 @@
 Built without running anything under emulation, in about 30 s: `debootstrap --foreign` fetches and unpacks a
 minimal Debian arm64 system with python3 (its first stage runs on the host), the downloaded packages are
 unpacked over it with `dpkg-deb -x` (python needs no maintainer script), and the host's pip installs the
-aarch64 wheels of what `edgekit[serve]` needs (onnxruntime, ai-edge-litert, numpy, starlette ...) into
-/opt/edgekit with `--platform manylinux..._aarch64 --only-binary=:all:`. edgekit's own (pure Python) package
-is not copied in: every run binds this process's edgekit over /opt/edgekit/edgekit, so the code that runs
-under emulation is the code that runs here.
+aarch64 wheels of what a device's install needs into /opt/edgekit with `--platform manylinux..._aarch64
+--only-binary=:all:`: edgekit[serve] and the extras of the runtimes whose format records say they belong on an
+Arm64 device (onnxruntime, ai-edge-litert, ncnn, numpy, starlette ...: device_extras()). edgekit's own (pure
+Python) package is not copied in: every run binds this process's edgekit over /opt/edgekit/edgekit, so the code
+that runs under emulation is the code that runs here.
 
 It lives in $EDGEKIT_ARM64_ROOT, else <edgekit cache>/arm64/<suite>, and records what it holds in
 edgekit-userland.json. Building needs root (debootstrap makes device nodes), debootstrap and Debian's archive.
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from edgekit.core.errors import MissingDependency, RuntimeFailure, UsageError
+from edgekit.core.formats import libraries
 from edgekit.core.fsutil import cache_dir
 
 # Debian suite -> its python3 (the wheels must be for that CPython)
@@ -36,9 +38,8 @@ DEFAULT_SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
 # Debian packages beyond python3: libgomp1 is the OpenMP runtime wheels built with GCC's OpenMP load
 PACKAGES = ("python3", "libgomp1")
-# what edgekit[serve,ncnn] installs on a device, besides edgekit itself: ncnn is the float runtime a Pi runs
-# first (issue 39), and its aarch64 wheels are the ones to check (LSE atomics with no CPU test: docs/results/ncnn.md)
-EXTRAS = ("runtime", "serve", "ncnn")
+# what every device install has, besides edgekit itself and its formats' runtimes (device_extras())
+BASE_EXTRAS = ("serve",)
 RECORD = "edgekit-userland.json"
 SITE = "opt/edgekit"  # inside the userland: the wheels' folder, on PYTHONPATH
 
@@ -52,14 +53,15 @@ class Userland:
     python: str = ""
     packages: dict[str, str] = field(default_factory=dict)  # the aarch64 wheels: name -> version
     built: str = ""
+    extras: tuple[str, ...] = ()  # the edgekit extras those wheels are the requirements of (device_extras())
 
     @property
     def site(self) -> Path:
         return self.root / SITE
 
     def to_dict(self) -> dict[str, Any]:
-        return {"root": str(self.root), "suite": self.suite, "python": self.python, "packages": self.packages,
-                "built": self.built}
+        return {"root": str(self.root), "suite": self.suite, "python": self.python, "extras": list(self.extras),
+                "packages": self.packages, "built": self.built}
 
 
 def default_root(suite: str = DEFAULT_SUITE) -> Path:
@@ -77,7 +79,8 @@ def find(root: Path | None = None) -> Userland | None:
     if not (root / "usr" / "bin" / "python3").exists():
         return None
     return Userland(root=root, suite=str(data.get("suite", DEFAULT_SUITE)), python=str(data.get("python", "")),
-                    packages=dict(data.get("packages", {})), built=str(data.get("built", "")))
+                    packages=dict(data.get("packages", {})), built=str(data.get("built", "")),
+                    extras=tuple(data.get("extras", ())))
 
 
 def require(root: Path | None = None) -> Userland:
@@ -91,9 +94,20 @@ def require(root: Path | None = None) -> Userland:
     return found
 
 
-def requirements(extras: tuple[str, ...] = EXTRAS, python: str = "3.11") -> list[str]:
-    """edgekit's own requirements for EXTRAS (from its installed metadata), markers evaluated for PYTHON on Linux."""
+def device_extras() -> tuple[str, ...]:
+    """The edgekit extras a device installs, whose aarch64 wheels the userland holds: edgekit[serve], and the extra
+    of every format library whose record says it belongs on an Arm64 device (Vendor.arm64: onnxruntime's and
+    LiteRT's `runtime`, `ncnn`). Read from the format records when asked, so a format registered later counts."""
+    on_device = (lib.extra for lib in libraries().values() if lib.arm64 and lib.extra)
+    return tuple(dict.fromkeys([*BASE_EXTRAS, *on_device]))
+
+
+def requirements(extras: tuple[str, ...] | None = None, python: str = "3.11") -> list[str]:
+    """edgekit's own requirements for EXTRAS (default: device_extras(); from its installed metadata), markers
+    evaluated for PYTHON on Linux."""
     from importlib import metadata
+
+    extras = device_extras() if extras is None else extras
 
     try:
         reqs = metadata.requires("edgekit") or []
@@ -169,7 +183,8 @@ def build(root: Path | None = None, suite: str = DEFAULT_SUITE, mirror: str = MI
         for deb in debs:
             _run(["dpkg-deb", "-x", str(deb), str(tmp)], f"dpkg-deb -x {deb.name}")
             deb.unlink()
-        reqs = requirements(python=python)
+        extras = device_extras()
+        reqs = requirements(extras, python=python)
         progress(f"pip: the aarch64 wheels of {', '.join(reqs)} ...")
         plat = [a for p in platforms() for a in ("--platform", p)]
         _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
@@ -178,7 +193,7 @@ def build(root: Path | None = None, suite: str = DEFAULT_SUITE, mirror: str = MI
         (tmp / SITE / "edgekit").mkdir(exist_ok=True)  # where each run binds this process's edgekit
         (tmp / "tmp").chmod(0o1777)
         land = Userland(root=root, suite=suite, python=python, packages=_installed(tmp / SITE),
-                        built=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+                        built=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), extras=extras)
         (tmp / RECORD).write_text(json.dumps({k: v for k, v in land.to_dict().items() if k != "root"}, indent=1))
         if root.exists():
             shutil.rmtree(root)
@@ -198,5 +213,5 @@ def _installed(site: Path) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-__all__ = ["DEFAULT_SUITE", "SUITES", "Userland", "build", "default_root", "find", "platforms", "require",
-           "requirements"]
+__all__ = ["BASE_EXTRAS", "DEFAULT_SUITE", "SUITES", "Userland", "build", "default_root", "device_extras", "find",
+           "platforms", "require", "requirements"]

@@ -34,13 +34,16 @@ def test_binfmt_entry(tmp_path: Path) -> None:
     assert "F flag" in (binfmt_problem(entry) or "")
 
 
-def _land(tmp_path: Path) -> userland.Userland:
+def _land(tmp_path: Path, **record: object) -> userland.Userland:
     root = tmp_path / "arm64"
     (root / "usr" / "bin").mkdir(parents=True)
     (root / "usr" / "bin" / "python3").write_text("")
     (root / userland.RECORD).write_text(json.dumps({"suite": "bookworm", "python": "3.11",
-                                                    "packages": {"onnxruntime": "1.32.0"}, "built": "2026-11-27"}))
-    return userland.find(root)
+                                                    "packages": {"onnxruntime": "1.32.0"}, "built": "2026-11-27",
+                                                    **record}))
+    found = userland.find(root)
+    assert found is not None
+    return found
 
 
 def test_the_command_line_enters_the_userland_on_the_core(tmp_path: Path) -> None:
@@ -91,9 +94,28 @@ def test_the_wheels_are_edgekits_serve_requirements_for_the_userlands_python() -
     reqs = userland.requirements(python="3.11")
     names = {r.split(">")[0].split("=")[0].split("<")[0] for r in reqs}
     assert {"onnxruntime", "ai-edge-litert", "ncnn", "numpy", "starlette", "uvicorn", "psutil"} <= names
-    assert not names & {"torch", "tensorflow", "tomli", "edgekit"}
+    assert not names & {"torch", "tensorflow", "tomli", "edgekit", "openvino"}
     plats = userland.platforms("2.36")
     assert plats[0] == "manylinux_2_36_aarch64" and plats[-1] == "manylinux2014_aarch64"
+
+
+def test_the_device_extras_are_read_from_the_format_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    """serve, and the extra of each format library whose record says it belongs on an Arm64 device: onnxruntime's
+    and LiteRT's `runtime`, ncnn's own; OpenVINO's not (x86 boxes). A format registered later adds its own."""
+    from edgekit.core.formats import FORMATS, FormatSpec
+    from edgekit.core.vendor import Vendor
+
+    assert userland.device_extras() == ("serve", "runtime", "ncnn")
+    assert userland.requirements(python="3.11") == userland.requirements(("serve", "runtime", "ncnn"), python="3.11")
+    lib = Vendor("armlib", modules={"armlib": "armlib"}, extra="armlib", arm64=True)
+    monkeypatch.setitem(FORMATS, "arm", FormatSpec("arm", 9, None, libraries={"armlib": lib}))
+    assert userland.device_extras() == ("serve", "runtime", "ncnn", "armlib")
+
+
+def test_the_record_says_which_extras_its_wheels_are(tmp_path: Path) -> None:
+    land = _land(tmp_path, extras=["serve", "runtime"])
+    assert land.extras == ("serve", "runtime") and land.to_dict()["extras"] == ["serve", "runtime"]
+    assert _land(tmp_path / "older").extras == ()  # a userland recorded before the record said
 
 
 def test_building_needs_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -44,12 +44,14 @@ def test_the_records_say_how_its_library_is_installed(wpk_records: None, tmp_pat
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     from edgekit.core._deps import install_line
     from edgekit.core.border import find_vendor
+    from edgekit.emulate.userland import device_extras
     from edgekit.runtimes import runtime_for_format
     from edgekit.serve.served import platform
 
     assert install_line("weightpack") == "pip install 'edgekit[weightpack]'  (or just: pip install 'weightpack==0.3')"
     assert find_vendor("weightpack").label == "weightpack" and platform("wpk") == "weightpack_wpk"
     assert runtime_for_format("wpk").name == "weightpack"
+    assert device_extras()[-1] == "weightpack"  # the emulated Pi's userland installs it (its Vendor says arm64)
     with pytest.raises(ImportError):
         import weightpack  # noqa: F401 - not installed in this test: the pipeline's check names the extra
 

@@ -23,8 +23,9 @@ from edgekit.runtimes.base import Runtime, input_array
 from edgekit.steps import Intermediate, Step, StepContext
 from edgekit.targets import TargetSpec
 
+# arm64: it belongs on a device (the emulated Pi's userland installs its extra's aarch64 wheels)
 WEIGHTPACK = Vendor("weightpack", ("weightpack:PackError",), modules={"weightpack": "weightpack==0.3"},
-                    extra="weightpack")
+                    extra="weightpack", arm64=True)
 
 
 def is_wpk(path: str | Path) -> bool:

@@ -44,9 +44,30 @@ class CompatOptions:
     inputs: str | None = flags.INPUT(help="Inputs: 'mnist', an image folder or .npy/.npz (default: uniform random in "
                                      "[0, 1)).")
     samples: int = option(8, "Inputs per artifact.", flags=("--samples",), min=1)
-    # a file to write, unlike every other command's --json (a switch that prints on stdout); documented as is
-    json_file: Path | None = option(None, "Write the rows as JSON to this file.", flags=("--json",))
+    as_json: bool = flags.JSON(help="Print the rows as JSON alone on stdout instead of the table.")
+    output: Path | None = flags.OUTPUT(help="Also write the rows as JSON to this file (what --json FILE did).")
     root: Path | None = ROOT()
+
+
+def old_json_file(folders: list[Path]) -> Path | None:
+    """The file of the old `emulate check --json FILE` (before --json became the switch every command has), which
+    the switch leaves among FOLDERS: the one .json there that is no manifest (not there yet, or an earlier run's
+    rows). None where there is not exactly one."""
+    def rows_file(p: Path) -> bool:
+        if p.suffix.lower() != ".json" or p.name == "manifest.json" or p.is_dir():
+            return False
+        if not p.exists():
+            return True
+        try:
+            import json
+
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return isinstance(data, dict) and "rows" in data and "artifacts" not in data
+
+    found = [p for p in folders if rows_file(p)]
+    return found[0] if len(found) == 1 else None
 
 
 @dataclass
@@ -116,16 +137,30 @@ def register(app: typer.Typer) -> None:
         from edgekit.emulate.launch import Emulator
         from edgekit.emulate.userland import require
 
+        as_json, output = o.as_json, o.output
+        old = old_json_file(folders) if as_json and output is None else None
+        if old is not None:  # the old spelling `--json FILE` does what it did, and names the new one
+            from edgekit.core.console import warn
+
+            warn(f"`--json {old}` is deprecated: --json is now a switch that prints the rows as JSON on stdout, as "
+                 f"on every other command. Write the file with --output {old} (-o).")
+            folders, as_json, output = [p for p in folders if p != old], False, old
         cpus = emulated_cpus([n for n in o.on.split(",") if n.strip()])
         land = require(o.root)
         Emulator(cpus[0], land).check()
         rows = check(folders, cpus, inputs=o.inputs, samples=o.samples, progress=lambda s: err.print(f"> {s}"),
                      land=land)
-        typer.echo(markdown(rows))
-        if o.json_file is not None:
+        data = {"userland": land.to_dict(), "rows": [r.to_dict() for r in rows]}
+        if as_json:
+            from edgekit.core.console import print_json
+
+            print_json(data)
+        else:
+            typer.echo(markdown(rows))
+        if output is not None:
             from edgekit.core.fsutil import atomic_write_json
 
-            atomic_write_json(o.json_file, {"userland": land.to_dict(), "rows": [r.to_dict() for r in rows]})
+            atomic_write_json(output, data)
         raise typer.Exit(0 if all(r.status == "agrees" for r in rows) else 1)
 
     @command(group.command, RunOptions, context(), name="run",

@@ -33,8 +33,6 @@ NOT_YET_ONE = {
     "--model": "convert's is one of ConvertOptions' fields (it also builds Keras weights): to share one with profile's",
     "--trust-model": "convert's is one of ConvertOptions' fields: to share one declaration with profile's",
     "--input-shape": "convert's repeats once per input (name:dims) and fills two fields; profile's takes one shape",
-    "--json": "`emulate check --json FILE` writes its rows to a file (docs/emulate.md); everywhere else --json is a "
-              "switch that prints on stdout",
 }
 
 

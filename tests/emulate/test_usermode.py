@@ -182,7 +182,7 @@ def test_the_emulate_commands_as_a_user_types_them(arm64_userland, bundled_conve
     assert status["binfmt_problem"] is None and status["userland"]["packages"]["onnxruntime"]
     assert {c["core"] for c in status["cpus"]} >= {"cortex-a53", "cortex-a72", "cortex-a76"}
     folder = bundled_conversion.manifest_path.parent
-    p = subprocess.run([*edgekit, "check", str(folder), "--on", "pi4", "--input", "mnist", "--samples", "4", "--json",
+    p = subprocess.run([*edgekit, "check", str(folder), "--on", "pi4", "--input", "mnist", "--samples", "4", "--output",
                         str(tmp_path / "compat.json")], capture_output=True, text=True, timeout=900)
     rows = json.loads((tmp_path / "compat.json").read_text())["rows"]
     assert len(rows) == 4 + 4 * 2 and {r["core"] for r in rows} == {"cortex-a72"}

@@ -67,6 +67,9 @@ class FormatSpec:
     # them in another; None: the runtime's order is the model's
     signature: str | None = None
     source_layout: bool = False  # its inputs keep the source model's layout (an ONNX of a PyTorch model: NCHW)
+    # "module:attr" of the edgekit.testing.tiny_cnn.TinyModels that writes the tiny CNN in this format (the models'
+    # keys, precisions and layouts, and how): the runtimes' conformance suite runs every one; None: it has none
+    tiny_model: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("libraries", "runtimes"):  # read-only, as `serve`
@@ -117,10 +120,11 @@ FORMATS: dict[str, FormatSpec] = {
     for f in (
         FormatSpec("torch", 0, "torch", ".pt2", source=True, colour="#d62728",
                    runtimes={"torch": "edgekit.sources.torch_runtime:TorchRuntime"},
-                   sniff="edgekit.sources.detect:is_torch_model"),
-        FormatSpec("keras", 1, None, ".keras", source=True, colour="#8c564b"),  # run as its SavedModel
+                   sniff="edgekit.sources.detect:is_torch_model", tiny_model="edgekit.testing.tiny_cnn:TORCH"),
+        FormatSpec("keras", 1, None, ".keras", source=True, colour="#8c564b",  # run as its SavedModel
+                   tiny_model="edgekit.testing.tiny_cnn:KERAS"),
         FormatSpec("savedmodel", 2, "tf", "", source=True, colour="#9467bd",
-                   runtimes={"tf": "edgekit.runtimes.tf:TFRuntime"}),
+                   runtimes={"tf": "edgekit.runtimes.tf:TFRuntime"}, tiny_model="edgekit.testing.tiny_cnn:SAVEDMODEL"),
         FormatSpec("onnx", 3, "onnxruntime", ".onnx", inspector="edgekit.inspect.onnx:describe", colour="#1f77b4",
                    sniff="edgekit.core.sniff:has_onnx_suffix",
                    # on a CPU: int8 after the TFLite int8 (XNNPACK runs it faster on Arm); fp16 last (no fp16
@@ -130,12 +134,14 @@ FORMATS: dict[str, FormatSpec] = {
                    int8_diagnosis=Int8Diagnosis("edgekit.quantize.onnx.diagnose:diagnose_int8",
                                                 "edgekit.quantize.onnx.graph:run_first_output", "onnxruntime", 16),
                    triton_backend="onnxruntime", runtimes={"onnxruntime": "edgekit.runtimes.onnxruntime:OnnxRuntime"},
-                   libraries={"onnxruntime": ONNXRUNTIME}, platform="onnxruntime_onnx", source_layout=True),
+                   libraries={"onnxruntime": ONNXRUNTIME}, platform="onnxruntime_onnx", source_layout=True,
+                   tiny_model="edgekit.testing.tiny_cnn:ONNX"),
         FormatSpec("tflite", 4, "litert", ".tflite", inspector=_TFLITE_INSPECT, colour="#ff7f0e",
                    sniff="edgekit.core.sniff:is_tflite",
                    serve=serve_ranks(cpu={"int8": 10, "w8a16": 25, "dynamic": 20, "fp16": 30, "fp32": 31}),
                    int8_diagnosis=_TFLITE_DIAGNOSIS, runtimes={"litert": "edgekit.runtimes.litert:LiteRT"},
-                   libraries={"litert": LITERT}, platform="tensorflow_lite", signature=_TFLITE_SIGNATURE),
+                   libraries={"litert": LITERT}, platform="tensorflow_lite", signature=_TFLITE_SIGNATURE,
+                   tiny_model="edgekit.testing.tiny_cnn:TFLITE"),
         FormatSpec("edgetpu", 5, "litert", ".tflite", devices=("edgetpu",), inspector=_TFLITE_INSPECT, colour="#2ca02c",
                    compiled_from="tflite", sniff="edgekit.core.sniff:is_edgetpu_model",
                    serve=serve_ranks(edgetpu={"int8": 0}), int8_diagnosis=_TFLITE_DIAGNOSIS,
@@ -146,7 +152,7 @@ FORMATS: dict[str, FormatSpec] = {
                    sniff="edgekit.core.sniff:is_openvino_ir", companions=(".bin",),
                    serve=serve_ranks(cpu={"int8": 5, "fp16": 28, "fp32": 29}), triton_backend="openvino",
                    runtimes={"openvino": "edgekit.runtimes.openvino:OpenVINO"}, libraries={"openvino": OPENVINO},
-                   source_layout=True),
+                   source_layout=True, tiny_model="edgekit.testing.tiny_cnn:OPENVINO"),
         # ncnn: model.ncnn.param (the graph, text) + model.ncnn.bin (the weights), published together. The float
         # runtime that leads on Arm CPUs in the published figures (a Pi 5, YOLO11n fp32: ncnn 94 ms, onnxruntime 182,
         # TFLite 324): on an x86 CPU served after LiteRT's and onnxruntime's fp32 (it trails both there, 23.8 ms
@@ -157,7 +163,8 @@ FORMATS: dict[str, FormatSpec] = {
                    sniff="edgekit.ncnn.param:is_ncnn_param", companions=(".bin",),
                    serve=serve_ranks(cpu={"fp32": 33, "fp16": 34}, gpu={"fp16": 14, "fp32": 15},
                                      **{"cpu-arm64": {"fp32": 18, "fp16": 19}}),
-                   runtimes={"ncnn": "edgekit.runtimes.ncnn:Ncnn"}, libraries={"ncnn": NCNN}, source_layout=True),
+                   runtimes={"ncnn": "edgekit.runtimes.ncnn:Ncnn"}, libraries={"ncnn": NCNN}, source_layout=True,
+                   tiny_model="edgekit.testing.tiny_cnn:NCNN"),
     )
 }
 

@@ -7,12 +7,13 @@ weights, with a numpy forward pass as the ground truth that depends on no framew
 conv 1->4 3x3 + ReLU, max-pool 2, conv 4->8 3x3 + ReLU, global average pool, dense 8->10, on a
 28x28 one-channel image in [0, 1].
 
-Formats: torch `.pt2` (ExportedProgram, dynamic batch) and TorchScript, ONNX (torch's dynamo
-exporter, single file, dynamic batch), a Keras `.keras` file and SavedModel, TFLite fp32 and full-integer int8
-with int8 I/O, an OpenVINO IR (fp32, converted from that ONNX by `openvino.convert_model`) and an ncnn model (fp32,
-from that ONNX by pnnx). Formats whose
-converter is not installed are skipped with the reason. Building is idempotent: a folder that already holds a
-complete set is reused.
+Which formats, and how each is written, is each format's record's to say: FormatSpec.tiny_model names a
+TinyModels (below, for edgekit's own formats; in its own file for a format added outside), so a new format brings
+its tiny model with its record. Today: torch `.pt2` (ExportedProgram, dynamic batch) and TorchScript, a Keras
+`.keras` file and SavedModel, ONNX (torch's dynamo exporter, single file, dynamic batch), TFLite fp32 and
+full-integer int8 with int8 I/O, an OpenVINO IR (fp32, converted from that ONNX by `openvino.convert_model`) and an
+ncnn model (fp32, from that ONNX by pnnx). Formats whose converter is not installed are skipped with the reason.
+Building is idempotent: a folder that already holds a complete set is reused.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import contextlib
 import io
 import json
 import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +31,11 @@ import numpy as np
 
 from edgekit.core._deps import available
 from edgekit.core.fsutil import atomic_write_json
+from edgekit.core.registry import check_choice
 
 INPUT_SHAPE_NCHW = (1, 1, 28, 28)
 INDEX = "testmodels.json"
-FORMAT_VERSION = 4  # 2: the OpenVINO IR; 3: the .keras file; 4: the ncnn model
+FORMAT_VERSION = 5  # 2: the OpenVINO IR; 3: the .keras file; 4: the ncnn model; 5: written as the records say
 
 
 def weights(seed: int = 0) -> dict[str, np.ndarray]:
@@ -92,10 +96,40 @@ def torch_module(w: dict[str, np.ndarray] | None = None) -> Any:
     return m
 
 
-def _build_torch(out: Path, w: dict[str, np.ndarray]) -> dict[str, Path]:
+class Unbuilt(Exception):
+    """A format's tiny model cannot be written here; the message says why (its converter is not installed, or the
+    model it is converted from was not written)."""
+
+
+def need(*modules: str) -> None:
+    """Unbuilt unless every one of MODULES imports here: a writer's first line."""
+    missing = [m for m in modules if not available(m)]
+    if missing:
+        raise Unbuilt(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed")
+
+
+def made_from(written: Mapping[str, Path], key: str) -> Path:
+    """The tiny model KEY written before this one (the ONNX an OpenVINO IR is converted from), or Unbuilt."""
+    if key not in written:
+        raise Unbuilt(f"the {key} model it is converted from was not written")
+    return written[key]
+
+
+@dataclass(frozen=True)
+class TinyModels:
+    """The tiny CNN in one format, named by that format's record (FormatSpec.tiny_model, "module:attr"): the models
+    it writes, key -> (precision, layout of the 4-D input), and `write` (the folder, the models written so far by
+    key: formats are written in the table's order) -> {key: path}, raising Unbuilt where it cannot here."""
+
+    models: Mapping[str, tuple[str, str]]
+    write: Callable[[Path, Mapping[str, Path]], dict[str, Path]]
+
+
+def _write_torch(out: Path, written: Mapping[str, Path]) -> dict[str, Path]:
+    need("torch")
     import torch
 
-    m = torch_module(w)
+    m = torch_module()
     example = torch.from_numpy(sample_inputs(2))  # batch 2: torch.export specialises a batch of 1
     batch = torch.export.Dim("batch", min=1, max=1024)
     ep = torch.export.export(m, (example,), dynamic_shapes=({0: batch},))
@@ -104,12 +138,19 @@ def _build_torch(out: Path, w: dict[str, np.ndarray]) -> dict[str, Path]:
     with warnings.catch_warnings():  # TorchScript is deprecated in torch 2.13, and still a source users have
         warnings.simplefilter("ignore", DeprecationWarning)
         torch.jit.save(torch.jit.trace(m, example), str(paths["torchscript"]))
-    if available("onnxscript"):
-        with contextlib.redirect_stdout(io.StringIO()):  # the exporter narrates its passes on stdout
-            torch.onnx.export(m, (example,), str(out / "tiny.onnx"), dynamo=True, external_data=False,
-                              input_names=["input"], output_names=["logits"], dynamic_shapes=({0: "batch"},))
-        paths["onnx"] = out / "tiny.onnx"
     return paths
+
+
+def _write_onnx(out: Path, written: Mapping[str, Path]) -> dict[str, Path]:
+    """torch's dynamo exporter, single file, dynamic batch."""
+    need("torch", "onnxscript")
+    import torch
+
+    with contextlib.redirect_stdout(io.StringIO()):  # the exporter narrates its passes on stdout
+        torch.onnx.export(torch_module(), (torch.from_numpy(sample_inputs(2)),), str(out / "tiny.onnx"), dynamo=True,
+                          external_data=False, input_names=["input"], output_names=["logits"],
+                          dynamic_shapes=({0: "batch"},))
+    return {"onnx": out / "tiny.onnx"}
 
 
 def _keras_model(w: dict[str, np.ndarray]) -> Any:
@@ -131,32 +172,42 @@ def _keras_model(w: dict[str, np.ndarray]) -> Any:
     return m
 
 
-def _build_tf(out: Path, w: dict[str, np.ndarray]) -> dict[str, Path]:
+def _write_keras(out: Path, written: Mapping[str, Path]) -> dict[str, Path]:
+    need("tensorflow", "keras")
+    _keras_model(weights()).save(str(out / "tiny.keras"))
+    return {"keras": out / "tiny.keras"}
+
+
+def _write_savedmodel(out: Path, written: Mapping[str, Path]) -> dict[str, Path]:
+    need("tensorflow", "keras")
+    with contextlib.redirect_stdout(io.StringIO()):  # Keras prints the exported endpoints
+        _keras_model(weights()).export(str(out / "tiny_savedmodel"), format="tf_saved_model")
+    return {"savedmodel": out / "tiny_savedmodel"}
+
+
+def _write_tflite(out: Path, written: Mapping[str, Path]) -> dict[str, Path]:
+    """fp32, and full-integer int8 with int8 I/O, from the SavedModel."""
+    need("tensorflow")
+    sm = str(made_from(written, "savedmodel"))
     import tensorflow as tf
 
-    sm = out / "tiny_savedmodel"
-    model = _keras_model(w)
-    with contextlib.redirect_stdout(io.StringIO()):  # Keras prints the exported endpoints
-        model.export(str(sm), format="tf_saved_model")
-    model.save(str(out / "tiny.keras"))
-    paths = {"savedmodel": sm, "keras": out / "tiny.keras"}
-    conv = tf.lite.TFLiteConverter.from_saved_model(str(sm))
+    conv = tf.lite.TFLiteConverter.from_saved_model(sm)
     (out / "tiny.fp32.tflite").write_bytes(conv.convert())
-    paths["tflite-fp32"] = out / "tiny.fp32.tflite"
     calib = sample_inputs(64, seed=2).transpose(0, 2, 3, 1)
-    conv = tf.lite.TFLiteConverter.from_saved_model(str(sm))
+    conv = tf.lite.TFLiteConverter.from_saved_model(sm)
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
     conv.representative_dataset = lambda: ([calib[i : i + 1]] for i in range(len(calib)))
     conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     conv.inference_input_type = tf.int8
     conv.inference_output_type = tf.int8
     (out / "tiny.int8.tflite").write_bytes(conv.convert())
-    paths["tflite-int8"] = out / "tiny.int8.tflite"
-    return paths
+    return {"tflite-fp32": out / "tiny.fp32.tflite", "tflite-int8": out / "tiny.int8.tflite"}
 
 
-def _build_openvino(out: Path, onnx_path: Path) -> dict[str, Path]:
+def _write_openvino(out: Path, written: Mapping[str, Path]) -> dict[str, Path]:
     """The ONNX model as an OpenVINO IR (tiny.xml + tiny.bin), weights kept in fp32."""
+    need("openvino")
+    onnx_path = made_from(written, "onnx")
     from edgekit.core.vendor_telemetry import require_quiet
 
     ov = require_quiet("openvino")
@@ -165,9 +216,11 @@ def _build_openvino(out: Path, onnx_path: Path) -> dict[str, Path]:
     return {"openvino-fp32": xml}
 
 
-def _build_ncnn(out: Path, onnx_path: Path) -> dict[str, Path]:
+def _write_ncnn(out: Path, written: Mapping[str, Path]) -> dict[str, Path]:
     """The ONNX model as an ncnn model (tiny.ncnn.param + tiny.ncnn.bin) by pnnx, weights kept in fp32, its blobs
     named as the ONNX's tensors (what the ncnn target writes)."""
+    need("pnnx", "ncnn")
+    onnx_path = made_from(written, "onnx")
     import shutil
 
     from edgekit.targets.ncnn import onnx_io, run_pnnx
@@ -176,59 +229,70 @@ def _build_ncnn(out: Path, onnx_path: Path) -> dict[str, Path]:
     work.mkdir(exist_ok=True)
     shutil.copyfile(onnx_path, work / "model.onnx")
     inputs, outputs = onnx_io(onnx_path)
-    text, weights = run_pnnx(work / "model.onnx", inputs, outputs, "fp32", log=lambda _: None)
+    text, bin_path = run_pnnx(work / "model.onnx", inputs, outputs, "fp32", log=lambda _: None)
     param = out / "tiny.ncnn.param"
     param.write_text(text)
-    shutil.copyfile(weights, out / "tiny.ncnn.bin")
+    shutil.copyfile(bin_path, out / "tiny.ncnn.bin")
     return {"ncnn-fp32": param}
 
 
-# artifact key -> (format, precision, layout of the 4-D input)
-KINDS: dict[str, tuple[str, str, str]] = {
-    "torch-pt2": ("torch", "fp32", "NCHW"),
-    "torchscript": ("torch", "fp32", "NCHW"),
-    "onnx": ("onnx", "fp32", "NCHW"),
-    "savedmodel": ("savedmodel", "fp32", "NHWC"),
-    "keras": ("keras", "fp32", "NHWC"),
-    "tflite-fp32": ("tflite", "fp32", "NHWC"),
-    "tflite-int8": ("tflite", "int8", "NHWC"),
-    "openvino-fp32": ("openvino", "fp32", "NCHW"),
-    "ncnn-fp32": ("ncnn", "fp32", "NCHW"),
-}
+# What the format records name (edgekit.core.formats: tiny_model)
+TORCH = TinyModels({"torch-pt2": ("fp32", "NCHW"), "torchscript": ("fp32", "NCHW")}, _write_torch)
+KERAS = TinyModels({"keras": ("fp32", "NHWC")}, _write_keras)
+SAVEDMODEL = TinyModels({"savedmodel": ("fp32", "NHWC")}, _write_savedmodel)
+ONNX = TinyModels({"onnx": ("fp32", "NCHW")}, _write_onnx)
+TFLITE = TinyModels({"tflite-fp32": ("fp32", "NHWC"), "tflite-int8": ("int8", "NHWC")}, _write_tflite)
+OPENVINO = TinyModels({"openvino-fp32": ("fp32", "NCHW")}, _write_openvino)
+NCNN = TinyModels({"ncnn-fp32": ("fp32", "NCHW")}, _write_ncnn)
 
 
-def build(out_dir: str | Path) -> dict[str, Any]:
-    """Write every format whose converter is installed into OUT_DIR; return the index.
+def writers() -> dict[str, TinyModels]:
+    """Format -> the TinyModels its record names, in the table's order (a format may convert from an earlier one's
+    model); read when asked, so a format registered later counts."""
+    from edgekit.core.formats import FORMATS
+    from edgekit.core.registry import resolve_record
 
-    The index ({"models": {key: path}, "skipped": {group: reason}}) is written last, so a folder
-    with an index is complete and is reused as is.
+    specs = sorted((s for s in FORMATS.values() if s.tiny_model), key=lambda s: s.order)
+    return {s.name: resolve_record({s.name: str(s.tiny_model)}, s.name, "tiny model", TinyModels) for s in specs}
+
+
+def kinds() -> dict[str, tuple[str, str, str]]:
+    """Every tiny model the format records name: key -> (format, precision, layout of the 4-D input)."""
+    return {key: (fmt, precision, layout) for fmt, tm in writers().items()
+            for key, (precision, layout) in tm.models.items()}
+
+
+def build(out_dir: str | Path, formats: Iterable[str] | None = None) -> dict[str, Any]:
+    """Write the tiny model of every format whose record names one (or of FORMATS only), where its converter is
+    installed, into OUT_DIR; return the index.
+
+    The index ({"models": {key: path}, "skipped": {format: reason}, "formats": [...]}) is written last, so a folder
+    whose index covers the formats asked for is complete and is reused as is.
     """
     out = Path(out_dir)
+    table = writers()
+    asked = {check_choice(f, table, "format with a tiny model") for f in formats} if formats else set(table)
+    wanted = {f: tm for f, tm in table.items() if f in asked}  # the table's order: one converts from another's
     index_path = out / INDEX
     if index_path.is_file():
         index = json.loads(index_path.read_text())
-        if index.get("version") == FORMAT_VERSION and all(Path(p).exists() for p in index["models"].values()):
+        if (index.get("version") == FORMAT_VERSION and set(wanted) <= set(index.get("formats", ()))
+                and all(Path(p).exists() for p in index["models"].values())):
             return index
     out.mkdir(parents=True, exist_ok=True)
-    w = weights()
     models: dict[str, Path] = {}
     skipped: dict[str, str] = {}
-    if available("torch"):
-        models.update(_build_torch(out, w))
-    else:
-        skipped["torch, torchscript, onnx"] = "torch is not installed"
-    if available("tensorflow") and available("keras"):
-        models.update(_build_tf(out, w))
-    else:
-        skipped["savedmodel, tflite"] = "tensorflow/keras are not installed"
-    if "onnx" in models and available("openvino"):
-        models.update(_build_openvino(out, models["onnx"]))
-    else:
-        skipped["openvino-fp32"] = "openvino (or the ONNX model it is converted from) is not here"
-    if "onnx" in models and available("pnnx") and available("ncnn"):
-        models.update(_build_ncnn(out, models["onnx"]))
-    else:
-        skipped["ncnn-fp32"] = "pnnx and ncnn (or the ONNX model it is converted from) are not here"
-    index = {"version": FORMAT_VERSION, "models": {k: str(p) for k, p in models.items()}, "skipped": skipped}
+    for fmt, tm in wanted.items():
+        try:
+            written = tm.write(out, models)
+        except Unbuilt as exc:
+            skipped[fmt] = str(exc)
+            continue
+        if set(written) != set(tm.models):
+            raise ValueError(f"the {fmt} tiny-model writer wrote {sorted(written)}; its TinyModels says "
+                             f"{sorted(tm.models)}")
+        models.update(written)
+    index = {"version": FORMAT_VERSION, "formats": list(wanted), "models": {k: str(p) for k, p in models.items()},
+             "skipped": skipped}
     atomic_write_json(index_path, index)
     return index

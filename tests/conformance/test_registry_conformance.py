@@ -98,7 +98,7 @@ def test_every_registry_entry_yields_a_case() -> None:
     target makes or any tiny model has, a source with no tiny model of its kind."""
     for target in TARGETS:
         assert [c for c in TARGET_CASES if c[0] == target], f"target {target} offers no precision"
-    tiny_formats = {fmt for fmt, _, _ in tiny_cnn.KINDS.values()}
+    tiny_formats = {fmt for fmt, _, _ in tiny_cnn.kinds().values()}
     for rt in runtime_names():
         formats = set(get_runtime(rt).formats)
         assert [c for c in RUNTIME_CASES if c[0] == rt] or formats & tiny_formats, (
@@ -177,8 +177,8 @@ def test_source_reads_its_tiny_model_and_converts(source: str, tiny_models: dict
         assert skipped, f"source {source}: no file in edgekit.testing.tiny_cnn is of its kind: add one"
         pytest.skip(f"source {source}: its tiny model was not built here ({skipped})")
     key, path = mine[0]
-    target = "tflite" if tiny_cnn.KINDS[key][0] == "tflite" else "onnx"  # a .tflite is adopted, not converted
-    precision = tiny_cnn.KINDS[key][1]
+    target = "tflite" if tiny_cnn.kinds()[key][0] == "tflite" else "onnx"  # a .tflite is adopted, not converted
+    precision = tiny_cnn.kinds()[key][1]
     result = convert(path, target, precision, calib="mnist", calib_size=50, val_size=100, out=tmp_path / "o")
     arts = [a for a in result.manifest.artifacts if a.ok]
     assert arts and all(a.fidelity is not None and a.fidelity.passed for a in arts), [a.fidelity for a in arts]

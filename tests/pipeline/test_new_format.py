@@ -52,6 +52,10 @@ def test_the_records_say_how_its_library_is_installed(wpk_records: None, tmp_pat
     assert find_vendor("weightpack").label == "weightpack" and platform("wpk") == "weightpack_wpk"
     assert runtime_for_format("wpk").name == "weightpack"
     assert device_extras()[-1] == "weightpack"  # the emulated Pi's userland installs it (its Vendor says arm64)
+    from edgekit.testing import tiny_cnn
+
+    assert tiny_cnn.kinds()["wpk-fp32"] == ("wpk", "fp32", "NCHW")  # its tiny CNN, named by its record
+    assert tiny_cnn.build(tmp_path / "tiny", formats=["wpk"])["skipped"] == {"wpk": "weightpack is not installed"}
     with pytest.raises(ImportError):
         import weightpack  # noqa: F401 - not installed in this test: the pipeline's check names the extra
 
@@ -59,6 +63,24 @@ def test_the_records_say_how_its_library_is_installed(wpk_records: None, tmp_pat
     err = capsys.readouterr().err
     assert rc != 0 and "needs weightpack" in err and "edgekit[weightpack]" in err, err
     assert not (tmp_path / "o").exists()  # refused before anything is loaded or written
+
+
+@pytest.mark.slow
+def test_its_tiny_model_keeps_the_runtime_contract(wpk_records: None, weightpack_installed: None,
+                                                   tmp_path: Path) -> None:
+    """The runtimes' conformance suite runs every tiny model the records name (tests/runtimes): weightpack's, written
+    by its record's writer from the tiny ONNX, keeps the same contract."""
+    from edgekit.runtimes import get_runtime
+    from edgekit.testing import tiny_cnn
+    from edgekit.testing.runtime_contract import check_contract
+
+    index = tiny_cnn.build(tmp_path, formats=["onnx", "wpk"])
+    assert set(index["models"]) == {"onnx", "wpk-fp32"}, index["skipped"]
+    rt = get_runtime("weightpack")()
+    rt.load(index["models"]["wpk-fp32"])
+    x = tiny_cnn.sample_inputs(8)
+    check_contract(rt, "fp32", "float32", "cpu", x, tiny_cnn.forward(x))
+    rt.close()
 
 
 @pytest.mark.slow

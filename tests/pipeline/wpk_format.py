@@ -4,13 +4,15 @@ runtime, with quantization.
 
 The proof of README "Extending edgekit": everything edgekit must know of a new format is this file's two records,
 FORMAT (how a file is recognised, the runtime that runs it, the library it drives: how its errors read, how it is
-installed, whose version a manifest records; where serve ranks it and its KServe platform) and TARGET (the
-precisions and steps that make it), registered by the test that uses them; then it converts (fp32, and the int8
-weights of `dynamic`), validates, profiles, benches, is chosen by serve and gated by check with no other change.
+installed, whose version a manifest records, that it belongs on an Arm64 device; where serve ranks it and its
+KServe platform; the writer of its tiny CNN for the runtimes' conformance suite) and TARGET (the precisions and
+steps that make it), registered by the test that uses them; then it converts (fp32, and the int8 weights of
+`dynamic`), validates, profiles, benches, is chosen by serve and gated by check with no other change.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,6 +24,7 @@ from edgekit.core.vendor import Vendor
 from edgekit.runtimes.base import Runtime, input_array
 from edgekit.steps import Intermediate, Step, StepContext
 from edgekit.targets import TargetSpec
+from edgekit.testing import tiny_cnn
 
 # arm64: it belongs on a device (the emulated Pi's userland installs its extra's aarch64 wheels)
 WEIGHTPACK = Vendor("weightpack", ("weightpack:PackError",), modules={"weightpack": "weightpack==0.3"},
@@ -83,8 +86,20 @@ class WeightpackRuntime(Runtime):
         return dict(self.session.run({s.name: input_array(inputs, s, self.inputs) for s in self.inputs}))
 
 
+def write_tiny(out: Path, written: Mapping[str, Path]) -> dict[str, Path]:
+    """The tiny CNN (edgekit.testing.tiny_cnn) as a weight pack, from its ONNX: what the runtimes' conformance
+    suite runs the weightpack runtime on."""
+    tiny_cnn.need("weightpack")
+    import weightpack
+
+    weightpack.pack(tiny_cnn.made_from(written, "onnx"), out / "tiny.wpk")
+    return {"wpk-fp32": out / "tiny.wpk"}
+
+
+TINY = tiny_cnn.TinyModels({"wpk-fp32": ("fp32", "NCHW")}, write_tiny)
 FORMAT = FormatSpec("wpk", 8, "weightpack", ".wpk", sniff="wpk_format:is_wpk",
                     runtimes={"weightpack": "wpk_format:WeightpackRuntime"}, libraries={"weightpack": WEIGHTPACK},
-                    serve=serve_ranks(cpu={"dynamic": 1, "fp32": 2}), platform="weightpack_wpk")
+                    serve=serve_ranks(cpu={"dynamic": 1, "fp32": 2}), platform="weightpack_wpk",
+                    tiny_model="wpk_format:TINY")
 TARGET = TargetSpec(name="wpk", help="weightpack's .wpk (a test target)", format="wpk",
                     steps=("wpk_format:OnnxToWpk",), precisions=("fp32", "dynamic"))

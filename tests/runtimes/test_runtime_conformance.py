@@ -22,7 +22,7 @@ from edgekit.runtimes import RUNTIMES, get_runtime, runtime_names
 from edgekit.testing import tiny_cnn
 from edgekit.testing.runtime_contract import check_contract as contract
 
-CASES = [(rt, key, dev) for rt in runtime_names() for key, (fmt, _, _) in tiny_cnn.KINDS.items()
+CASES = [(rt, key, dev) for rt in runtime_names() for key, (fmt, _, _) in tiny_cnn.kinds().items()
          if fmt in get_runtime(rt).formats for dev in ("cpu", "gpu")]
 
 
@@ -42,7 +42,7 @@ def _load(rt_name: str, key: str, device: str, tiny: dict[str, Any]) -> Any:
 
 
 def _feed(key: str, x_nchw: np.ndarray) -> np.ndarray:
-    layout = tiny_cnn.KINDS[key][2]
+    layout = tiny_cnn.kinds()[key][2]
     return x_nchw if layout == "NCHW" else np.ascontiguousarray(x_nchw.transpose(0, 2, 3, 1))
 
 
@@ -60,7 +60,7 @@ def test_runtime_contract(rt_name: str, key: str, device: str, tiny_models: dict
 
 def check_contract(rt: Any, key: str, device: str, samples: tuple[np.ndarray, np.ndarray]) -> None:
     """The contract (edgekit.testing.runtime_contract) on the tiny CNN in format KEY, loaded on DEVICE."""
-    precision = tiny_cnn.KINDS[key][1]
+    precision = tiny_cnn.kinds()[key][1]
     x, ref = samples
     contract(rt, precision, "int8" if precision == "int8" else "float32", device, x, ref)
     rt.close()
@@ -77,7 +77,7 @@ def test_absent_device_says_why(rt_name: str, device: str, tiny_models: dict[str
     if ok:
         pytest.skip(f"{rt_name} on {device} is available here: covered by the contract test")
     assert why and len(why) > 20, why
-    fmt_key = next((k for k, (fmt, _, _) in tiny_cnn.KINDS.items() if fmt == cls.formats[0]), "")  # its tiny model
+    fmt_key = next((k for k, (fmt, _, _) in tiny_cnn.kinds().items() if fmt == cls.formats[0]), "")  # its tiny model
     if fmt_key not in tiny_models["models"]:
         pytest.skip(f"no {fmt_key} model here")
     with pytest.raises((NotAvailable, UsageError)) as err:
@@ -131,7 +131,7 @@ def test_corrupt_file_is_an_edgekit_error(rt_name: str, tmp_path: Path, request:
             path.write_bytes(data)
     else:  # a format added since: its tiny model, cut short (the session's tiny models built only then: seconds)
         tiny_models = request.getfixturevalue("tiny_models")
-        key = next((k for k, (f, _, _) in tiny_cnn.KINDS.items() if f == fmt and k in tiny_models["models"]), None)
+        key = next((k for k, (f, _, _) in tiny_cnn.kinds().items() if f == fmt and k in tiny_models["models"]), None)
         if key is None:
             pytest.fail(f"the {rt_name} runtime loads {fmt}, which has no corrupt case here nor a tiny model "
                         "(edgekit.testing.tiny_cnn) to cut short")

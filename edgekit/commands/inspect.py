@@ -9,7 +9,6 @@ import typer
 
 from edgekit.commands.declared import argument, command
 from edgekit.core import flags
-from edgekit.core.option_field import option
 
 
 @dataclass
@@ -17,8 +16,7 @@ class InspectOptions:
     """Every option of `edgekit inspect`."""
 
     as_json: bool = flags.JSON(help="Print the report as JSON on stdout (nothing else).")
-    min_runtime: int | None = option(None, "Edge TPU runtime version to pre-flight against (default 14, as "
-                                     "edgetpu_compiler 16).", flags=("--edgetpu-min-runtime",), min=10)
+    min_runtime: int | None = flags.EDGETPU_MIN_RUNTIME()  # convert's too: one version, checked by one parser
 
 
 def register(app: typer.Typer) -> None:

@@ -5,7 +5,8 @@ is written here once; a command gives its own default or help only where the fla
 else there (bench's --device keeps only some devices; its --runs count per row). Where a record below
 the CLI holds the default (MeasureSettings' runs, ServeConfig's threads), the flag has none of its own
 (EACH) and each command reads it from that record. The remote ones are in edgekit.remote.options;
-`edgekit convert`'s own in edgekit.conversion.options.
+`edgekit convert`'s own in edgekit.conversion.options (the Edge TPU target's --edgetpu-min-runtime, which
+`edgekit inspect` takes too, is EDGETPU_MIN_RUNTIME here).
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from typing import Any
 
 from edgekit.core.errors import UsageError
 from edgekit.core.option_field import EACH, flag
+
+# Edge TPU runtime versions edgetpu_compiler's -m accepts (Coral: compiler 16 targets runtime 14 by default)
+EDGETPU_RUNTIMES = range(10, 17)
 
 
 def runtime_options(items: list[str] | None, flag: str = "--option") -> dict[str, Any]:
@@ -30,6 +34,24 @@ def runtime_options(items: list[str] | None, flag: str = "--option") -> dict[str
             v = int(v)
         out[key.strip()] = v
     return out
+
+
+def edgetpu_runtime(value: int | str | None, flag: str = "--edgetpu-min-runtime") -> int | None:
+    """An Edge TPU runtime version (14, or "14" as typed) as an int, checked against the versions edgetpu_compiler
+    knows; None or "" stays None (the compiler's default). UsageError naming the values that work."""
+    if value is None or str(value).strip() == "":
+        return None
+    try:
+        version = int(str(value).strip())
+    except ValueError:
+        version = -1
+    if version not in EDGETPU_RUNTIMES:
+        raise UsageError(
+            f"{flag} '{value}' is not an Edge TPU runtime version.",
+            hint=f"Pass an integer from {EDGETPU_RUNTIMES.start} to {EDGETPU_RUNTIMES.stop - 1} (edgetpu_compiler -m), "
+            "e.g. 13 for the runtime in Coral's 2020-2021 packages, or leave it out for the compiler's default (14).",
+        )
+    return version
 
 
 DEVICE = flag("auto", "auto|cpu|gpu|edgetpu|tpu, a device name or a .toml file.", flags=("--device", "-d"))
@@ -49,6 +71,12 @@ RUNTIME_OPTION = flag(None, "Runtime option KEY=VALUE (repeat): graph_optimizati
 JSON = flag(False, "Print the result as JSON alone on stdout.", flags=("--json",))
 OUTPUT = flag(None, "Also write the JSON to this file.", flags=("--output", "-o"))
 FORCE = flag(False, "Replace what an earlier run wrote.", flags=("--force/--no-force",))
+# A string on the command line, so a bad one gets edgetpu_runtime's message (and the versions that work), not click's
+EDGETPU_MIN_RUNTIME = flag(None, f"Edge TPU runtime version the model must run on (edgetpu_compiler -m), "
+                           f"{EDGETPU_RUNTIMES.start} to {EDGETPU_RUNTIMES.stop - 1}; default 14, as edgetpu_compiler "
+                           "16. convert compiles for it; inspect pre-flights against it.",
+                           flags=("--edgetpu-min-runtime",), cli_type=str | None, parse=edgetpu_runtime)
 
-__all__ = ["BATCH", "DEVICE", "FORCE", "INPUT", "JSON", "MAX_BATCH", "MIN_SECONDS", "OUTPUT", "RUNS", "RUNTIME",
-           "RUNTIME_OPTION", "THREADS", "WARMUP", "runtime_options"]
+__all__ = ["BATCH", "DEVICE", "EDGETPU_MIN_RUNTIME", "EDGETPU_RUNTIMES", "FORCE", "INPUT", "JSON", "MAX_BATCH",
+           "MIN_SECONDS", "OUTPUT", "RUNS", "RUNTIME", "RUNTIME_OPTION", "THREADS", "WARMUP", "edgetpu_runtime",
+           "runtime_options"]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgekit.core.errors import UnsupportedModel, UsageError
+from edgekit.core.flags import edgetpu_runtime
 from edgekit.core.formats import FORMATS, sniffed
 from edgekit.core.handles import artifact_file, callable_package
 from edgekit.core.registry import resolve
@@ -23,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def inspect_model(path: str | Path, min_runtime: int | None = None) -> InspectReport:
     """Inspect the model at PATH (.tflite, .onnx or an OpenVINO IR's .xml, told apart by content)."""
+    runtime = edgetpu_runtime(min_runtime)  # judged as --edgetpu-min-runtime is (its one parser): 9 refused, "13" 13
     p = Path(path)
     if not p.exists():
         raise UsageError(f"No such file: {p}.", hint="Check the path (it is relative to the current folder).")
@@ -39,7 +41,7 @@ def inspect_model(path: str | Path, min_runtime: int | None = None) -> InspectRe
         raise UnsupportedModel(f"{p} is {what}: `edgekit inspect` reads {readable} files.",
                                hint="Convert it with `edgekit convert`, then inspect what it wrote.")
     describe = resolve({spec.name: spec.inspector}, spec.name, "inspector")
-    return describe(p, min_runtime=min_runtime)
+    return describe(p, min_runtime=runtime)
 
 
 def _source_family(path: Path) -> str | None:

@@ -14,32 +14,18 @@ from typing import TYPE_CHECKING, ClassVar
 
 from edgekit.core.border import vendor_errors
 from edgekit.core.errors import ConversionError, NotAvailable, UsageError
+from edgekit.core.flags import edgetpu_runtime
 from edgekit.core.fsutil import publish
 from edgekit.steps.base import Intermediate, Step, StepContext
 
 if TYPE_CHECKING:  # steps read the options conversion hands them; conversion imports the steps
     from edgekit.conversion.options import ConvertOptions
 
-# Edge TPU runtime versions edgetpu_compiler's -m accepts (Coral: compiler 16 targets runtime 14 by default)
-MIN_RUNTIMES = range(10, 17)
-
 
 def min_runtime(options: ConvertOptions) -> int | None:
-    """--edgetpu-min-runtime as an integer, or UsageError naming the values that work."""
-    raw = options.edgetpu_min_runtime
-    if raw is None or str(raw).strip() == "":
-        return None
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        value = -1
-    if value not in MIN_RUNTIMES:
-        raise UsageError(
-            f"--edgetpu-min-runtime '{raw}' is not an Edge TPU runtime version.",
-            hint=f"Pass an integer from {MIN_RUNTIMES.start} to {MIN_RUNTIMES.stop - 1} (edgetpu_compiler -m), "
-            "e.g. 13 for the runtime in Coral's 2020-2021 packages, or leave it out for the compiler's default.",
-        )
-    return value
+    """--edgetpu-min-runtime as an integer (the API may hand it over unparsed), or UsageError naming the values that
+    work: the flag's one parser (edgekit.core.flags), as `edgekit inspect` reads it."""
+    return edgetpu_runtime(options.edgetpu_min_runtime)
 
 
 class EdgeTpuCompile(Step):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from edgekit.core import flags
 from edgekit.core.errors import UsageError
 from edgekit.core.option_field import option
 from edgekit.targets.base import TargetSpec
@@ -24,14 +25,15 @@ class EdgeTpuOptions:
     """What the Edge TPU compiler is told (its -m and timeout) and which graph fixes run before quantizing."""
 
     edgetpu_compiler: str | None = option(None, "Path of edgetpu_compiler (default: found on PATH).")
-    # checked by the edgetpu_compile step (check_options): an integer within the runtimes the compiler knows
-    edgetpu_min_runtime: str | None = option(None, "edgetpu_compiler --min_runtime_version (an integer, e.g. 14).")
+    # the flag `edgekit inspect` takes too; checked again by the edgetpu_compile step for a value the API gave as is
+    edgetpu_min_runtime: int | None = flags.EDGETPU_MIN_RUNTIME()
     edgetpu_timeout: float = option(180.0, "Seconds before the Edge TPU compiler is stopped.")
     edgetpu_fixes: bool = option(True, "Edge TPU: rewrite ops the compiler cannot map (HARD_SWISH, a TRANSPOSE "
                                  "before FULLY_CONNECTED, PADV2 after ReLU) into ones it can, before quantizing.")
 
     def check(self) -> None:
         """Range checks, run with ConvertOptions.check before the model is loaded."""
+        self.edgetpu_min_runtime = flags.edgetpu_runtime(self.edgetpu_min_runtime)  # "14" from the API: 14
         if self.edgetpu_timeout <= 0:
             raise UsageError(f"--edgetpu-timeout must be above 0 seconds, got {self.edgetpu_timeout:g}.")
 

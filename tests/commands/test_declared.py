@@ -26,8 +26,6 @@ BUILDER = PACKAGE / "commands" / "declared.py"  # the one module that turns decl
 NOT_YET_ONE = {
     "--batch": "convert's is the static batch written into TFLite / Edge TPU artifacts (ConvertOptions), profile's and "
                "bench's the batch a run feeds: one spelling, two meanings",
-    "--edgetpu-min-runtime": "convert's is handed to edgetpu_compiler as typed (EdgeTpuOptions), inspect's is the "
-                             "runtime version (an int from 10) its pre-flight judges against",
     "--force": "convert's is one of ConvertOptions' fields (edgekit/conversion/options.py): to take core.flags.FORCE",
     "--out": "convert's is one of ConvertOptions' fields: to share one declaration with bench's",
     "--model": "convert's is one of ConvertOptions' fields (it also builds Keras weights): to share one with profile's",

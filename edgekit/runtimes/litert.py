@@ -208,10 +208,10 @@ class LiteRT(Runtime):
         """Custom op, XNNPACK refusal, malformed file: each its own hint (edgekit.runtimes.litert_errors)."""
         return litert_errors.hint_for(text)
 
-    @classmethod
-    def run_failure(cls, text: str) -> tuple[str | None, str | None]:
-        """The op LiteRT names ("Node number 47 (DIV) failed to invoke") and what fits its check."""
-        return litert_errors.invoke_failure(text)
+    def run_failure(self, text: str) -> tuple[str | None, str | None]:  # type: ignore[override]  # needs the file
+        """The op LiteRT names ("Node number 47 (DIV) failed to invoke") and what fits its check, read from the
+        loaded file where the check needs it (an int8 DIV's divisor)."""
+        return litert_errors.invoke_failure(text, self._path)
 
     # The CPU kernel paths `check_artifact` validates with, in order: the next when one fails (load option "kernels").
     kernel_paths: ClassVar[tuple[str, ...]] = ("xnnpack", "builtin")
@@ -219,6 +219,7 @@ class LiteRT(Runtime):
     def __init__(self) -> None:
         super().__init__()
         self._backend: LiteRTBackend | None = None
+        self._path: Path | None = None  # the file loaded, which an int8 DIV's run failure is explained from
         self.kernels_note: str | None = None  # why the kernels measured are not the ones asked for
 
     @classmethod
@@ -270,7 +271,7 @@ class LiteRT(Runtime):
             super()._check(path, device)
 
     def _load(self, path: Path, device: str, threads: int | None, options: dict[str, Any]) -> None:
-        self.kernels_note = None
+        self.kernels_note, self._path = None, path
         if device == "gpu" or options.get("api") == "compiled":
             self._backend = CompiledModelBackend(path, gpu=device == "gpu", threads=threads)
         else:

@@ -70,10 +70,13 @@ class FormatSpec:
     # "module:attr" of the edgekit.testing.tiny_cnn.TinyModels that writes the tiny CNN in this format (the models'
     # keys, precisions and layouts, and how): the runtimes' conformance suite runs every one; None: it has none
     tiny_model: str | None = None
+    label: str = ""  # how prose names it ("Edge TPU"; tests/test_docs_lists.py finds it in the docs' lists); "": name
 
     def __post_init__(self) -> None:
         for name in ("libraries", "runtimes"):  # read-only, as `serve`
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        if not self.label:
+            object.__setattr__(self, "label", self.name)
 
     @property
     def inspectable(self) -> bool:
@@ -118,15 +121,15 @@ NCNN = Vendor("ncnn", modules={"ncnn": "ncnn==1.0.20261020"}, extra="ncnn", arm6
 FORMATS: dict[str, FormatSpec] = {
     f.name: f
     for f in (
-        FormatSpec("torch", 0, "torch", ".pt2", source=True, colour="#d62728",
+        FormatSpec("torch", 0, "torch", ".pt2", label="PyTorch", source=True, colour="#d62728",
                    runtimes={"torch": "edgekit.sources.torch_runtime:TorchRuntime"},
                    sniff="edgekit.sources.detect:is_torch_model", tiny_model="edgekit.testing.tiny_cnn:TORCH"),
-        FormatSpec("keras", 1, None, ".keras", source=True, colour="#8c564b",  # run as its SavedModel
+        FormatSpec("keras", 1, None, ".keras", label="Keras", source=True, colour="#8c564b",  # run as its SavedModel
                    tiny_model="edgekit.testing.tiny_cnn:KERAS"),
-        FormatSpec("savedmodel", 2, "tf", "", source=True, colour="#9467bd",
+        FormatSpec("savedmodel", 2, "tf", "", label="SavedModel", source=True, colour="#9467bd",
                    runtimes={"tf": "edgekit.runtimes.tf:TFRuntime"}, tiny_model="edgekit.testing.tiny_cnn:SAVEDMODEL"),
-        FormatSpec("onnx", 3, "onnxruntime", ".onnx", inspector="edgekit.inspect.onnx:describe", colour="#1f77b4",
-                   sniff="edgekit.core.sniff:has_onnx_suffix",
+        FormatSpec("onnx", 3, "onnxruntime", ".onnx", label="ONNX", inspector="edgekit.inspect.onnx:describe",
+                   colour="#1f77b4", sniff="edgekit.core.sniff:has_onnx_suffix",
                    # on a CPU: int8 after the TFLite int8 (XNNPACK runs it faster on Arm); fp16 last (no fp16
                    # kernels in onnxruntime's CPU provider: it runs slower than fp32). On a GPU: ONNX only, fp16 first
                    serve=serve_ranks(cpu={"int8": 11, "w8a16": 26, "dynamic": 21, "fp32": 32, "fp16": 40},
@@ -136,20 +139,20 @@ FORMATS: dict[str, FormatSpec] = {
                    triton_backend="onnxruntime", runtimes={"onnxruntime": "edgekit.runtimes.onnxruntime:OnnxRuntime"},
                    libraries={"onnxruntime": ONNXRUNTIME}, platform="onnxruntime_onnx", source_layout=True,
                    tiny_model="edgekit.testing.tiny_cnn:ONNX"),
-        FormatSpec("tflite", 4, "litert", ".tflite", inspector=_TFLITE_INSPECT, colour="#ff7f0e",
+        FormatSpec("tflite", 4, "litert", ".tflite", label="TFLite", inspector=_TFLITE_INSPECT, colour="#ff7f0e",
                    sniff="edgekit.core.sniff:is_tflite",
                    serve=serve_ranks(cpu={"int8": 10, "w8a16": 25, "dynamic": 20, "fp16": 30, "fp32": 31}),
                    int8_diagnosis=_TFLITE_DIAGNOSIS, runtimes={"litert": "edgekit.runtimes.litert:LiteRT"},
                    libraries={"litert": LITERT}, platform="tensorflow_lite", signature=_TFLITE_SIGNATURE,
                    tiny_model="edgekit.testing.tiny_cnn:TFLITE"),
-        FormatSpec("edgetpu", 5, "litert", ".tflite", devices=("edgetpu",), inspector=_TFLITE_INSPECT, colour="#2ca02c",
-                   compiled_from="tflite", sniff="edgekit.core.sniff:is_edgetpu_model",
+        FormatSpec("edgetpu", 5, "litert", ".tflite", label="Edge TPU", devices=("edgetpu",), inspector=_TFLITE_INSPECT,
+                   colour="#2ca02c", compiled_from="tflite", sniff="edgekit.core.sniff:is_edgetpu_model",
                    serve=serve_ranks(edgetpu={"int8": 0}), int8_diagnosis=_TFLITE_DIAGNOSIS,
                    platform="tensorflow_lite_edgetpu", signature=_TFLITE_SIGNATURE),
         # OpenVINO IR: model.xml (the graph) + model.bin (the weights), published together. Served first on a CPU
         # where OpenVINO runs (x86): its int8 is the fastest there (docs/results/openvino.md)
-        FormatSpec("openvino", 6, "openvino", ".xml", inspector="edgekit.inspect.openvino:describe", colour="#17becf",
-                   sniff="edgekit.core.sniff:is_openvino_ir", companions=(".bin",),
+        FormatSpec("openvino", 6, "openvino", ".xml", label="OpenVINO", inspector="edgekit.inspect.openvino:describe",
+                   colour="#17becf", sniff="edgekit.core.sniff:is_openvino_ir", companions=(".bin",),
                    serve=serve_ranks(cpu={"int8": 5, "fp16": 28, "fp32": 29}), triton_backend="openvino",
                    runtimes={"openvino": "edgekit.runtimes.openvino:OpenVINO"}, libraries={"openvino": OPENVINO},
                    source_layout=True, tiny_model="edgekit.testing.tiny_cnn:OPENVINO"),

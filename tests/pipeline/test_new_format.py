@@ -56,6 +56,17 @@ def test_the_records_say_how_its_library_is_installed(wpk_records: None, tmp_pat
 
     assert tiny_cnn.kinds()["wpk-fp32"] == ("wpk", "fp32", "NCHW")  # its tiny CNN, named by its record
     assert tiny_cnn.build(tmp_path / "tiny", formats=["wpk"])["skipped"] == {"wpk": "weightpack is not installed"}
+    from test_docs_lists import missing  # tests/test_docs_lists.py: the docs' hand-written lists against the records
+
+    lacking = [(place.doc, place.start or place.what, names) for place, names in missing()]  # what docs must say
+    assert lacking == [("README.md", "Every artifact it writes (", ["wpk"]),
+                       ("README.md", "| `edgekit convert` |", ["wpk"]),
+                       ("README.md", "the extras of the formats' libraries (## Install)", ["weightpack"]),
+                       ("docs/index.md", "| `edgekit convert` |", ["wpk"]),
+                       ("docs/convert.md", "the targets (## Targets and precisions)", ["wpk"]),
+                       ("docs/profile.md", "| `--runtime` |", ["weightpack"]),
+                       ("docs/profile.md", "| `format` |", ["wpk"]),
+                       ("docs/serve.md", "PATH is an artifact (", ["wpk"])], lacking
     with pytest.raises(ImportError):
         import weightpack  # noqa: F401 - not installed in this test: the pipeline's check names the extra
 

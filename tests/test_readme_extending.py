@@ -1,7 +1,9 @@
 """README "Extending edgekit" says exactly what each extension needs, and this keeps it so: every table it names
 exists, every proof test exists and registers exactly the tables its row names, every registry of the package is
 in the table, and every real format's record names what the README says a format's record holds (its runtime, its
-library and the extra that installs it)."""
+library and the extra that installs it, its tiny test model). What a new format once needed edited by hand beyond
+its records is read from them: the emulated Pi's extras (Vendor.arm64), the tiny models (FormatSpec.tiny_model); the
+docs' lists are checked against them (tests/test_docs_lists.py). The proof test asserts all three for its format."""
 
 from __future__ import annotations
 
@@ -72,3 +74,16 @@ def test_every_artifact_format_record_brings_its_runtime_library_and_extra() -> 
         for lib in (*owner.libraries.values(), *get_target(name).libraries.values()):
             assert lib.extra in extras and lib.modules, (name, lib)
         assert get_runtime(spec.runtime).vendor in owner.libraries, (name, get_runtime(spec.runtime).vendor)
+
+
+def test_every_format_that_brings_a_runtime_names_its_tiny_model() -> None:
+    """The runtimes' conformance suite runs every runtime on the tiny CNN of each format it loads, and a format's
+    record names that model's writer (FormatSpec.tiny_model): a record that brings a runtime and names none would
+    leave the runtime unchecked."""
+    from edgekit.core.formats import FORMATS
+    from edgekit.testing.tiny_cnn import kinds
+
+    covered = {fmt for fmt, _, _ in kinds().values()}
+    for spec in FORMATS.values():
+        if spec.runtimes:
+            assert spec.name in covered, f"{spec.name}: its record brings a runtime and names no tiny model"

@@ -41,9 +41,10 @@ class _Profile:
     estimate_power: bool = option(False, "Where no sensor can be read, fill in an ESTIMATE from the device profile's "
                                   "typical_watts (labelled as such).")
     macs: int | None = option(None, "MACs per sample, where inspect cannot count them (SavedModel, PyTorch).")
-    input_shape: str | None = option(None, "Input shape for TorchScript/state_dict sources: 1,1,28,28.")
-    model: str | None = option(None, "package.module:factory for state_dict sources.", flags=("--model",))
-    trust_model: bool = option(False, "Allow pickled PyTorch modules (runs code from the file).")
+    input_shape: list[int] | None = f.INPUT_SHAPE()  # convert's form: plain dims, or name:dims (one input here)
+    input_shapes: dict[str, list[int]] | None = f.INPUT_SHAPES()
+    model: str | None = f.MODEL()
+    trust_model: bool = f.TRUST_MODEL()
     options: dict[str, object] | None = f.RUNTIME_OPTION()
     output: Path | None = f.OUTPUT()
 
@@ -60,7 +61,7 @@ class _Bench:
     runtimes: str | None = f.RUNTIME(help="Only these runtimes (comma list).")
     devices: str | None = f.DEVICE(None, help="Only these devices (comma list: cpu, gpu, edgetpu, tpu); default: the "
                                    "CPU and each accelerator available here.")
-    out: Path | None = option(None, "Folder for bench.json/.md/.png.", flags=("--out", "-o"))
+    out: Path | None = f.OUT()
     runs: int = f.RUNS(BenchSettings.runs, help="Minimum timed runs per row.")
     min_seconds: float = f.MIN_SECONDS(BenchSettings.min_seconds, help="Minimum timed seconds per row.")
     warmup: int = f.WARMUP(BenchSettings.warmup, help="Untimed runs per row.")

@@ -9,7 +9,7 @@ import typer
 from edgekit.api.options import ProfileOptions
 from edgekit.commands.declared import argument, command
 from edgekit.core.errors import UsageError
-from edgekit.core.parse import parse_ints, parse_names
+from edgekit.core.parse import parse_names
 
 HELP = """Measure one artifact on one device: load time and first inference apart, untimed warmup, then
 timed single-stream runs until both --runs and --min-seconds are reached; latency percentiles,
@@ -23,6 +23,18 @@ copied once into the device's cache, its own edgekit measures them, and the resu
 the device's facts. --input, --device and --option then name things on the device."""
 
 
+def one_shape(plain: list[int] | None, named: dict[str, list[int]] | None) -> list[int] | None:
+    """The one input shape profile gives a PyTorch source (which has one input) from --input-shape as convert takes
+    it: plain dims, or name:dims once (the dims; a torch module's input is named by the module)."""
+    if not named:
+        return plain
+    if len(named) > 1:
+        raise UsageError(f"profile takes the shape of one input; --input-shape named {len(named)}: "
+                         f"{', '.join(named)}.", hint="Profile a model with several inputs as an .onnx or .tflite "
+                         "artifact (they record their shapes), or give one shape: --input-shape 1,3,224,224.")
+    return next(iter(named.values()))
+
+
 def register(app: typer.Typer) -> None:
     artifact = argument("artifact", Path, "An artifact: .onnx, .tflite (Edge TPU compiled too), a SavedModel folder, "
                         "or a PyTorch .pt2/.pt source.")
@@ -32,8 +44,9 @@ def register(app: typer.Typer) -> None:
         from edgekit.core.console import out, print_json, quiet_stdout
 
         opts = dict(o.options or {})
-        if o.input_shape:
-            opts["input_shape"] = parse_ints(o.input_shape, "--input-shape")
+        shape = one_shape(o.input_shape, o.input_shapes)
+        if shape:
+            opts["input_shape"] = shape
         if o.model:
             opts["factory"] = o.model
         if o.trust_model:

@@ -6,7 +6,8 @@ Each option is one `option(...)` field (edgekit.core.option_field) with its help
 options every conversion has are declared here; a target's own options (the Edge TPU compiler's) are
 declared in its file under edgekit/targets/ and gathered from the target table into ConvertOptions,
 so a new target brings its options with it. `manifest.json` records `to_dict()` (same keys since
-manifest v1).
+manifest v1). An option other commands take too (--out, --force, --model, --input-shape, --batch ...) is the
+shared `Flag` of edgekit.core.flags, so its spelling, help and parser are the same on every command.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
+from edgekit.core import flags
 from edgekit.core.errors import UsageError
 from edgekit.core.option_field import Declared, declared, option
-from edgekit.core.parse import parse_floats, parse_input_shapes
+from edgekit.core.parse import parse_floats
 from edgekit.core.precisions import IoDtype
 from edgekit.core.precisions import cli_help as precision_names
 from edgekit.core.registry import suggest
@@ -37,11 +39,6 @@ def _comma_list(value: str | list[str], flag: str) -> list[str]:
 
 def _floats(value: str | None, flag: str) -> list[float] | None:
     return parse_floats(value, flag)
-
-
-def _shapes(value: list[str] | str | None, flag: str) -> tuple[list[int] | None, dict[str, list[int]] | None]:
-    """--input-shape 1,3,224,224 (one input) or name:dims once per input: (input_shape, input_shapes)."""
-    return parse_input_shapes(value)
 
 
 def _mask_thresholds(value: list[str] | str | None, flag: str) -> dict[str, float] | None:
@@ -74,22 +71,17 @@ class CommonOptions:
     calib: str | None = option(None, "Calibration data: image folder, .npy/.npz, or 'mnist'.")
     calib_size: int = option(200, "Calibration samples to use.")
     val_size: int = option(1000, "Held-out samples to validate on (at most).")
-    input_shape: list[int] | None = option(
-        None, "Input shape, batch first, in the source's layout: 1,1,28,28.", cli_type=list[str] | None,
-        multiple=True, parse=_shapes, fills=("input_shape", "input_shapes"),
-        cli_help=" For a model with several inputs, once per input: --input-shape name:1,3,320,320.")
-    input_shapes: dict[str, list[int]] | None = option(None, "Shapes of a multi-input model's inputs by name "
-                                                       "(--input-shape name:1,3,320,320, once per input).", cli=False)
-    batch: int = option(1, "Static batch for TFLite / Edge TPU artifacts.")
+    input_shape: list[int] | None = flags.INPUT_SHAPE()
+    input_shapes: dict[str, list[int]] | None = flags.INPUT_SHAPES()
+    batch: int = flags.BATCH(1)
     io_dtype: IoDtype | None = option(None, "I/O type of int8 TFLite: int8 (default), uint8 (Edge TPU default) or "
                                       "float32.", cli_type=str | None)
     mean: list[float] | None = option(None, "Per-channel mean for image calibration data, e.g. 0.5 or "
                                       "0.485,0.456,0.406.", cli_type=str | None, parse=_floats)
     std: list[float] | None = option(None, "Per-channel std for image calibration data.", cli_type=str | None,
                                      parse=_floats)
-    factory: str | None = option(None, "package.module:factory that builds the network (for state_dict checkpoints "
-                                 "and Keras weights).", flags=("--model",))
-    trust_model: bool = option(False, "Allow formats whose loading runs code (pickled modules, Lambda layers).")
+    factory: str | None = flags.MODEL()
+    trust_model: bool = flags.TRUST_MODEL()
     reparameterize: bool = option(
         False, "Fuse a PyTorch model's training-time branches before export, as it is deployed: reparameterize(), "
         "switch_to_deploy() or fuse() on each module that has one (MobileOne, RepVGG, RepViT, FastViT); every "
@@ -98,8 +90,8 @@ class CommonOptions:
     layout: str | None = option(None, "Layout of an ONNX source's image input: NCHW or NHWC (default: read from the "
                                 "graph; tf2onnx writes Keras models as NHWC).")
     opset: int = option(18, "ONNX opset of the PyTorch, Keras and TF exports.")
-    out_dir: Path | None = option(None, "Output folder (default edgekit-out/<stem>).", flags=("--out", "-o"))
-    force: bool = option(False, "Replace outputs of an earlier run.")
+    out_dir: Path | None = flags.OUT()
+    force: bool = flags.FORCE()
     strict: bool = option(False, "Exit 5 when an artifact misses its fidelity thresholds.")
     validate_on: list[str] = option(
         [], "Also validate every artifact on the emulated CPU of these devices (comma list): pi3, pi4, pi5 (or "

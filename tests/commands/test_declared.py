@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,21 +19,11 @@ import typer
 import edgekit
 from edgekit.cli import app
 from edgekit.commands.declared import declarations
+from edgekit.core import flags
+from edgekit.core.option_field import option
 
 PACKAGE = Path(edgekit.__file__).resolve().parent
 BUILDER = PACKAGE / "commands" / "declared.py"  # the one module that turns declarations into typer.Options
-
-# Flags two commands take that are still two declarations, each with why; a flag made one must leave this list.
-NOT_YET_ONE = {
-    "--batch": "convert's is the static batch written into TFLite / Edge TPU artifacts (ConvertOptions), profile's and "
-               "bench's the batch a run feeds: one spelling, two meanings",
-    "--force": "convert's is one of ConvertOptions' fields (edgekit/conversion/options.py): to take core.flags.FORCE",
-    "--out": "convert's is one of ConvertOptions' fields: to share one declaration with bench's",
-    "--model": "convert's is one of ConvertOptions' fields (it also builds Keras weights): to share one with profile's",
-    "--trust-model": "convert's is one of ConvertOptions' fields: to share one declaration with profile's",
-    "--input-shape": "convert's repeats once per input (name:dims) and fills two fields; profile's takes one shape",
-}
-
 
 def hand_spelled_options(source: str) -> list[int]:
     """The lines where SOURCE calls typer's Option itself (`typer.Option(...)`, or `Option` imported from typer)."""
@@ -86,23 +77,59 @@ def test_every_option_of_every_command_is_built_from_its_declaration() -> None:
     assert seen > 100  # every command's options were looked at, not none
 
 
-def test_a_flag_several_commands_take_is_declared_once() -> None:
+def declared_twice(commands: Iterable[tuple[str, Any]]) -> dict[str, list[str]]:
+    """The flags that several of COMMANDS (name, click command) take from more than one declaration, with those
+    commands: a shared Flag, or one field inherited, is one declaration."""
     uses: dict[str, list[tuple[str, Any]]] = defaultdict(list)
-    for name, cmd in _commands():
+    for name, cmd in commands:
         for decl in declarations(cmd.callback):
             uses[decl.flag].append((name or "edgekit", decl))
     split = {}
     for flag, found in uses.items():
-        sources = {id(d.form.origin or d.form) for _, d in found}  # a shared Flag, or one inherited field
+        sources = {id(d.form.origin or d.form) for _, d in found}
         if len({n for n, _ in found}) > 1 and len(sources) > 1:
             split[flag] = sorted({n for n, _ in found})
-    new = {f: cmds for f, cmds in split.items() if f not in NOT_YET_ONE}
-    assert not new, f"declared more than once (take edgekit.core.flags' Flag, or add one there): {new}"
-    mended = set(NOT_YET_ONE) - set(split)
-    assert not mended, f"one declaration now: take them off NOT_YET_ONE: {sorted(mended)}"
-    # the flags the issue names are each one declaration across the commands that take them
-    for flag in ("--remote", "--device", "--threads", "--runs", "--option", "--remote-cache", "--identity"):
-        assert len({n for n, _ in uses[flag]}) > 1 and flag not in split, flag
+    return split
+
+
+def _app_of(**options: type) -> list[tuple[str, Any]]:
+    """(name, click command) of a throwaway app with one command per OPTIONS dataclass."""
+    from edgekit.commands.declared import command
+
+    throwaway = typer.Typer()
+    for name, cls in options.items():
+        command(throwaway.command, cls, name=name)(lambda o: None)
+    group = typer.main.get_command(throwaway)
+    return [(name, group.commands[name]) for name in options]  # type: ignore[attr-defined]  # get_command: a Group
+
+
+def test_the_scan_finds_a_flag_declared_twice() -> None:
+    @dataclass
+    class First:
+        keep: bool = option(False, "Keep it.", flags=("--keep",))
+        device: str = flags.DEVICE()
+
+    @dataclass
+    class Second:
+        keep: bool = option(False, "Keep what was there.", flags=("--keep",))
+        device: str = flags.DEVICE(help="Where.")  # the same Flag with its own help: still one declaration
+
+    assert declared_twice(_app_of(one=First, two=Second)) == {"--keep": ["one", "two"]}
+
+
+def test_a_flag_several_commands_take_is_declared_once() -> None:
+    """Issue 38: no flag is two declarations (convert's --force, --out, --model, --trust-model, --input-shape,
+    --batch and --edgetpu-min-runtime were ConvertOptions' own; emulate check's --json took a file)."""
+    split = declared_twice(_commands())
+    assert not split, f"declared more than once (take edgekit.core.flags' Flag, or add one there): {split}"
+    uses: dict[str, set[str]] = defaultdict(set)
+    for name, cmd in _commands():
+        for decl in declarations(cmd.callback):
+            uses[decl.flag].add(name)
+    # the flags the issue names are each taken by several commands, from one declaration
+    for flag in ("--remote", "--device", "--threads", "--runs", "--option", "--remote-cache", "--identity", "--force",
+                 "--out", "--model", "--trust-model", "--input-shape", "--batch", "--edgetpu-min-runtime", "--json"):
+        assert len(uses[flag]) > 1, flag
 
 
 def test_a_shared_flag_keeps_its_spelling_on_every_command() -> None:

@@ -1,13 +1,17 @@
-"""The flags issue 38 made one declaration (edgekit.core.flags): --edgetpu-min-runtime takes one form and one parser
-on every command that has it (convert, inspect) and in the Python API."""
+"""The flags issue 38 made one declaration (edgekit.core.flags): convert's --edgetpu-min-runtime, --input-shape,
+--batch, --model, --trust-model, --out and --force take one form and one parser on every command that has them, and
+the forms typed before keep working."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from edgekit.cli import main
+from edgekit.commands.profile import one_shape
 from edgekit.conversion.options import ConvertOptions
 from edgekit.core.errors import UsageError
 from edgekit.core.flags import edgetpu_runtime
@@ -39,3 +43,39 @@ def test_edgetpu_min_runtime_is_an_int_from_the_api_too() -> None:
 
     with pytest.raises(UsageError, match="'9' is not an Edge TPU runtime version"):  # before the file is looked for
         edgekit.inspect("no-such-model.tflite", min_runtime=9)
+
+
+def test_profile_takes_convert_s_input_shape_forms() -> None:
+    assert one_shape([1, 1, 28, 28], None) == [1, 1, 28, 28]
+    assert one_shape(None, {"image": [1, 3, 32, 32]}) == [1, 3, 32, 32]
+    assert one_shape(None, None) is None
+    with pytest.raises(UsageError, match="one input; --input-shape named 2: a, b") as exc:
+        one_shape(None, {"a": [1, 2], "b": [1, 3]})
+    assert ".onnx" in (exc.value.hint or "")
+
+
+def test_profile_s_input_shape_reaches_the_runtime(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import edgekit.api.measure as measure
+
+    seen: dict[str, Any] = {}
+
+    def fake_profile(artifact: Path, device: str, **kw: Any) -> Any:
+        seen.update(kw["options"])
+        return SimpleNamespace(to_dict=dict)
+
+    monkeypatch.setattr(measure, "profile", fake_profile)
+    for shape in ("1,1,28,28", "input:1,1,28,28"):
+        seen.clear()
+        assert main(["profile", "m.pt", "--json", "--input-shape", shape, "--model", "models.mnist_cnn:build"]) == 0
+        assert seen == {"input_shape": [1, 1, 28, 28], "factory": "models.mnist_cnn:build"}, shape
+    assert main(["profile", "m.pt", "--input-shape", "a:1,2", "--input-shape", "b:1,3"]) == 2
+    assert "profile takes the shape of one input" in capsys.readouterr().err
+    assert main(["profile", "m.pt", "--input-shape", "1,2", "--input-shape", "1,3"]) == 2  # convert's message
+    assert "--input-shape is given twice without input names" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["profile", "bench", "convert"])
+def test_batch_below_one_is_refused_on_every_command(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([command, "model.onnx", "--batch", "0"]) == 2
+    assert "--batch" in capsys.readouterr().err

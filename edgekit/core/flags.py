@@ -88,7 +88,7 @@ FORCE = flag(False, "Replace what an earlier run wrote.", flags=("--force/--no-f
 OUT = flag(None, "Output folder (default: convert's edgekit-out/<stem>, bench's <run folder>/bench).",
            flags=("--out", "-o"))
 MODEL = flag(None, "package.module:factory that builds the network, for a weights-only file (a PyTorch state_dict; "
-             "Keras weights for convert).", flags=("--model",))
+             "Keras weights for convert) or, for convert without a SOURCE, the model itself.", flags=("--model",))
 TRUST_MODEL = flag(False, "Allow formats whose loading runs code from the file (pickled PyTorch modules, Keras Lambda "
                    "layers).", flags=("--trust-model/--no-trust-model",))
 INPUT_SHAPE = flag(None, "Input shape, batch first, in the source's layout: 1,1,28,28 (where the model does not record "

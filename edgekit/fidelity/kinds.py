@@ -71,12 +71,15 @@ THRESHOLDS: dict[str, dict[str, dict[str, float]]] = {
     # mAP50 within 3 points of the source's (Ultralytics' int8 exports report drops of 1-3 points).
     # A detector's keypoints (anchors heads: BlazePalm's 7, BlazeFace's 6) place and turn the crop a landmark model
     # reads, which finds its own points: they may move twice as far as landmarks (mean, share of the input's side).
+    # int8 class scores of the kept boxes move 0.03 at most on average (issue 37's bar: a trained YOLOv8n whose int8
+    # scores moved 0.07-0.08 kept 93% of the boxes at the 0.25 cut but added 30-60% more), the score read at each
+    # object being the highest of the artifact's matching boxes (edgekit.fidelity.detection.compare_detections).
     "detection": {
         "fp32": {"detection_recall": 0.99, "detection_precision": 0.99, "keypoint_error_share": 0.001},
         "fp16": {"detection_recall": 0.98, "detection_precision": 0.98, "keypoint_error_share": 0.004},
         "dynamic": {"detection_recall": 0.95, "detection_precision": 0.95, "keypoint_error_share": 0.01},
         "int8": {"detection_recall": 0.95, "detection_precision": 0.95, "map50_drop": 0.03,
-                 "keypoint_error_share": 0.02},
+                 "keypoint_error_share": 0.02, "score_change": 0.03},
         "w8a16": {"detection_recall": 0.98, "detection_precision": 0.98, "map50_drop": 0.01,
                   "keypoint_error_share": 0.01},
     },

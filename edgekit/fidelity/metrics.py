@@ -173,7 +173,7 @@ def judge_detection(y_ref: list[np.ndarray], y: list[np.ndarray], head: Head, *,
                          f"held-out inputs, too few to judge boxes by (at least {MIN_DETECTIONS}): the raw outputs "
                          "are judged by the regression measures instead; pass --calib pictures with objects in them")
         reg = kind_thresholds("regression", precision)
-        boxes_only = ("detection_recall", "detection_precision", "keypoint_error_share")
+        boxes_only = ("detection_recall", "detection_precision", "keypoint_error_share", "score_change")
         th = {**{k: v for k, v in th.items() if k not in boxes_only}, **reg}
         fid.thresholds = th
     fid.failures = _failures(fid, th, finite)
@@ -250,7 +250,8 @@ def _failures(f: Fidelity, th: dict[str, float], finite: bool) -> list[str]:
         out.append(f"score decisions at {CUT} agree on {f.score_agreement:.2%} of samples < "
                    f"{th['score_agreement']:.2%}")
     if f.score_change is not None and "score_change" in th and not f.score_change <= th["score_change"]:
-        out.append(f"score probability changed by {f.score_change:.3g} on average > {th['score_change']}")
+        what = "class scores of the kept boxes moved" if f.kind == "detection" else "score probability changed"
+        out.append(f"{what} by {f.score_change:.3g} on average > {th['score_change']}")
     if "cosine" in th and not f.cosine >= th["cosine"]:
         out.append(f"cosine similarity {f.cosine:.5f} < {th['cosine']}")
     if "relative_error" in th and f.relative_error is not None and not f.relative_error <= th["relative_error"]:

@@ -271,7 +271,7 @@ def build(out_dir: str | Path, formats: Iterable[str] | None = None) -> dict[str
     """
     out = Path(out_dir)
     table = writers()
-    asked = {check_choice(f, table, "format with a tiny model") for f in formats} if formats else set(table)
+    asked = set(table) if formats is None else {check_choice(f, table, "format with a tiny model") for f in formats}
     wanted = {f: tm for f, tm in table.items() if f in asked}  # the table's order: one converts from another's
     index_path = out / INDEX
     if index_path.is_file():

@@ -39,6 +39,21 @@ print("ran", cell.value)
 """
 
 
+def test_the_userland_holds_what_the_format_records_put_on_a_device(arm64_userland) -> None:
+    """Its edgekit-userland.json names the extras the format records put on an Arm64 device (Vendor.arm64:
+    edgekit.emulate.userland.device_extras), and it holds an aarch64 wheel of each such runtime library."""
+    from edgekit.core.formats import libraries
+    from edgekit.emulate.userland import device_extras
+
+    if not arm64_userland.extras:
+        pytest.skip(f"the userland at {arm64_userland.root} was built before its record named its extras "
+                    "(edgekit emulate setup --force rebuilds it)")
+    assert arm64_userland.extras == device_extras()
+    on_device = [dist for lib in libraries().values() if lib.arm64 for dist in lib.dists]
+    assert set(on_device) >= {"onnxruntime", "ai-edge-litert", "ncnn"}
+    assert set(on_device) <= set(arm64_userland.packages), arm64_userland.packages
+
+
 @pytest.mark.parametrize(("pi", "traps"), [("pi3", True), ("pi4", True), ("pi5", False)])
 def test_an_lse_atomic_traps_on_the_cores_without_it_and_is_named(arm64_userland, pi: str, traps: bool) -> None:
     emu = Emulator(emulated_cpu(pi), arm64_userland)

@@ -192,6 +192,23 @@ def float_head_outputs(model: Any, heads: Iterable[str]) -> int:
 
 
 
+def role_parts(head: Any) -> list[tuple[int, slice]] | None:
+    """The parts of a single-tensor detector HEAD's output (edgekit.fidelity.detection.Head) whose values live on
+    different scales, as (axis, slice): box coordinates in pixels, then class scores (and objectness) in [0, 1];
+    None for any other head (several outputs are apart already).
+
+    Why: mixed precision ranks layer groups by the noise they add at the output; a YOLOv8 output's mean squared
+    error is the box rows' (pixels, variance in the thousands), so the groups that move the class scores (variance
+    about 0.01) ranked as harmless, and a search judged by score drift floated the wrong layers."""
+    if head is None:
+        return None
+    if head.format == "yolov8":  # (N, 4 + C [+ extra], A)
+        return [(1, slice(0, 4)), (1, slice(4, 4 + head.classes))]
+    if head.format == "yolov5":  # (N, A, 5 + C [+ extra]): objectness multiplies the class scores
+        return [(2, slice(0, 4)), (2, slice(4, 5 + head.classes))]
+    return None
+
+
 def box_bounds(fid: Any, z: float, wilson_low: Callable[[float, int, float], float]) -> list[str]:
     """Failures where box recall or precision meets its threshold on the judged boxes but not at its lower bound
     (Z sigmas, WILSON_LOW: edgekit.quantize.search's, passed in so this module needs nothing of the search): a few
@@ -210,4 +227,5 @@ def box_bounds(fid: Any, z: float, wilson_low: Callable[[float, int, float], flo
                        f"{low:.1%} < {need:.0%}")
     return out
 
-__all__ = ["WHY", "DecodeRegion", "box_bounds", "float_head_outputs", "onnx_decode", "tflite_decode"]
+__all__ = ["WHY", "DecodeRegion", "box_bounds", "float_head_outputs", "onnx_decode", "role_parts",
+           "tflite_decode"]

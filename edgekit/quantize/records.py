@@ -48,6 +48,8 @@ class RecipeTrial:
     # maps and sequences: the agreement their kind is judged by (per-pixel, per-step or thresholded-mask); written only
     # where measured: a reader older than the key (RecipeTrial(**d)) still reads a classifier's or a detector's trials
     agreement: float | None = field(default=None, metadata={"omit_none": True})
+    # detectors: the kept boxes' mean score drift (issue 37), written only where measured
+    score_change: float | None = field(default=None, metadata={"omit_none": True})
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RecipeTrial:

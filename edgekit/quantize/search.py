@@ -69,6 +69,7 @@ class Judged:
     detections: int | None = None
     # maps and sequences: the agreement their kind is judged by (`kind_agreement`)
     agreement: float | None = None
+    drift: float | None = None  # detectors: the kept boxes' mean score change
 
     def score(self) -> tuple[float, float]:
         """What ranks candidates: top-1 agreement (classes), the worse of box recall and precision (detectors), or
@@ -132,7 +133,7 @@ def judge(y_ref: np.ndarray | dict[str, np.ndarray], y: np.ndarray | dict[str, n
         failures += box_bounds(fid, z, wilson_low)
     return Judged(bool(fid.passed) and not failures, float(fid.cosine), fid.top1_agreement, failures, len(y_ref),
                   top1_margins(y_ref, y), fid.detection_recall, fid.detection_precision, fid.detections,
-                  kind_agreement(fid))
+                  kind_agreement(fid), fid.score_change if fid.detection_recall is not None else None)
 
 
 def _judge_head(y_ref: dict[str, np.ndarray], y: np.ndarray | dict[str, np.ndarray], precision: str, z: float,
@@ -153,18 +154,30 @@ def _judge_head(y_ref: dict[str, np.ndarray], y: np.ndarray | dict[str, np.ndarr
 
         failures += box_bounds(fid, z, wilson_low)
     return Judged(bool(fid.passed) and not failures, float(fid.cosine), None, failures, len(first), None,
-                  fid.detection_recall, fid.detection_precision, fid.detections, kind_agreement(fid))
+                  fid.detection_recall, fid.detection_precision, fid.detections, kind_agreement(fid),
+                  fid.score_change if fid.detection_recall is not None else None)
 
 
-def output_noise(y: np.ndarray | dict[str, np.ndarray], y_ref: np.ndarray | dict[str, np.ndarray]) -> float:
+def output_noise(y: np.ndarray | dict[str, np.ndarray], y_ref: np.ndarray | dict[str, np.ndarray],
+                 head: Any = None) -> float:
     """The noise power of Y against Y_REF: mean squared error, or, for several outputs (a detector head's boxes in
     pixels and its score logits), the sum of each output's mean squared error as a share of its float variance, so
-    that pixel-sized errors do not drown the logits'."""
+    that pixel-sized errors do not drown the logits'. HEAD (a single-tensor detector's Head): the same over the parts
+    of its one output (edgekit.quantize.detect_decode.role_parts: YOLO's box rows and score rows)."""
     if isinstance(y_ref, dict):
         assert isinstance(y, dict)
         return float(sum(((y[k] - v).astype(np.float64) ** 2).mean() / max(float(v.astype(np.float64).var()), 1e-12)
                          for k, v in y_ref.items()))
     assert not isinstance(y, dict)
+    from edgekit.quantize.detect_decode import role_parts
+
+    parts = role_parts(head) if y_ref.ndim == 3 else None
+    if parts:
+        def part(a: np.ndarray, axis: int, sl: slice) -> np.ndarray:
+            return np.take(a, np.arange(a.shape[axis])[sl], axis=axis).astype(np.float64)
+
+        return float(sum(((part(y, ax, sl) - part(y_ref, ax, sl)) ** 2).mean()
+                         / max(float(part(y_ref, ax, sl).var()), 1e-12) for ax, sl in parts))
     return float(((y - y_ref).astype(np.float64) ** 2).mean())
 
 
@@ -280,7 +293,8 @@ def trial(name: str, judged: Judged, float_nodes: int, macs_fraction: float, sta
                        detection_precision=None if judged.precision is None else round(judged.precision, 4),
                        float_nodes=float_nodes, macs_float_fraction=round(macs_fraction, 4),
                        seconds=round(time.perf_counter() - started, 2), failures=tuple(judged.failures),
-                       agreement=None if judged.agreement is None else round(judged.agreement, 4))
+                       agreement=None if judged.agreement is None else round(judged.agreement, 4),
+                       score_change=None if judged.drift is None else round(judged.drift, 4))
 
 
 def say(log: Callable[[str], None], label: str, judged: Judged, float_ops: int, seconds: float | None = None,
@@ -291,6 +305,7 @@ def say(log: Callable[[str], None], label: str, judged: Judged, float_ops: int, 
     if judged.recall is not None or judged.precision is not None:
         words = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
         top1 = f"box recall {words(judged.recall)}, precision {words(judged.precision)} ({judged.detections} boxes), "
+        top1 += f"score drift {judged.drift:.3f}, " if judged.drift is not None else ""
     elif judged.top1 is None and judged.agreement is not None:
         top1 = f"agreement {judged.agreement:.1%}, "
     more = f" ({float_ops} ops in float)" if float_ops else ""

@@ -41,6 +41,7 @@ from edgekit.quantize.search import (
     error_share,
     input_noise_agreement,
     macs_fraction,
+    output_noise,
     ranked_units,
     split,
 )
@@ -244,13 +245,14 @@ class OnnxCandidates:
             src = base.prepare(self.pre, replace(data, notes=[]))
             data = replace(data, cache=None)
         probe, x, y_ref = work / "probe.int8.onnx", self.x[:PROBE_SAMPLES], self.y_ref[:PROBE_SAMPLES]
+        head = getattr(self.choice, "head", None)  # a YOLO output's box and score rows: each on its own scale
         damage: list[tuple[float, tuple[str, ...]]] = []
         for unit in units:  # only UNIT quantized: its own damage at the output
             floated = tuple(n for n in everything if n not in set(unit) or n in self.decode_nodes)
             quantize(src, probe, data, replace(base.config, float_nodes=floated))
-            damage.append((float(((_run(probe, x) - y_ref).astype(np.float64) ** 2).mean()), unit))
+            damage.append((output_noise(_run(probe, x), y_ref, head), unit))
         probe.unlink(missing_ok=True)
-        self.error_share = error_share(damage, float(((_run(out, x) - y_ref).astype(np.float64) ** 2).mean()))
+        self.error_share = error_share(damage, output_noise(_run(out, x), y_ref, head))
         ranked = ranked_units(damage, self.macs) + ([rest] if rest else [])
         worst = sorted(damage, key=lambda d: -d[0])[:3]
         self.log(f"int8 mixed precision: measured {len(units)} layer groups alone on {base.name}; most damaging: "

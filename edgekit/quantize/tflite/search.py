@@ -189,11 +189,12 @@ class _Mixed:
         whole = next(ran)  # the base itself, every group quantized
         for p in paths:
             p.unlink(missing_ok=True)
-        damage = [(output_noise(y, y_ref) if y is not None else float("inf"), u)
+        head = getattr(s.choice, "head", None)  # a YOLO output's box and score rows: each on its own scale
+        damage = [(output_noise(y, y_ref, head) if y is not None else float("inf"), u)
                   for y, u in zip(ys, units, strict=True)]
         ranked = ranked_units(damage, s.macs) + ([rest] if rest else [])
         if whole is not None:
-            s.error_share = error_share(damage, output_noise(whole, y_ref))
+            s.error_share = error_share(damage, output_noise(whole, y_ref, head))
         s.job.log(f"int8 mixed precision: measured {len(units)} layer groups alone on {name}; most damaging: "
                   + ", ".join(f"{len(u)} ops ending {u[-1]}" for _, u in sorted(damage, key=lambda d: -d[0])[:3]))
         return ranked

@@ -147,8 +147,10 @@ class RecipeChoice:
                        "was tried, the best float-free recipe was kept")
         budget = self.budget or {}
         if budget.get("ended") and self.met is False:
-            out.append(f"the --int8-budget of {budget['seconds']:g} s ended the search after {budget['candidates']} "
-                       "candidates, before one met the thresholds (a larger budget tries more)")
+            grown = f" (grown to {budget['scaled_seconds']:g} s by its first candidate's time)" \
+                if budget.get("scaled_seconds") else ""
+            out.append(f"the --int8-budget of {budget['seconds']:g} s{grown} ended the search after "
+                       f"{budget['candidates']} candidates, before one met the thresholds (a larger budget tries more)")
         if self.met is False or (self.float_nodes and self.macs_float_fraction > MACS_BUDGET):
             out += self._spread_words()
         return "; ".join(out)

@@ -146,6 +146,26 @@ def test_the_budget_stops_new_candidates_keeps_the_best_so_far_and_says_so(clock
     assert found.met and found.budget is not None and not found.budget["ended"]
 
 
+def test_a_first_candidate_slower_than_the_budget_grows_it_to_afford_one_more(clock: types.SimpleNamespace) -> None:
+    """A model whose plain alone takes 100 s against a 30 s budget still gets the second recipe (the strongest
+    float-free one): the budget grows to BUDGET_SCALE times the first candidate's time, then stops as before."""
+    notes: list[str] = []
+    fake = Fake({"plain": 100, "nncf": 190, "uint8": N}, clock, seconds=100)
+    found = _search([], notes, budget=30).run(fake, ["plain", "nncf", "uint8"])
+    assert fake.built == ["plain", "nncf"] and found.held == "nncf"  # uint8 would have ended at 300 s, past 250
+    assert found.budget == {"seconds": 30, "spent_seconds": 200.0, "ended": True, "candidates": 2,
+                            "scaled_seconds": driver.BUDGET_SCALE * 100}
+    assert "of 30 s (grown to 250 s: 2.5 times the first candidate's) leaves no room" in notes[0]
+    choice = RecipeChoice(requested="auto", chosen="nncf", config={}, met=False, judged_on="x", budget=found.budget)
+    assert "the --int8-budget of 30 s (grown to 250 s by its first candidate's time) ended" in choice.why_words()
+    fake = Fake({"plain": 100, "nncf": N}, clock, seconds=100)  # a budget of 0 stays 0: the first candidate only
+    assert _search([], [], budget=0).run(fake, ["plain", "nncf"]).held == "plain" and fake.built == ["plain"]
+    fake = Fake({"plain": 100, "nncf": 190, "uint8": N}, clock, seconds=5)  # a fast model: the budget as given
+    found = _search([], [], budget=30).run(fake, ["plain", "nncf", "uint8"])
+    assert found.budget is not None and "scaled_seconds" not in found.budget and fake.built == ["plain", "nncf",
+                                                                                                "uint8"]
+
+
 def test_a_format_with_its_own_rules_judges_at_one_sigma_and_keeps_the_top_score(
         clock: types.SimpleNamespace) -> None:
     """OpenVINO's rules: the second candidate at 98.5% of 200 passes at one sigma, not at the shared 1.41."""

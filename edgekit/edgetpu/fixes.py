@@ -24,8 +24,10 @@ first unsupported op: everything after runs on the CPU).
 - GELU (not in Coral's table; ConvNeXt, PoolFormer, ViT MLPs) becomes x * LOGISTIC(1.702 x): MUL, LOGISTIC,
   MUL. The only fix that is not exact in float: at most 0.0203 from the exact GELU (at x = -2.27), below one
   int8 step of a GELU output whose range exceeds 5.2; validation measures what it costs.
-- Data movement through 5-D tensors (ShuffleNetV2's channel shuffle, a transformer's qkv split) rewritten in at most
-  4 dimensions: edgekit.edgetpu.fixes_layout.
+- Data movement through 5-D and 6-D tensors (ShuffleNetV2's channel shuffle, a transformer's qkv split, MobileViT's
+  unfold into patches and fold back) rewritten in at most 4 dimensions: edgekit.edgetpu.fixes_layout.
+- A softmax over a few rows as 1-D softmaxes, and a PADV2 with a finite value (EfficientViT's column of ones) as PAD
+  and ADD: edgekit.edgetpu.fixes_attention.
 - SQRT, and DIV by a tensor that cannot be negative (ConvNeXt-V2's global response norm), as RSQRT and MUL:
   edgekit.edgetpu.fixes_norm.
 
@@ -41,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from edgekit.edgetpu.fixes_attention import padv2_value, softmax_by_rows
 from edgekit.edgetpu.fixes_layout import five_d_moves
 from edgekit.edgetpu.fixes_norm import div_as_rsqrt, sqrt_as_rsqrt
 from edgekit.tflite.flatbuffer import FlatModel
@@ -291,6 +294,8 @@ FIXES: dict[str, Callable[[FlatModel], int]] = {
     "5-D RESHAPE/TRANSPOSE/SLICE -> SLICE or CONV_2D 1x1 selection, RESHAPE, TRANSPOSE in 4-D": five_d_moves,
     "SQRT -> MUL(x, RSQRT(MAXIMUM(x, 1e-30)))": sqrt_as_rsqrt,
     "DIV by a non-negative tensor -> MUL by RSQRT(b)^2": div_as_rsqrt,
+    "PADV2 with a finite value on one axis -> PAD, ADD": padv2_value,
+    "SOFTMAX of 2-16 rows -> SPLIT, 1-D SOFTMAX per row, CONCATENATION": softmax_by_rows,
 }
 
 

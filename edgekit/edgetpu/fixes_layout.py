@@ -139,11 +139,16 @@ def _picked(f: FlatModel, root: int, p: np.ndarray, base: str) -> tuple[int, lis
     return out, [f.make_op("CONV_2D", ins, [out], conv, f.schema.BuiltinOptions.Conv2DOptions)]
 
 
-def _rewrite(f: FlatModel, root: int, leaf: int, idx: np.ndarray) -> list[object] | None:
+def _factors(idx: np.ndarray, root: list[int]) -> tuple[np.ndarray, list[int], list[int]] | None:
+    """`_factor` of IDX without its leading 1s (None where one is larger)."""
     lead = idx.shape[:-4]
-    if any(d != 1 for d in lead):
-        return None
-    found = _factor(idx.reshape(idx.shape[len(lead):]), _shape(f, root))
+    return None if any(d != 1 for d in lead) else _factor(idx.reshape(idx.shape[len(lead):]), root)
+
+
+def _plain(f: FlatModel, root: int, leaf: int, idx: np.ndarray) -> list[object] | None:
+    """The ops that make LEAF (= ROOT.flat[IDX]) from ROOT by channel pick, reshape and transpose, or None."""
+    lead = idx.shape[:-4]
+    found = _factors(idx, _shape(f, root))
     if found is None:
         return None
     p, zshape, q = found
@@ -171,6 +176,90 @@ def _rewrite(f: FlatModel, root: int, leaf: int, idx: np.ndarray) -> list[object
                                  f.schema.BuiltinOptions.TransposeOptions))
         t = out
     return ops
+
+
+def _blocks(shape: list[int]) -> np.ndarray | None:
+    """For a [1, H, W, C] tensor X with even H and W: which element of X each element of SPACE_TO_DEPTH(X, 2),
+    reshaped to [1, H/2 * W/2, 4, C], holds (TFLite's depth order: (dy * 2 + dx) * C + c); None for other shapes."""
+    if len(shape) != 4 or shape[0] != 1 or shape[1] % 2 or shape[2] % 2:
+        return None
+    _, h, w, c = shape
+    cells = np.arange(h * w * c).reshape(1, h // 2, 2, w // 2, 2, c).transpose(0, 1, 3, 2, 4, 5)
+    return cells.reshape(1, h // 2 * w // 2, 4, c)
+
+
+def _new(f: FlatModel, name: str, like: int, shape: list[int]) -> int:
+    t = f.add_like(name, like)
+    f.sg.tensors[t].shape = np.array(shape, np.int32)
+    f.sg.tensors[t].shapeSignature = None
+    return t
+
+
+def _through_space_to_depth(f: FlatModel, root: int, leaf: int, idx: np.ndarray) -> list[object] | None:
+    """LEAF made from SPACE_TO_DEPTH(ROOT, 2) by channel pick, reshape and transpose: MobileViT's unfold into 2 x 2
+    patches, (B, C, H/2, 2, W/2, 2) -> permute -> (B, C, 4, N) in 6-D, is a SPACE_TO_DEPTH and a 4-D transpose."""
+    shape = _shape(f, root)
+    cells = _blocks(shape)
+    if cells is None:
+        return None
+    where = np.empty(cells.size, np.int64)
+    where[cells.ravel()] = np.arange(cells.size)  # root element -> its place in the blocks
+    if _factors(where[idx], list(cells.shape)) is None:
+        return None
+    base = f.tensor_name(leaf)
+    s2d = _new(f, f"{base}/space_to_depth", root, [1, shape[1] // 2, shape[2] // 2, 4 * shape[3]])
+    blocks = _new(f, f"{base}/blocks", root, list(cells.shape))
+    opts = f.schema.SpaceToDepthOptionsT()
+    opts.blockSize = 2
+    ops = [f.make_op("SPACE_TO_DEPTH", [root], [s2d], opts, f.schema.BuiltinOptions.SpaceToDepthOptions),
+           f.reshape_op(s2d, blocks, list(cells.shape), f"{base}/blocks")]
+    rest = _plain(f, blocks, leaf, where[idx])
+    return None if rest is None else ops + rest
+
+
+def _through_depth_to_space(f: FlatModel, root: int, leaf: int, idx: np.ndarray) -> list[object] | None:
+    """LEAF made by a depth-to-space of 2 x 2 blocks (MobileViT's fold of patches back into a map, 6-D in the
+    model), whose Edge TPU form is a TRANSPOSE_CONV 2 x 2, stride 2, with a 0/1 selection filter (DEPTH_TO_SPACE
+    is not in Coral's table): each output element is one input element times 1.0, exact in float."""
+    if idx.ndim != 4 or idx.shape[0] != 1:
+        return None
+    for axes in permutations((1, 2, 3)):
+        perm = [0, *axes]
+        nhwc = idx.transpose(perm)
+        cells = _blocks(list(nhwc.shape))
+        if cells is None or _factors(nhwc.ravel()[cells], _shape(f, root)) is None:
+            continue
+        _, h, w, c = nhwc.shape
+        base = f.tensor_name(leaf)
+        blocks = _new(f, f"{base}/blocks", leaf, list(cells.shape))
+        ops = _plain(f, root, blocks, nhwc.ravel()[cells])
+        if ops is None:
+            return None
+        depth = _new(f, f"{base}/depth", leaf, [1, h // 2, w // 2, 4 * c])
+        out = leaf if perm == [0, 1, 2, 3] else _new(f, f"{base}/nhwc", leaf, [1, h, w, c])
+        pick = np.zeros((c, 2, 2, 4 * c), np.float32)
+        for dy in range(2):
+            for dx in range(2):
+                pick[np.arange(c), dy, dx, (dy * 2 + dx) * c + np.arange(c)] = 1.0
+        opts = f.schema.TransposeConvOptionsT()
+        opts.padding, opts.strideH, opts.strideW = f.schema.Padding.VALID, 2, 2
+        size = f.add_int32(f"{base}/output_shape", np.array([1, h, w, c], np.int32))
+        ops += [f.reshape_op(blocks, depth, [1, h // 2, w // 2, 4 * c], f"{base}/depth"),
+                f.make_op("TRANSPOSE_CONV", [size, f.add_const(f"{base}/depth_to_space", pick), depth], [out], opts,
+                          f.schema.BuiltinOptions.TransposeConvOptions)]
+        if out != leaf:
+            back = f.add_int32(f"{base}/perm", np.array(np.argsort(perm), np.int32))
+            ops.append(f.make_op("TRANSPOSE", [out, back], [leaf], f.schema.TransposeOptionsT(),
+                                 f.schema.BuiltinOptions.TransposeOptions))
+        return ops
+    return None
+
+
+def _rewrite(f: FlatModel, root: int, leaf: int, idx: np.ndarray) -> list[object] | None:
+    """The ops that make LEAF (= ROOT.flat[IDX]) in at most 4 dimensions: channel pick, reshape and transpose, after
+    a SPACE_TO_DEPTH or before a depth-to-space where those are needed; None where none of these does it."""
+    return _plain(f, root, leaf, idx) or _through_space_to_depth(f, root, leaf, idx) or \
+        _through_depth_to_space(f, root, leaf, idx)
 
 
 def _roots(f: FlatModel, k: int) -> list[tuple[int, list[int]]]:

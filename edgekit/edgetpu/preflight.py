@@ -35,6 +35,7 @@ from edgekit.edgetpu.rules import (
     RULES,
     OpCtx,
 )
+from edgekit.edgetpu.tried import tried
 from edgekit.tflite.model import EDGETPU_CUSTOM_OP, TfliteModel, TOp, is_edgetpu_op, read_tflite
 
 
@@ -138,7 +139,7 @@ def preflight_model(model: TfliteModel, min_runtime: int | None = None) -> Prefl
                 f"after the partition point (op {first.index} {first.op}): the compiler maps one subgraph only"
             )
         elif not ok:
-            first = PartitionPoint(index=op.index, op=op.op, reason=reason, code=code)
+            first = PartitionPoint(index=op.index, op=op.op, reason=reason, code=code, tried=tried(op, model, code))
         rule = RULES.get(op.op)
         if entry.mapped and rule is not None and rule.caveat:
             entry.caveat = rule.caveat
@@ -182,6 +183,8 @@ def summary_line(pf: PreflightReport) -> str:
     first = pf.first_unsupported
     if first:
         text += f"; mapping stops at op {first.index} {first.op}: {first.reason}"
+        if first.tried:
+            text += f" ({first.tried})"
     return text
 
 

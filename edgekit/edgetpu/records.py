@@ -80,9 +80,10 @@ class PartitionPoint:
     op: str
     reason: str | None
     code: OpCode
+    tried: str | None = None  # what edgekit's graph fixes do for such an op, and why this one is left (edgetpu.tried)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "op": self.op, "reason": self.reason, "code": self.code}
+        return {"index": self.index, "op": self.op, "reason": self.reason, "code": self.code, "tried": self.tried}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PartitionPoint:

@@ -140,6 +140,8 @@ def render_edgetpu(pf: PreflightReport, console: Console) -> None:
             f"  partition at op {first.index} [bold]{first.op}[/bold]: {first.reason}; it and "
             "everything after it run on the CPU"
         )
+        if first.tried:
+            console.print(f"    {first.tried}")
     for p in pf.problems:
         console.print(f"  [yellow]-[/yellow] {p.message}")
         if p.suggestion:

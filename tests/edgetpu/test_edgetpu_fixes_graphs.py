@@ -101,3 +101,61 @@ def test_div_by_a_tensor_that_may_be_negative_is_left_alone() -> None:
 
     blob = _float_tflite(lambda x: x / (tf.reduce_mean(x, axis=-1, keepdims=True) + 1.0), [1, 4, 8])
     assert "DIV by a non-negative tensor -> MUL by RSQRT(b)^2" not in apply_fixes(blob)[1].applied
+
+
+def test_mobilevits_unfold_and_fold_through_6d_become_4d_and_map(tmp_path: Path) -> None:
+    """MobileViTv2's unfold of a map into 2 x 2 patches and its fold back, as onnx2tf writes them (NCHW, 6-D): the
+    unfold becomes SPACE_TO_DEPTH and a 4-D transpose, the fold a 2 x 2 stride-2 TRANSPOSE_CONV selection (issue 41)."""
+    w = np.random.default_rng(6).normal(size=(1, 1, 8, 8)).astype(np.float32)
+
+    def unfold_fold(x):  # x: [1, 4, 4, 8] NHWC -> [1, 8, 2, 2, 2, 2] -> (B, C, P, N) -> 1x1 conv -> folded back
+        y = tf.reshape(tf.transpose(x, [0, 3, 1, 2]), [1, 8, 2, 2, 2, 2])
+        p = tf.reshape(tf.transpose(y, [0, 1, 3, 5, 2, 4]), [1, 8, 4, 4])
+        p = tf.nn.conv2d(tf.transpose(p, [0, 2, 3, 1]), w, 1, "VALID") + 0.5  # a pointwise op on (P, N, C)
+        z = tf.reshape(tf.transpose(p, [0, 3, 1, 2]), [1, 8, 2, 2, 2, 2])
+        z = tf.reshape(tf.transpose(z, [0, 1, 4, 2, 5, 3]), [1, 8, 4, 4])
+        return tf.nn.relu(tf.transpose(z, [0, 2, 3, 1]))
+
+    xs = np.random.default_rng(7).normal(size=(16, 4, 4, 8)).astype(np.float32)
+    (before, _), (after, total) = _check(unfold_fold, [1, 4, 4, 8], SHUFFLE, tmp_path, xs)
+    assert after == total > before
+
+
+def test_a_softmax_of_a_few_rows_becomes_1d_softmaxes_and_maps(tmp_path: Path) -> None:
+    """MobileViTv2's softmax over the patches, one row per pixel of a patch ([1, 4, 1, N]): 1-D SOFTMAXes a row."""
+    def scores(x):
+        return tf.nn.softmax(tf.reshape(x, [1, 4, 1, 16]), axis=-1) * 2.0
+
+    xs = np.random.default_rng(8).normal(size=(16, 4, 16, 1)).astype(np.float32)
+    fix = "SOFTMAX of 2-16 rows -> SPLIT, 1-D SOFTMAX per row, CONCATENATION"
+    (before, _), (after, total) = _check(scores, [1, 4, 16, 1], fix, tmp_path, xs)
+    assert after == total > before
+
+
+def test_a_softmax_of_many_rows_is_left_alone_and_the_preflight_says_why(tmp_path: Path) -> None:
+    from edgekit.edgetpu.fixes import apply_fixes
+    from edgekit.edgetpu.fixes_attention import MAX_ROWS
+
+    blob = _float_tflite(lambda x: tf.nn.softmax(x, axis=-1) * 2.0, [1, 4, 8, 16])  # 32 rows
+    assert not apply_fixes(blob)[1].applied
+    xs = np.random.default_rng(9).normal(size=(8, 4, 8, 16)).astype(np.float32)
+    _on_tpu(blob, xs, tmp_path / "many.tflite")
+    from edgekit.edgetpu.preflight import preflight
+
+    first = preflight(tmp_path / "many.tflite").first_unsupported
+    assert first is not None and first.op == "SOFTMAX" and first.tried
+    assert f"at most {MAX_ROWS} rows" in first.tried and "this one has 32 rows of 16" in first.tried
+
+
+def test_efficientvits_column_of_ones_becomes_pad_and_add_and_maps(tmp_path: Path) -> None:
+    """EfficientViT's `F.pad(v, (0, 1), value=1.0)` (a PADV2, not in Coral's table) as PAD with zeros and ADD."""
+    w = np.random.default_rng(10).normal(size=(1, 1, 9, 4)).astype(np.float32)
+
+    def ones_column(x):
+        v = tf.pad(tf.nn.relu(x), [[0, 0], [0, 0], [0, 0], [0, 1]], constant_values=1.0)
+        return tf.nn.conv2d(v, w, 1, "VALID")
+
+    xs = np.random.default_rng(11).normal(size=(16, 4, 4, 8)).astype(np.float32)
+    fix = "PADV2 with a finite value on one axis -> PAD, ADD"
+    (before, _), (after, total) = _check(ones_column, [1, 4, 4, 8], fix, tmp_path, xs)
+    assert after == total > before

@@ -21,7 +21,7 @@ def test_predicted_report_round_trips_and_writes_conditional_keys_only_when_set(
     (blocking,) = [p for p in d["problems"] if p.get("blocking")]
     assert blocking["blocking"] is True and all("blocking" not in p for p in d["problems"] if p is not blocking)
     assert d["first_unsupported"] == {"index": 1, "op": "LEAKY_RELU", "reason": partition["reason"],
-                                      "code": "unsupported_op"}  # fmt: skip
+                                      "code": "unsupported_op", "tried": None}  # fmt: skip
     assert PreflightReport.from_dict(d) == pf
     assert PreflightReport.from_dict({**d, "how_to_finish": None, "compiler": None}) == pf  # a manifest's extra
 

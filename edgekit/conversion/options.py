@@ -24,6 +24,7 @@ from edgekit.core.parse import parse_floats
 from edgekit.core.precisions import IoDtype
 from edgekit.core.precisions import cli_help as precision_names
 from edgekit.core.registry import suggest
+from edgekit.core.typed import typed
 from edgekit.targets import target_names, target_options
 
 IO_DTYPES: tuple[str, ...] = get_args(IoDtype)
@@ -196,7 +197,8 @@ class ConvertOptions(*TARGET_OPTIONS, CommonOptions):  # type: ignore[misc]  # b
         values: dict[str, Any] = {}
         for name, key in named.items():
             value, decl = keywords[key], OPTIONS[name]
-            parsed = decl.parsed(value) if isinstance(value, str) and decl.form.parse else {name: value}
+            parsed = (decl.parsed(value) if isinstance(value, str) and decl.form.parse
+                      else {name: typed(key, value, decl.type)})
             # what a parsed value fills besides its own field gives way to a keyword given for it
             values.update({k: v for k, v in parsed.items() if k == name or k not in named})
         return cls(**values)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from edgekit.core.errors import UsageError
 from edgekit.core.records import Record
+from edgekit.core.typed import typed_fields
 
 
 @dataclass
@@ -29,6 +30,7 @@ class MeasureSettings(Record):
 
     def check(self) -> None:
         """UsageError (exit 2) for a value no measurement can use, before anything is loaded."""
+        typed_fields(self)  # the Python API takes what the command line would: "5" for runs; a clear error else
         for name, value, low in (("runs", self.runs, 1), ("warmup", self.warmup, 0), ("batch", self.batch, 1)):
             if value < low:
                 raise UsageError(f"--{name} must be at least {low}, got {value}.")

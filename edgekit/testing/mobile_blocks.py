@@ -14,6 +14,11 @@ backbones put in front of a converter are written here in small, with timm's lay
   them the separable self-attention: GroupNorm(1) on the patches, a 1x1 conv giving one context score per patch,
   softmax over the patches, the context vector (sum of scores * keys), ReLU(values) times it, a 1x1 out conv; a
   GroupNorm(1) before the feed-forward.
+- `efficientformerv2`: EfficientFormerV2's attention block (timm's Attention2d in an EfficientFormerV2Block) on a
+  4 x 4 map: q, k, v as 1x1 conv-BN, (q @ k) * scale plus a learned relative-position bias (a constant at
+  inference), talking heads (1x1 convs across the heads) around a softmax over the keys, attn @ v, a depthwise
+  v_local added, GELU, a 1x1 proj, layer scale; then its MLP (1x1, depthwise 3x3 and 1x1 conv-BN, GELU) with layer
+  scale. Two of its products have no constant operand (q @ k, attn @ v), which no Edge TPU op computes.
 Each builder seeds torch and returns the model in eval mode; `example(model)` is an input it takes.
 """
 
@@ -194,6 +199,58 @@ def mobilevitv2(channels: int = 24, patch: int = 2) -> Any:
     return net.eval()
 
 
+def efficientformerv2(channels: int = 32, heads: int = 4, key_dim: int = 8, side: int = 4) -> Any:
+    """A stem conv to SIDE x SIDE, one EfficientFormerV2 attention block and its MLP, a linear head."""
+    import torch
+    from torch import nn
+
+    def conv_bn(cin: int, cout: int, k: int = 1, groups: int = 1) -> Any:
+        return nn.Sequential(nn.Conv2d(cin, cout, k, 1, k // 2, groups=groups), nn.BatchNorm2d(cout))
+
+    n, d = side * side, 2 * key_dim  # tokens; value dim per head (attn_ratio 2)
+
+    class Attention2d(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.q, self.k = conv_bn(channels, heads * key_dim), conv_bn(channels, heads * key_dim)
+            self.v = conv_bn(channels, heads * d)
+            self.v_local = conv_bn(heads * d, heads * d, 3, groups=heads * d)
+            self.talking_head1, self.talking_head2 = nn.Conv2d(heads, heads, 1), nn.Conv2d(heads, heads, 1)
+            self.bias = nn.Parameter(torch.randn(heads, n, n) * 0.1)  # timm gathers it by relative position
+            self.act, self.proj = nn.GELU(), conv_bn(heads * d, channels)
+
+        def forward(self, x: Any) -> Any:
+            b = x.shape[0]
+            q = self.q(x).reshape(b, heads, -1, n).permute(0, 1, 3, 2)
+            k = self.k(x).reshape(b, heads, -1, n)
+            v = self.v(x)
+            v_local = self.v_local(v)
+            v = v.reshape(b, heads, -1, n).permute(0, 1, 3, 2)
+            attn = self.talking_head1((q @ k) * key_dim ** -0.5 + self.bias)
+            attn = self.talking_head2(attn.softmax(dim=-1))
+            y = (attn @ v).transpose(2, 3).reshape(b, heads * d, side, side) + v_local
+            return self.proj(self.act(y))
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.attn = Attention2d()
+            hidden = 2 * channels
+            self.mlp = nn.Sequential(conv_bn(channels, hidden), nn.GELU(), conv_bn(hidden, hidden, 3, hidden),
+                                     nn.GELU(), conv_bn(hidden, channels))
+            self.ls1, self.ls2 = nn.Parameter(torch.full((channels, 1, 1), 0.5)), nn.Parameter(
+                torch.full((channels, 1, 1), 0.5))
+            self.down = nn.Conv2d(channels, channels, 3, 16 // side, 1)  # the stem's 16 x 16 to SIDE x SIDE
+
+        def forward(self, x: Any) -> Any:
+            x = self.down(x)
+            x = x + self.ls1 * self.attn(x)
+            return x + self.ls2 * self.mlp(x)
+
+    torch.manual_seed(0)
+    return _classifier(channels, nn.GELU(), Block()).eval()
+
+
 def _classifier(channels: int, act: Any, block: Any) -> Any:
     """A stem (3x3 conv stride 2, BatchNorm, ACT), BLOCK, global average pooling and a 10-class linear head."""
     from torch import nn
@@ -226,4 +283,4 @@ def export(model: Any, path: Any) -> Any:
     return path
 
 
-__all__ = ["INPUT", "efficientvit", "example", "export", "mobileone", "mobilevitv2"]
+__all__ = ["INPUT", "efficientformerv2", "efficientvit", "example", "export", "mobileone", "mobilevitv2"]

@@ -228,6 +228,9 @@ def test_a_full_queue_answers_503_with_retry_after_at_once(served) -> None:
 
 def test_metrics_count_requests_by_model_and_code(served) -> None:
     _still_serving(served)
+    # its own requests, one answered and one refused, so the counts do not rest on the tests that ran before it
+    assert _post(served, "/v2/models/mnist_cnn-fp32/infer", json=_infer_json()).status_code == 200
+    assert _post(served, "/v2/models/mnist_cnn-fp32/infer", json=_infer_json(shape=(1, 2))).status_code == 400
     text = httpx.get(f"{served.base}/metrics").text
     assert 'edgekit_requests_total{code="200",endpoint="infer",model="mnist_cnn-fp32"}' in text
     assert 'code="400"' in text and "edgekit_queue_seconds_bucket" in text and "edgekit_inference_seconds" in text

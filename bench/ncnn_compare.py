@@ -16,7 +16,7 @@ Each is converted with `edgekit convert SRC --target onnx,tflite,ncnn --quantize
 user runs them. Writes bench/results/ncnn.json (or --out) and prints the table docs/results/ncnn.md quotes.
 
 Usage (from the repository root, after `pip install -e '.[all]'`):
-    python bench/ncnn_compare.py [--work /tmp/edgekit-ncnn] [--reuse] [--models cnn,mobilenetv2,detector,keras]
+    python bench/ncnn_compare.py [--work bench/results/ncnn-work] [--reuse] [--models cnn,mobilenetv2,detector,keras]
 """
 
 from __future__ import annotations
@@ -199,7 +199,8 @@ def _num(x: Any, digits: int = 5) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--work", type=Path, default=Path("/tmp/edgekit-ncnn"))
+    ap.add_argument("--work", type=Path, default=REPO / "bench" / "results" / "ncnn-work",
+                    help="where the conversions are kept (--reuse): beside the other bench outputs, ignored by git")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "ncnn.json")
     ap.add_argument("--reuse", action="store_true", help="keep conversions already in --work")
     ap.add_argument("--models", default="cnn,mobilenetv2,detector,keras")

@@ -26,8 +26,9 @@ first unsupported op: everything after runs on the CPU).
   int8 step of a GELU output whose range exceeds 5.2; validation measures what it costs.
 - Data movement through 5-D and 6-D tensors (ShuffleNetV2's channel shuffle, a transformer's qkv split, MobileViT's
   unfold into patches and fold back) rewritten in at most 4 dimensions: edgekit.edgetpu.fixes_layout.
-- A softmax over a few rows as 1-D softmaxes, and a PADV2 with a finite value (EfficientViT's column of ones) as PAD
-  and ADD: edgekit.edgetpu.fixes_attention.
+- A softmax over a few rows as 1-D softmaxes, a PADV2 with a finite value (EfficientViT's column of ones) as PAD
+  and ADD, a mean over a whole sample (GroupNorm(1)) over a view whose last axis is a multiple of 4:
+  edgekit.edgetpu.fixes_attention.
 - SQRT, and DIV by a tensor that cannot be negative (ConvNeXt-V2's global response norm), as RSQRT and MUL:
   edgekit.edgetpu.fixes_norm.
 
@@ -43,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.edgetpu.fixes_attention import padv2_value, softmax_by_rows
+from edgekit.edgetpu.fixes_attention import padv2_value, softmax_by_rows, whole_mean
 from edgekit.edgetpu.fixes_layout import five_d_moves
 from edgekit.edgetpu.fixes_norm import div_as_rsqrt, sqrt_as_rsqrt
 from edgekit.tflite.flatbuffer import FlatModel
@@ -296,6 +297,7 @@ FIXES: dict[str, Callable[[FlatModel], int]] = {
     "DIV by a non-negative tensor -> MUL by RSQRT(b)^2": div_as_rsqrt,
     "PADV2 with a finite value on one axis -> PAD, ADD": padv2_value,
     "SOFTMAX of 2-16 rows -> SPLIT, 1-D SOFTMAX per row, CONCATENATION": softmax_by_rows,
+    "MEAN over a whole sample -> MEAN of a [1, 1, E/c, c] view, c a multiple of 4": whole_mean,
 }
 
 

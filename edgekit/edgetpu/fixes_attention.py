@@ -9,6 +9,9 @@
 - PADV2 with a finite value on one axis (EfficientViT's `F.pad(v, (0, 1), value=1.0)`: the column of ones of its
   linear attention): PAD with zeros, then ADD of a constant that holds the value in the padded cells and 0 elsewhere,
   broadcast along the other axes. PAD and ADD are in Coral's table; x + 0 and 0 + value are exact.
+- MEAN over a whole sample whose last axis is no multiple of 4 (MobileViTv2's GroupNorm(1) over [C, P, N] with
+  N = 49): Coral's Mean reduces along z only with a multiple of 4 channels; the same values seen as [1, 1, E / c, c]
+  with c a multiple of 4 have the same mean.
 """
 
 from __future__ import annotations
@@ -108,4 +111,49 @@ def padv2_value(f: FlatModel) -> int:
     return done
 
 
-__all__ = ["MAX_ROWS", "MAX_SOFTMAX", "padv2_value", "softmax_by_rows", "softmax_rows"]
+def _whole_mean_shape(f: FlatModel, k: int) -> list[int] | None:
+    """For a MEAN over every axis but the batch whose last axis is no multiple of 4 (the Edge TPU reduces along z
+    only with a multiple of 4 channels): the [1, 1, E / c, c] shape, c a multiple of 4, that holds the same values."""
+    op = f.sg.operators[k]
+    shape = [int(d) for d in f.sg.tensors[int(op.inputs[0])].shape]
+    axes = f.int_const(int(op.inputs[1])) if len(op.inputs) > 1 else None
+    if axes is None or len(shape) < 2 or shape[0] != 1 or shape[-1] % 4 == 0:
+        return None
+    if {int(a) % len(shape) for a in axes.reshape(-1)} != set(range(1, len(shape))):
+        return None
+    size = int(np.prod(shape))
+    c = max((m for m in range(4, min(size, 4096) + 1, 4) if size % m == 0), default=0)
+    return [1, 1, size // c, c] if c else None
+
+
+def whole_mean(f: FlatModel) -> int:
+    """Every MEAN over all of a sample (GroupNorm(1)'s mean and variance: MobileViTv2 over [C, P, N], N = 49) whose
+    last axis is no multiple of 4, taken over a [1, 1, E / c, c] view instead, c a multiple of 4: a mean of the same
+    values (exact to the order of the sum); how many."""
+    done = k = 0
+    while k < len(f.sg.operators):
+        view = _whole_mean_shape(f, k) if f.name(k) == "MEAN" else None
+        if view is None:
+            k += 1
+            continue
+        op = f.sg.operators[k]
+        x, y = int(op.inputs[0]), int(op.outputs[0])
+        base = f.tensor_name(y)
+        flat, mean = f.add_like(f"{base}/view", x), f.add_like(f"{base}/view_mean", y)
+        f.sg.tensors[flat].shape, f.sg.tensors[mean].shape = np.array(view, np.int32), np.array([1] * 4, np.int32)
+        f.sg.tensors[flat].shapeSignature = f.sg.tensors[mean].shapeSignature = None
+        opts = f.schema.ReducerOptionsT()
+        opts.keepDims = True
+        out_shape = [int(d) for d in f.sg.tensors[y].shape]
+        f.sg.operators[k:k + 1] = [
+            f.reshape_op(x, flat, view, f"{base}/view"),
+            f.make_op("MEAN", [flat, f.add_int32(f"{base}/view_axes", np.array([1, 2, 3], np.int32))], [mean], opts,
+                      f.schema.BuiltinOptions.ReducerOptions),
+            f.reshape_op(mean, y, out_shape, f"{base}/back")]
+        f.reindex()
+        k += 3
+        done += 1
+    return done
+
+
+__all__ = ["MAX_ROWS", "MAX_SOFTMAX", "padv2_value", "softmax_by_rows", "softmax_rows", "whole_mean"]

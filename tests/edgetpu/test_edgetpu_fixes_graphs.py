@@ -159,3 +159,17 @@ def test_efficientvits_column_of_ones_becomes_pad_and_add_and_maps(tmp_path: Pat
     fix = "PADV2 with a finite value on one axis -> PAD, ADD"
     (before, _), (after, total) = _check(ones_column, [1, 4, 4, 8], fix, tmp_path, xs)
     assert after == total > before
+
+
+def test_a_mean_over_a_whole_sample_with_49_channels_is_taken_over_a_view_and_maps(tmp_path: Path) -> None:
+    """MobileViTv2's GroupNorm(1) over [C, P, N] with N = 49 (the last axis; Coral's Mean reduces along z only with a
+    multiple of 4 channels): the same values seen as [1, 1, E / c, c], c a multiple of 4."""
+    def group_norm(x):
+        centred = x - tf.reduce_mean(x, axis=[1, 2, 3], keepdims=True)
+        var = tf.reduce_mean(centred * centred, axis=[1, 2, 3], keepdims=True)
+        return centred * tf.math.rsqrt(var + 1e-5)
+
+    xs = np.random.default_rng(12).normal(size=(16, 8, 4, 49)).astype(np.float32)
+    fix = "MEAN over a whole sample -> MEAN of a [1, 1, E/c, c] view, c a multiple of 4"
+    (before, _), (after, total) = _check(group_norm, [1, 8, 4, 49], fix, tmp_path, xs)
+    assert after == total > before

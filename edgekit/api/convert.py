@@ -69,6 +69,8 @@ def convert(model: Any, targets: str | list[str] | None = None, quantize: str | 
             requested = ConvertOptions.from_keywords(**given, **_targets(targets, quantize))
             wanted = check_request(requested)  # names, values, calibration: before anything is written
             memory.check_inputs(kind, example_inputs, requested.input_shape)
+            if kind and requested.reparameterize:
+                memory.refuse_reparameterize(kind)
             stem = memory.check_name(name or DEFAULT_NAME) if kind else _stem(Path(model))
             out_dir = Path(requested.out_dir) if requested.out_dir else Path("edgekit-out") / stem
             with output_lock(out_dir):
@@ -77,7 +79,8 @@ def convert(model: Any, targets: str | list[str] | None = None, quantize: str | 
                     say(f"writing the {kind} model to {memory.source_folder(out_dir)} ...")
                 src, calib, consumed = memory.write_source(
                     model, kind, out_dir, stem, example_inputs=example_inputs,
-                    input_shape=requested.input_shape, calib=arrays, signature=requested.signature)
+                    input_shape=requested.input_shape, calib=arrays, signature=requested.signature,
+                    reparameterize=bool(kind and requested.reparameterize))
                 # the request as judged above, pointing at what was just written: not parsed or judged again
                 run = dataclasses.replace(requested, out_dir=out_dir,
                                           input_shape=None if consumed else requested.input_shape,

@@ -23,6 +23,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,6 +116,10 @@ class WrittenSource(Record):
     example_inputs: list[ExampleInput] = field(default_factory=list)
     calibration: str | None = None  # calibration arrays given in memory, as written
     framework_version: str | None = None
+    # reparameterize=True: the fused copy of the module, exported beside it (the model converted; `file`, the module
+    # as given, stays the reference), and the methods called on how many modules
+    fused: str | None = None
+    fused_by: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -200,8 +205,10 @@ def _write_calibration(arrays: dict[str, np.ndarray], folder: Path) -> str:
 
 def write_source(model: Any, kind: str | None, out_dir: Path, name: str, *, example_inputs: Any = None,
                  input_shape: list[int] | None = None, calib: dict[str, np.ndarray] | None = None,
-                 signature: str = "serving_default") -> tuple[Path | None, Path | None, bool]:
+                 signature: str = "serving_default", reparameterize: bool = False,
+                 ) -> tuple[Path | None, Path | None, bool]:
     """Write MODEL (of memory KIND; None: it is a path, written is only CALIB) and CALIB into OUT_DIR/source/.
+    REPARAMETERIZE (a torch module only: `refuse_reparameterize` first) also writes its fused copy (`fused_twin`).
 
     Returns (the written model's path or None, the calibration file's path or None, whether INPUT_SHAPE was
     consumed to build example inputs). The caller holds OUT_DIR's lock and has called `refuse_earlier`.
@@ -216,11 +223,18 @@ def write_source(model: Any, kind: str | None, out_dir: Path, name: str, *, exam
     try:
         writer: Writer | None = resolve(WRITERS, kind, "in-memory model kind") if kind else None
         written = writer(model, stage, name, example_inputs, input_shape, signature) if writer else None
+        fused, calls = None, {}
+        if reparameterize and writer is not None:
+            from edgekit.sources.torch_reparam import fused_copy
+
+            module, counted = fused_copy(model)
+            fused, calls = writer(module, stage, f"{name}.fused", example_inputs, input_shape, signature), dict(counted)
         calib_name = _write_calibration(calib, stage) if calib else None
         record = WrittenSource(kind=kind or "path", object=f"{type(model).__module__}.{type(model).__qualname__}",
                                file=written.name if written else None, how=written.how if written else "",
                                example_inputs=written.example_inputs if written else [], calibration=calib_name,
-                               framework_version=written.framework_version if written else None)
+                               framework_version=written.framework_version if written else None,
+                               fused=fused.name if fused else None, fused_by=calls)
         atomic_write_json(stage / RECORD_FILE, record.to_dict())
         _swap_in(stage, source_folder(out_dir))
     finally:
@@ -228,6 +242,36 @@ def write_source(model: Any, kind: str | None, out_dir: Path, name: str, *, exam
     folder = source_folder(out_dir)
     return (folder / written.name if written else None, folder / calib_name if calib_name else None,
             bool(written and written.consumed_input_shape))
+
+
+def refuse_reparameterize(kind: str | None) -> None:
+    """UsageError before anything is written where reparameterize=True meets a model that is no torch module."""
+    if kind == "torch-module":
+        return
+    from edgekit.sources.torch_reparam import refuse_without_module
+
+    if kind == "torch-exported-program":
+        raise refuse_without_module(kind)
+    raise UsageError(f"reparameterize=True fuses a PyTorch module's branches; this is a {kind or 'model file'}.",
+                     hint="Leave reparameterize out, or pass the torch.nn.Module (or its file with --model).")
+
+
+def fused_twin(path: Path) -> tuple[Path, Counter[str]] | None:
+    """(the fused copy edgekit.convert() wrote beside the ExportedProgram file PATH, the methods called), or None
+    where PATH is not the model of such a source folder."""
+    import json
+
+    record = path.parent / RECORD_FILE
+    try:
+        data = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("file") != path.name or not isinstance(data.get("fused"), str):
+        return None
+    twin = path.parent / Path(data["fused"]).name  # a name in this folder, never a path out of it
+    by = data.get("fused_by")
+    calls = by if isinstance(by, dict) else {}
+    return (twin, Counter({str(k): int(v) for k, v in calls.items() if isinstance(v, int)})) if twin.is_file() else None
 
 
 def _swap_in(stage: Path, dest: Path) -> None:
@@ -248,5 +292,5 @@ def _swap_in(stage: Path, dest: Path) -> None:
 
 
 __all__ = ["ACCEPTED", "RECORD_FILE", "SOURCE_FOLDER", "WRITERS", "ExampleInput", "Writer", "Written",
-           "WrittenSource", "calibration_arrays", "check_inputs", "check_name", "memory_kind", "refuse_earlier",
-           "source_folder", "write_source"]
+           "WrittenSource", "calibration_arrays", "check_inputs", "check_name", "fused_twin", "memory_kind",
+           "refuse_earlier", "refuse_reparameterize", "source_folder", "write_source"]

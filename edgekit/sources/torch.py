@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pickle
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,10 @@ from edgekit.core.fsutil import sha256_file
 from edgekit.sources.base import LoadOptions, Source, SourceSpec
 from edgekit.sources.detect import ZIP_MAGIC, zip_names
 from edgekit.sources.factory import load_factory
+from edgekit.sources.memory import fused_twin
+
+if TYPE_CHECKING:
+    from collections import Counter
 
 _CHECKPOINT_KEYS = ("state_dict", "model_state_dict", "model", "net", "weights")
 
@@ -183,12 +187,22 @@ def load(path: Path | None, opts: LoadOptions, kind: str) -> Source:
     static_batch = shape[0] if shape[0] > 0 else 0
     reference, changes = module, []  # the model every artifact is validated against: the source as given
     if opts.reparameterize:
-        if kind in ("torch-exported", "torchscript"):
+        twin = fused_twin(path) if path is not None and kind == "torch-exported" else None
+        if twin is not None:  # edgekit.convert(module, reparameterize=True) fused the module before exporting both
+            fused_path, calls = twin
+            obj, fused_module, _, _ = _exported(fused_path)
+            changes = [_said(module, fused_module, calls, shape, static_batch)]
+            module = fused_module
+        elif kind in ("torch-exported", "torchscript"):
             from edgekit.sources.torch_reparam import refuse_without_module
 
             raise refuse_without_module(kind)
-        module, said = _fused(module, shape, static_batch)
-        obj, changes = module, [said]
+        else:
+            from edgekit.sources.torch_reparam import fused_copy
+
+            fused, calls = fused_copy(module)
+            changes = [_said(module, fused, calls, shape, static_batch)]
+            obj = module = fused
     predict = _make_predict(reference, static_batch or 0)
     probe = np.zeros([1 if d <= 0 else d for d in shape], dtype=np.float32)
     with vendor_errors("torch", error=UsageError, describe=lambda exc: vendor_message(exc, 300, last=True),
@@ -215,24 +229,16 @@ def load(path: Path | None, opts: LoadOptions, kind: str) -> Source:
     )
 
 
-def _fused(module: Any, shape: list[int], static_batch: int) -> tuple[Any, str]:
-    """MODULE re-parameterized (edgekit.sources.torch_reparam), and the manifest's words for it, with how far the
-    fused copy's outputs are from MODULE's on a seeded random input (a fusion that changes the function shows)."""
-    from edgekit.sources.torch_reparam import reparameterized, words
+def _said(module: Any, fused: Any, calls: Counter[str], shape: list[int], static_batch: int) -> str:
+    """The manifest's words for the fusion, with how far FUSED's outputs are from MODULE's on a seeded random input
+    (a fusion that changes the function shows)."""
+    from edgekit.sources.torch_reparam import words
 
-    with vendor_errors("torch", error=UnsupportedModel, describe=lambda exc: vendor_message(exc, 300, last=True),
-                       what="The model's own re-parameterization failed (--reparameterize)",
-                       hint="Run its reparameterize() / switch_to_deploy() / fuse() in Python to see why, or "
-                       "convert without --reparameterize."):
-        fused, calls = reparameterized(module)
-    if not calls:
-        raise UsageError("--reparameterize: no module of this model has a reparameterize(), switch_to_deploy() or "
-                         "fuse() method, so there is nothing to fuse.", hint="Convert without --reparameterize.")
     x = np.random.default_rng(0).standard_normal([d if d > 0 else 2 for d in shape]).astype(np.float32)
     want = _make_predict_outputs(module, static_batch)({"input": x})
     got = _make_predict_outputs(fused, static_batch)({"input": x})
     rel = max(float(np.abs(got[k] - v).max() / (np.ptp(v) or 1.0)) for k, v in want.items())
-    return fused, words(calls, rel)
+    return words(calls, rel)
 
 
 def _fits(given: list[int], model: list[int]) -> bool:

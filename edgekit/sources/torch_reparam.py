@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from edgekit.core.errors import UsageError
+from edgekit.core.border import vendor_errors, vendor_message
+from edgekit.core.errors import UnsupportedModel, UsageError
 
 METHODS = ("reparameterize", "switch_to_deploy", "fuse")  # in the order a module's own is chosen
 
@@ -60,6 +61,20 @@ def _visit(parent: Any, calls: Counter[str], torch: Any) -> None:
         _visit(child, calls, torch)
 
 
+def fused_copy(module: Any) -> tuple[Any, Counter[str]]:
+    """MODULE re-parameterized (edgekit.sources.torch_reparam) and the methods called; the model's own failure, or
+    a model with nothing to fuse, is a clean error."""
+    with vendor_errors("torch", error=UnsupportedModel, describe=lambda exc: vendor_message(exc, 300, last=True),
+                       what="The model's own re-parameterization failed (--reparameterize)",
+                       hint="Run its reparameterize() / switch_to_deploy() / fuse() in Python to see why, or "
+                       "convert without --reparameterize."):
+        fused, calls = reparameterized(module)
+    if not calls:
+        raise UsageError("--reparameterize: no module of this model has a reparameterize(), switch_to_deploy() or "
+                         "fuse() method, so there is nothing to fuse.", hint="Convert without --reparameterize.")
+    return fused, calls
+
+
 def refuse_without_module(kind: str) -> UsageError:
     """The error for --reparameterize on a source that holds a graph, not the module's Python methods."""
     return UsageError(
@@ -76,4 +91,4 @@ def words(calls: Counter[str], max_rel: float) -> str:
             f"reference (the fused one differs from it by {max_rel:.1e} of its output range on the probe input)")
 
 
-__all__ = ["METHODS", "refuse_without_module", "reparameterized", "words"]
+__all__ = ["METHODS", "fused_copy", "refuse_without_module", "reparameterized", "words"]

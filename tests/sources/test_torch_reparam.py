@@ -100,3 +100,52 @@ def test_convert_reparameterize_records_it_and_passes(tmp_path: Path) -> None:
     assert art.fidelity is not None and art.fidelity.passed
     convs = [n for n in onnx.load(tmp_path / "out" / Path(art.path).name).graph.node if n.op_type == "Conv"]
     assert len(convs) == 13  # one per block: 4 branches, a scale and an identity folded into each
+
+
+def test_in_memory_only_a_torch_module_is_fused_and_a_hostile_record_names_no_twin(tmp_path: Path) -> None:
+    import json
+
+    from edgekit.core.errors import UsageError
+    from edgekit.sources.memory import RECORD_FILE, fused_twin, refuse_reparameterize
+
+    refuse_reparameterize("torch-module")
+    with pytest.raises(UsageError, match="holds its traced graph only"):
+        refuse_reparameterize("torch-exported-program")
+    with pytest.raises(UsageError, match="this is a keras"):
+        refuse_reparameterize("keras")
+    (tmp_path / "m.pt2").write_bytes(b"x")
+    (tmp_path / "m.fused.pt2").write_bytes(b"y")
+    assert fused_twin(tmp_path / "m.pt2") is None  # no record: a user's own file
+    for record, found in (({"file": "m.pt2", "fused": "m.fused.pt2", "fused_by": {"B.fuse": 2}}, True),
+                          ({"file": "m.pt2", "fused": "../m.fused.pt2"}, True),  # read as a name in the folder
+                          ({"file": "other.pt2", "fused": "m.fused.pt2"}, False), ({"file": "m.pt2"}, False),
+                          ({"file": "m.pt2", "fused": "gone.pt2"}, False), ([1, 2], False)):
+        (tmp_path / RECORD_FILE).write_text(json.dumps(record))
+        twin = fused_twin(tmp_path / "m.pt2")
+        assert (twin is not None) is found, record
+        if twin is not None:
+            assert twin[0] == tmp_path / "m.fused.pt2"
+    (tmp_path / RECORD_FILE).write_text("{not json")
+    assert fused_twin(tmp_path / "m.pt2") is None
+
+
+@pytest.mark.slow  # torch.export twice, a PyTorch -> ONNX export and its validation: seconds
+def test_convert_an_in_memory_module_reparameterized_validates_against_the_unfused(tmp_path: Path) -> None:
+    import json
+
+    import edgekit
+    from edgekit.testing import mobile_blocks
+
+    model = mobile_blocks.mobileone()
+    calib = {"input": np.random.default_rng(0).standard_normal((16, 3, 32, 32)).astype(np.float32)}
+    result = edgekit.convert(model, "onnx", "fp32", example_inputs=mobile_blocks.example(model), calib=calib,
+                             reparameterize=True, out=tmp_path / "out", quiet=True)
+    art = result["onnx", "fp32"]
+    assert art.fidelity is not None and art.fidelity.passed
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["options"]["reparameterize"] is True
+    assert any("reparameterize() on 13 module(s)" in c and "unfused one is the reference" in c
+               for c in manifest["source"]["changes"])
+    record = json.loads((tmp_path / "out" / "source" / "source.json").read_text())
+    assert record["fused"] == "model.fused.pt2" and record["fused_by"] == {"MobileOneBlock.reparameterize": 13}
+    assert any(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules())  # the user's module is left unfused

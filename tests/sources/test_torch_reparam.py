@@ -65,6 +65,7 @@ def test_sources_without_the_module_or_the_methods_are_refused(tmp_path: Path) -
     assert "--model" in (err.value.hint or "")
 
 
+@pytest.mark.slow  # builds and runs a 13-block torch model twice: seconds
 def test_the_loaded_source_exports_the_fused_model_and_validates_against_the_unfused() -> None:
     from edgekit.sources.base import LoadOptions
     from edgekit.sources.torch import load

@@ -168,6 +168,7 @@ def _made_unloadable(monkeypatch: pytest.MonkeyPatch, unfixed: Path) -> None:
     monkeypatch.setattr(search, "build", lambda job, base, nodes: (unfixed.read_bytes(), None, {}))
 
 
+@pytest.mark.slow  # a real `edgekit convert` to fp16 and int8
 def test_an_int8_with_a_float_filter_fails_at_its_step_and_the_others_publish(
         sparse_tflite: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _made_unloadable(monkeypatch, sparse_tflite["unfixed"])
@@ -182,6 +183,7 @@ def test_an_int8_with_a_float_filter_fails_at_its_step_and_the_others_publish(
     assert not (out / "pose.int8.tflite").exists()
 
 
+@pytest.mark.slow  # a real `edgekit convert` to fp16 and int8
 def test_an_int8_litert_cannot_load_fails_at_validation_alone(sparse_tflite: dict, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Where no check of edgekit's knows the cause, LiteRT's refusal fails that artifact at validation: quoted once

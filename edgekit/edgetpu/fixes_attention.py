@@ -8,7 +8,8 @@
   op per row is more than the TPU part would win, and the BATCH_MATMUL before it stops mapping anyway.
 - PADV2 with a finite value on one axis (EfficientViT's `F.pad(v, (0, 1), value=1.0)`: the column of ones of its
   linear attention): PAD with zeros, then ADD of a constant that holds the value in the padded cells and 0 elsewhere,
-  broadcast along the other axes. PAD and ADD are in Coral's table; x + 0 and 0 + value are exact.
+  broadcast along the other axes. PAD and ADD are in Coral's table; x + 0 and 0 + value are exact. A "minus
+  infinity" (-FLT_MAX: a padded MaxPool) is left to edgekit.edgetpu.fixes, since the ADD's int8 range would hold it.
 - MEAN over a whole sample whose last axis is no multiple of 4 (MobileViTv2's GroupNorm(1) over [C, P, N] with
   N = 49): Coral's Mean reduces along z only with a multiple of 4 channels; the same values seen as [1, 1, E / c, c]
   with c a multiple of 4 have the same mean.
@@ -22,6 +23,7 @@ from edgekit.tflite.flatbuffer import FlatModel
 
 MAX_ROWS = 16  # a softmax split into more 1-D ones than this is left as it is
 MAX_SOFTMAX = 16000  # Coral: "Supports only 1-D input tensor with a max of 16,000 elements"
+HUGE = 1e30  # a PADV2 value this large is a padded MaxPool's "minus infinity", which an ADD would put in the int8 range
 
 
 def softmax_rows(shape: list[int]) -> int:
@@ -75,7 +77,7 @@ def padv2_value(f: FlatModel) -> int:
         op = f.sg.operators[k]
         value = f.const(int(op.inputs[2])) if f.name(k) == "PADV2" and len(op.inputs) > 2 else None
         pads = f.int_const(int(op.inputs[1])) if value is not None else None
-        if value is None or value.size != 1 or not np.isfinite(value).all() or pads is None:
+        if value is None or value.size != 1 or not np.all(np.abs(value) < HUGE) or pads is None:
             k += 1
             continue
         pads = pads.reshape(-1, 2)

@@ -173,3 +173,16 @@ def test_a_mean_over_a_whole_sample_with_49_channels_is_taken_over_a_view_and_ma
     fix = "MEAN over a whole sample -> MEAN of a [1, 1, E/c, c] view, c a multiple of 4"
     (before, _), (after, total) = _check(group_norm, [1, 8, 4, 49], fix, tmp_path, xs)
     assert after == total > before
+
+
+def test_a_padv2_with_minus_infinity_is_not_added_as_a_value() -> None:
+    """A padded max (-FLT_MAX, as onnx2tf pads a MaxPool) must not become PAD + ADD(-FLT_MAX): the ADD's int8 range
+    would hold the infinity the PADV2 fixes exist to keep out."""
+    from edgekit.edgetpu.fixes import apply_fixes
+
+    def padded_max(x):
+        v = tf.pad(x, [[0, 0], [0, 0], [0, 0], [0, 1]], constant_values=-3.4028235e38)
+        return tf.reduce_max(v, axis=-1, keepdims=True)
+
+    blob = _float_tflite(padded_max, [1, 4, 4, 8])
+    assert "PADV2 with a finite value on one axis -> PAD, ADD" not in apply_fixes(blob)[1].applied

@@ -12,9 +12,12 @@ confidence 0.25):
   detector now does;
 - decode+heads+scores-float: and the class branch's last convolutions wholly float (float weights and inputs: the
   ONNX form of what TFLite's int8 of a detector does to every last head layer);
-- decode+heads+branch16: and the whole class branch (every node whose output reaches only the class scores) with
-  16-bit activations;
+- decode+heads+branch-float: and the whole class branch (every node whose output reaches only the class scores)
+  in float;
+- decode+heads+branch16: and the whole class branch with 16-bit activations;
 - decode+heads+a16: every activation 16-bit (int8 weights): how much of the drift int8 activations make at all;
+- only the trunk int8, only the head's branches int8 (each box and class branch: the nodes that feed one head
+  layer only): where the drift comes from;
 - each further variant named with --variants (percentile, mse, ...: that ONNX recipe with decode+heads).
 The class heads are the head's last layers with as many output channels as the detector has classes (YOLOv8's cls
 convolutions; its box convolutions write 4 x 16 DFL bins): a rule for this bench, not a structural finding.
@@ -46,8 +49,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def _class_branch(model: object, heads: tuple[str, ...], classes: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(the class heads: last layers with CLASSES output channels, every node whose output reaches only them)."""
+def _class_branch(model: object, heads: tuple[str, ...], classes: int
+                  ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(the class heads: last layers with CLASSES output channels, every node whose output reaches only them, every
+    node whose output reaches one head layer only: the head's branches, box and class, apart from the trunk)."""
     from onnx import numpy_helper
 
     g = model.graph  # type: ignore[attr-defined]
@@ -72,7 +77,7 @@ def _class_branch(model: object, heads: tuple[str, ...], classes: int) -> tuple[
         return reach[name]
 
     branch = tuple(n.name for n in g.node if (f := feeds(n.name)) and f <= set(cls))
-    return cls, branch
+    return cls, branch, tuple(n.name for n in g.node if len(feeds(n.name)) == 1)
 
 
 def _anchor_drift(y_ref: np.ndarray, y: np.ndarray, classes: int, cut: float) -> float | None:
@@ -227,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
           f"({100 * share:.3f}% of MACs) after {len(region.head_layers)} head layers")
     rows = []
     nodes, heads = region.nodes, region.head_layers
-    cls_heads, branch = _class_branch(model, heads, head.classes)
+    cls_heads, branch, branches = _class_branch(model, heads, head.classes)
     form = host_cpu().form  # the int8 form convert makes on this machine (edgekit.quantize.cpu_forms)
     everything = tuple(n.name for n in model.graph.node if n.name not in set(nodes))
     print(f"class heads {len(cls_heads)} of {len(heads)}; class branch {len(branch)} nodes "
@@ -235,8 +240,12 @@ def main(argv: list[str] | None = None) -> int:
     variants: list[tuple[str, str, tuple[str, ...], tuple[str, ...], dict[str, Any]]] = [
         ("plain", "plain", (), (), {}), ("decode", "plain", nodes, (), {}), ("decode+heads", "plain", nodes, heads, {}),
         ("decode+heads+scores-float", "plain", nodes, heads, {"float_nodes": cls_heads}),
+        ("decode+heads+branch-float", "plain", nodes, heads, {"float_nodes": branch}),
         ("decode+heads+branch16", "plain", nodes, heads, {"int16_nodes": branch}),
-        ("decode+heads+a16", "plain", nodes, heads, {"int16_nodes": everything})]
+        ("decode+heads+a16", "plain", nodes, heads, {"int16_nodes": everything}),
+        ("only the trunk int8", "plain", nodes, heads, {"float_nodes": branches}),
+        ("only the head's branches int8", "plain", nodes, heads,
+         {"float_nodes": tuple(n for n in everything if n not in set(branches))})]
     variants += [(f"decode+heads+{v}", v, nodes, heads, {}) for v in args.variants.split(",") if v]
     fp32_ms = _ms_per_image(pre, val, args.runs)
     print(f"fp32: {pre.stat().st_size / 1e6:.3f} MB, {fp32_ms:.2f} ms per image", flush=True)

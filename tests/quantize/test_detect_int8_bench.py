@@ -25,9 +25,10 @@ def test_the_class_branch_is_the_class_heads_and_what_feeds_only_them(tmp_path: 
     import onnx
 
     model = onnx.load(str(dfl_detector(tmp_path / "dfl.onnx", classes=3)))
-    heads, branch = _bench()._class_branch(model, HEAD_LAYERS, 3)
+    heads, branch, branches = _bench()._class_branch(model, HEAD_LAYERS, 3)
     # the box heads write 4 x 16 DFL bins, the class heads 3 channels; the trunk before them feeds both
     assert heads == ("cls_l0", "cls_l1") and set(branch) == {"cls_l0", "cls_l1"}
+    assert set(branches) == set(HEAD_LAYERS)  # each feeds one head layer (itself); the trunk feeds several
 
 
 def test_the_same_anchor_drift_reads_each_anchor_over_the_cut_at_its_class() -> None:

@@ -54,7 +54,7 @@ def coverage(blob: bytes, xs: np.ndarray, folder: Path, label: str, only: tuple[
         "ops_total": pf.ops_total, "macs_on_tpu": pf.macs_on_tpu, "macs_total": pf.macs_total,
         "macs_on_tpu_fraction": pf.macs_on_tpu_fraction,
         "stops_at": None if first is None else f"op {first.index} {first.op}: {first.reason}",
-        "tried": None if first is None else first.tried,
+        "tried": getattr(first, "tried", None),  # None from a checkout before the field existed
     }
     if show and first is not None:
         own = [(e.own_reason or "would map") if e.code == "after_partition" else e.reason

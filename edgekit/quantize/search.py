@@ -158,6 +158,25 @@ def _judge_head(y_ref: dict[str, np.ndarray], y: np.ndarray | dict[str, np.ndarr
                   fid.score_change if fid.detection_recall is not None else None)
 
 
+def through_silu(node: Any, producer: dict[Any, Any], op_of: Callable[[Any], str],
+                 inputs_of: Callable[[Any], list[Any]]) -> tuple[Any, Any] | None:
+    """Where NODE is the product of a SiLU, x * sigmoid(x) (a Mul / MUL of a tensor and its Sigmoid / LOGISTIC):
+    (the sigmoid node, x); else None. Mixed precision walks a layer group back through it, as through a ReLU: in a
+    YOLO every layer is followed by one, and a layer left float alone kept its int8 input and output (onnxruntime
+    and the TFLite quantizer keep a tensor quantized while its producer or a reader is), so floating a layer
+    removed only its weights' rounding, never an activation's."""
+    if op_of(node) not in ("Mul", "MUL"):
+        return None
+    ins = inputs_of(node)
+    if len(ins) != 2:
+        return None
+    for a, b in (ins, ins[::-1]):
+        sig = producer.get(b)
+        if sig is not None and op_of(sig) in ("Sigmoid", "LOGISTIC") and inputs_of(sig)[:1] == [a]:
+            return sig, a
+    return None
+
+
 def output_noise(y: np.ndarray | dict[str, np.ndarray], y_ref: np.ndarray | dict[str, np.ndarray],
                  head: Any = None) -> float:
     """The noise power of Y against Y_REF: mean squared error, or, for several outputs (a detector head's boxes in
@@ -478,5 +497,6 @@ Log = Callable[[str], None]
 __all__ = ["AUTO_FLOAT_CAP", "AUTO_MACS_TARGET", "Judged", "NOT_JUDGED", "Reach", "best", "best_float_free",
            "cap_share", "cost_record", "error_share", "has_classes", "input_noise_agreement", "judge", "kind_agreement",
            "largest_within", "macs_fraction", "margin_z", "needed_samples", "out_of_reach", "output_noise",
+           "through_silu",
            "prefix_nodes", "ranked_units", "say", "smallest_float_set", "split", "top1_margins", "trial",
            "twin_noise_agreement", "wilson_low"]

@@ -60,3 +60,27 @@ def test_the_search_judges_records_and_shows_the_score_drift() -> None:
     say(lines.append, "plain", judged, 0)
     assert "score drift 0.050" in lines[0]
     assert judge(ref, ref, choice=choice).passed
+
+
+def test_a_layer_group_walks_back_through_a_silu_to_the_layer_that_feeds_it() -> None:
+    from types import SimpleNamespace
+
+    from onnx import helper
+
+    from edgekit.quantize.search import through_silu
+
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], name="conv1"),
+             helper.make_node("Sigmoid", ["a"], ["s"], name="sig"),
+             helper.make_node("Mul", ["a", "s"], ["m"], name="silu"),  # YOLO's SiLU: x * sigmoid(x)
+             helper.make_node("Conv", ["m", "w2"], ["b"], name="conv2"),
+             helper.make_node("Mul", ["b", "k"], ["c"], name="scale")]  # a product that is no SiLU
+    producer = {o: n for n in nodes for o in n.output}
+    sig, x = through_silu(nodes[2], producer, lambda n: n.op_type, lambda n: list(n.input))
+    assert sig.name == "sig" and x == "a" and producer[x].name == "conv1"
+    assert through_silu(nodes[4], producer, lambda n: n.op_type, lambda n: list(n.input)) is None
+    assert through_silu(nodes[3], producer, lambda n: n.op_type, lambda n: list(n.input)) is None
+    # TFLite's form (LOGISTIC, MUL; tensors by index), the Sigmoid's input second
+    ops = [SimpleNamespace(op="LOGISTIC", inputs=[0], outputs=[1]),
+           SimpleNamespace(op="MUL", inputs=[1, 0], outputs=[2])]
+    tproducer = {t: o for o in ops for t in o.outputs}
+    assert through_silu(ops[1], tproducer, lambda o: o.op, lambda o: o.inputs) == (ops[0], 0)

@@ -44,6 +44,7 @@ from edgekit.quantize.search import (
     output_noise,
     ranked_units,
     split,
+    through_silu,
 )
 
 
@@ -215,9 +216,15 @@ class OnnxCandidates:
             if node.op_type not in LAYER_OPS:
                 continue
             path, prod = [node.name], g.producer.get(node.input[0])
-            while prod is not None and prod.op_type in PASS_THROUGH:
-                path.append(prod.name)
-                prod = g.producer.get(prod.input[0])
+            while prod is not None:
+                if prod.op_type in PASS_THROUGH:
+                    path.append(prod.name)
+                    prod = g.producer.get(prod.input[0])
+                elif silu := through_silu(prod, g.producer, lambda n: n.op_type, lambda n: list(n.input)):
+                    path += [prod.name, silu[0].name]
+                    prod = g.producer.get(silu[1])
+                else:
+                    break
             if prod is not None and prod.op_type in LAYER_OPS:
                 path.append(prod.name)
             out.append(tuple(reversed(path)))

@@ -147,6 +147,7 @@ def _write(job: TfliteJob, name: str, blob: bytes) -> Path:
 
 def _units(cal_path: Path) -> list[tuple[str, ...]]:
     """Each layer op with the ops back to the layer that feeds it, named by their output tensors."""
+    from edgekit.quantize.search import through_silu
     from edgekit.tflite.model import read_tflite
 
     m = read_tflite(cal_path)
@@ -156,9 +157,15 @@ def _units(cal_path: Path) -> list[tuple[str, ...]]:
         if op.op not in LAYER_OPS or not op.outputs:
             continue
         path, prod = [m.tensors[op.outputs[0]].name], producer.get(op.inputs[0])
-        while prod is not None and prod.op in PASS_THROUGH:
-            path.append(m.tensors[prod.outputs[0]].name)
-            prod = producer.get(prod.inputs[0])
+        while prod is not None:
+            if prod.op in PASS_THROUGH:
+                path.append(m.tensors[prod.outputs[0]].name)
+                prod = producer.get(prod.inputs[0])
+            elif silu := through_silu(prod, producer, lambda o: o.op, lambda o: [i for i in o.inputs if i >= 0]):
+                path += [m.tensors[prod.outputs[0]].name, m.tensors[silu[0].outputs[0]].name]
+                prod = producer.get(silu[1])
+            else:
+                break
         if prod is not None and prod.op in LAYER_OPS:
             path.append(m.tensors[prod.outputs[0]].name)
         out.append(tuple(reversed(path)))

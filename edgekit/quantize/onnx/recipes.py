@@ -194,7 +194,7 @@ class BiasCorrect(OnnxRecipe):
 
 
 # the w8a16 precision: int8 weights (full 8 bits: no int8 x int8 kernel runs them, so nothing saturates), int16
-# activations everywhere
+# activations everywhere (its one recipe adds bias correction: edgekit.quantize.onnx.search.quantize_w8a16)
 W8A16 = OnnxRecipeConfig(activations="int16", reduce_range=False)
 
 class Nncf(OnnxRecipe):

@@ -411,7 +411,8 @@ def main() -> int:
     p.add_argument("--formats", default="onnx,tflite", help="a subset reruns those, keeping the others' results "
                    "(openvino: the trained non-classifiers' OpenVINO IR rows)")
     p.add_argument("--recipes", default="", help="trained non-classifiers: the int8 recipes to run (default "
-                   "plain,auto), keeping the others' results")
+                   "plain,auto), keeping the others' results; `default` and `old` are today's defaults and the old "
+                   "ones (bench/int8_tasks.py DEFAULTS)")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "int8_recovery.json")
     p.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "edgekit-int8-recovery")
     args = p.parse_args()

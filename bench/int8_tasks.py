@@ -279,9 +279,19 @@ def outputs(path: Path, fmt: str, x: np.ndarray, output: int) -> np.ndarray:
     return next(y for y in ys if y.ndim == 4 and y.shape[1] == 2) if output else ys[0]
 
 
+# runs that are not one recipe (issue 40): today's defaults (no --int8-recipe: auto within the default --int8-budget,
+# --for host) and the old ones (plain, and the ONNX form edgekit made before --for: S8S8 with 7-bit weights, which no
+# row of edgekit.quantize.cpu_forms makes any more, so that run patches the x86-64 row to it: OLD_FORM)
+DEFAULTS: dict[str, list[str]] = {"default": [], "old": ["--int8-recipe", "plain", "--for", "x86-64"]}
+OLD_FORM = ("import dataclasses, sys; import edgekit.quantize.cpu_forms as f; "
+            "f.FORMS['x86-64'] = dataclasses.replace(f.FORMS['x86-64'], activations='int8', reduce_range=True); "
+            "from edgekit.cli import main; sys.argv[0] = 'edgekit'; main()")
+
+
 def convert_args(task: Task, src: Path, calib: Path, recipe: str, targets: str, out: Path) -> list[str]:
+    how = DEFAULTS.get(recipe, ["--int8-recipe", recipe])
     return [str(src), "--target", targets, "--quantize", "fp32,int8", "--calib", str(calib), "--calib-size",
-            str(CALIB), "--val-size", "50", "--int8-recipe", recipe, "--out", str(out), "--force", *task.args]
+            str(CALIB), "--val-size", "50", *how, "--out", str(out), "--force", *task.args]
 
 
 def run_recipe(task: Task, src: Path, calib: Path, held: dict[str, np.ndarray], recipe: str, targets: str,
@@ -294,7 +304,8 @@ def run_recipe(task: Task, src: Path, calib: Path, held: dict[str, np.ndarray], 
     import time
 
     out = work / f"out-{recipe}"
-    cmd = [sys.executable, "-m", "edgekit.cli", "convert", *convert_args(task, src, calib, recipe, targets, out)]
+    launch = ["-c", OLD_FORM] if recipe == "old" else ["-m", "edgekit.cli"]
+    cmd = [sys.executable, *launch, "convert", *convert_args(task, src, calib, recipe, targets, out)]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
@@ -321,6 +332,7 @@ def run_recipe(task: Task, src: Path, calib: Path, held: dict[str, np.ndarray], 
         row.update(recipe=recipe, chosen=r.get("chosen"), met_in_search=r.get("met"),
                    macs_float_fraction=r.get("macs_float_fraction"), size_bytes=int8.get("size_bytes"),
                    trials=[f"{t['recipe']}: " + _trial_words(t) for t in r.get("trials", [])],
+                   budget=r.get("budget"), form=(r.get("config") or {}).get("cpu"),
                    validation_passed=(int8.get("fidelity") or {}).get("passed"), seconds=round(seconds, 1))
         rows[fmt] = row
         log(f"  {task.name} {fmt} {recipe} -> {row['chosen']}: " + "; ".join(
@@ -334,7 +346,7 @@ def _trial_words(t: dict[str, Any]) -> str:
         words += f", agreement {t['agreement']}"
     fl = f", {t['float_nodes']} float ({100 * (t.get('macs_float_fraction') or 0):.1f}% MACs)" if t.get(
         "float_nodes") else ""
-    return f"{words}, cosine {t.get('cosine')}{fl}"
+    return f"{words}, cosine {t.get('cosine')}{fl}, {t.get('seconds')} s"
 
 
 RECIPES = (("plain", "onnx,tflite"), ("auto", "onnx,tflite"))  # (recipe, targets): each one `edgekit convert` run
@@ -348,7 +360,7 @@ def targets_of(recipe: str, formats: tuple[str, ...] = ("onnx", "tflite", "openv
     from edgekit.quantize.tflite.recipes import TFLITE_RECIPES
 
     have = {"onnx": NAMES, "tflite": TFLITE_RECIPES, "openvino": OPENVINO_RECIPES}
-    return ",".join(f for f in formats if recipe in (*have[f], "auto"))
+    return ",".join(f for f in formats if recipe in (*have[f], "auto", *DEFAULTS))
 
 
 def verdict(task: Task, res: dict[str, Any]) -> dict[str, Any]:

@@ -39,8 +39,10 @@ def tried(op: TOp, model: TfliteModel, code: str) -> str | None:
     consts = [t.const for t in (model.tensor(i) for i in op.inputs[:2]) if t is not None]
     if name == "BATCH_MATMUL":
         if any(consts):
-            return ("a product with a constant operand has an exact Edge TPU form (FULLY_CONNECTED or a 1x1 "
-                    "CONV_2D), which edgekit's fixes do not write for BATCH_MATMUL yet")
+            return ("tried: none fits. A product with a constant operand shared by the batch is written by the "
+                    "TFLite converter as FULLY_CONNECTED, which maps (as a 1x1 CONV_2D on a 3-D or 4-D tensor); a "
+                    "BATCH_MATMUL with a constant operand is left only where the constant differs per batch entry "
+                    "(per-head weights) or comes first, which edgekit does not split into one product per entry")
         return ("tried: none fits. Both operands are computed tensors (an attention's q @ k or attn @ v): the Edge TPU "
                 "multiplies by constant weights only (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED), and a MUL "
                 "broadcast and SUM would round every [M, N, K] product to int8 before the sum, so it stays on the "

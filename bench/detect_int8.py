@@ -169,6 +169,41 @@ def _searched(pre: Path, model: Any, calib: np.ndarray, val: np.ndarray, y_ref: 
     return rows
 
 
+def _searched_tflite(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
+    """`edgekit convert --target tflite --quantize int8 --int8-recipe mixed --int8-budget 600` on the first CALIB + VAL
+    samples, the drift bar patched to ARGS.tflite_search_drift, with layer groups walked through SiLUs and without
+    (as before): the manifest's figures (validation on its own held-out split)."""
+    from contextlib import nullcontext
+    from unittest import mock
+
+    from edgekit.conversion.pipeline import convert
+    from edgekit.fidelity.kinds import THRESHOLDS
+
+    arrays = np.load(args.data)
+    data = work / "tflite-data.npz"
+    n = args.calib + args.val
+    np.savez(data, x=arrays["x"][:n], boxes=arrays["boxes"][arrays["boxes"][:, 0] < n])
+    rows = []
+    for label, silu in (("layer groups stop at a SiLU (before)", False), ("layer groups walk through SiLUs", True)):
+        t0 = time.perf_counter()
+        stop = mock.patch("edgekit.quantize.search.through_silu", lambda *a: None) if not silu else nullcontext()
+        with mock.patch.dict(THRESHOLDS["detection"]["int8"], {"score_change": args.tflite_search_drift}), stop:
+            result = convert(args.model, "tflite", "int8", calib=str(data), calib_size=args.calib, val_size=args.val,
+                             out=work / f"tflite-{silu}", int8_recipe="mixed", int8_budget=600.0)
+        (art,) = result.artifacts
+        fid, rec = art.fidelity, art.extra["int8_recipe"]
+        if fid is None:
+            raise SystemExit(f"{art.path}: not validated ({art.failure})")
+        row = {"variant": f"TFLite mixed at drift {args.tflite_search_drift}, {label}", "recall": fid.detection_recall,
+               "precision": fid.detection_precision, "source_boxes": fid.detections, "score_change": fid.score_change,
+               "map50": fid.map50, "reference_map50": fid.reference_map50, "met_in_search": rec.get("met"),
+               "macs_float_fraction": rec.get("macs_float_fraction"), "float_nodes": len(rec.get("float_nodes") or ()),
+               "size_mb": round(art.size_bytes / 1e6, 3), "seconds": round(time.perf_counter() - t0, 1)}
+        rows.append(row)
+        print(", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     import onnx
 
@@ -192,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--search-drift", type=float, default=None,
                     help="also run the `mixed` search (float layers on plain) judged at this mean score drift, its "
                          "layer groups ranked each way: the raw output's error, and box and score rows apart")
+    ap.add_argument("--tflite-search-drift", type=float, default=None,
+                    help="also convert to TFLite int8 with --int8-recipe mixed judged at this drift, with and without "
+                         "layer groups walked through SiLUs")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
 
@@ -276,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         print(words, flush=True)
     if args.search_drift is not None:
         rows += _searched(pre, model, calib, val, y_ref, names, head, boxes, meta, form, work, args)
+    if args.tflite_search_drift is not None:
+        rows += _searched_tflite(args, work)
     if args.out:
         args.out.write_text(json.dumps({"model": str(args.model), "calib": args.calib, "val": len(val),
                                         "decode_nodes": len(region.nodes), "decode_macs_share": share,

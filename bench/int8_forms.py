@@ -7,7 +7,9 @@ named) in each form of edgekit.quantize.cpu_forms' table and the forms around it
 - U8S8 8-bit per tensor; U8U8 8-bit (the `uint8` recipe);
 - S8S8 8-bit run with onnxruntime's session option `session.qdqisint8allowed=1` (a runtime knob, not a form: it lets
   x86 fuse int8 activations as Arm does);
-beside the fp32 ONNX and the LiteRT int8 .tflite of `edgekit convert --target onnx,tflite --quantize fp32,int8`.
+beside the fp32 ONNX and the LiteRT int8 .tflite of `edgekit convert --target onnx,tflite --quantize fp32,int8`,
+and the ONNX and LiteRT int8 artifacts of that conversion with today's defaults (auto within the default budget,
+--for host) and with the old ones (`--int8-recipe plain`, S8S8 7-bit ONNX), so that the gain is a ratio of one run.
 
 Models: the bundled MNIST CNN (calibrated on 200 training digits, judged on the 1,000 test digits) and a MobileNetV2
 at 224 in plain torch (bench/ncnn_compare.py's; BatchNorm statistics from photo crops), calibrated on 100 crops of
@@ -119,21 +121,33 @@ MODELS = {"cnn": cnn, "mobilenetv2": mobilenet}
 
 
 # --- the artifacts ---------------------------------------------------------------------------------------------
-def convert(m: Model, work: Path) -> dict[str, Path]:
-    """The fp32 ONNX and the LiteRT int8 of `edgekit convert` (reused when already there)."""
-    out = work / m.name
+def convert(m: Model, work: Path, how: str = "default") -> dict[str, Any]:
+    """The artifacts of `edgekit convert` (reused when already there) with today's defaults (HOW "default": auto
+    within the default budget, --for host) or the old ones ("old": --int8-recipe plain and the S8S8 7-bit ONNX form,
+    bench/int8_tasks.py's OLD_FORM), with the int8 record and the conversion's seconds."""
+    from bench.int8_tasks import DEFAULTS, OLD_FORM
+
+    out = work / (m.name if how == "default" else f"{m.name}-{how}")
     manifest = out / "manifest.json"
+    seconds = None
     if not manifest.is_file():
-        cmd = [str(BIN / "edgekit"), "convert", str(m.src), "--target", "onnx,tflite", "--quantize", "fp32,int8",
-               "--calib", m.calib, "--out", str(out), "--force"]
+        launch = [sys.executable, "-c", OLD_FORM] if how == "old" else [str(BIN / "edgekit")]
+        cmd = [*launch, "convert", str(m.src), "--target", "onnx,tflite", "--quantize", "fp32,int8",
+               "--calib", m.calib, *DEFAULTS[how], "--out", str(out), "--force"]
         log(" ".join(cmd[1:]))
         env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+        t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        seconds = round(time.perf_counter() - t0, 1)
         if not manifest.is_file():
             raise SystemExit(f"convert failed: {proc.stderr[-2000:]}")
     arts = json.loads(manifest.read_text())["artifacts"]
     found = {f"{a['format']}-{a['precision']}": out / a["path"] for a in arts if a.get("status") == "ok"}
-    return {"onnx_fp32": found["onnx-fp32"], "tflite_int8": found["tflite-int8"]}
+    recipes = {f"{a['format']}-{a['precision']}": (a.get("extra") or {}).get("int8_recipe") or {} for a in arts}
+    return {"onnx_fp32": found["onnx-fp32"], "onnx_int8": found["onnx-int8"], "tflite_int8": found["tflite-int8"],
+            "seconds": seconds, "chosen": {k: r.get("chosen") for k, r in recipes.items() if r},
+            "trials": {k: [(t["recipe"], t.get("seconds")) for t in r.get("trials", [])]
+                       for k, r in recipes.items() if r}}
 
 
 def quantize_forms(m: Model, fp32: Path, work: Path) -> dict[str, Path]:
@@ -259,14 +273,25 @@ def profile(path: Path, config: dict[str, str], x: np.ndarray, folder: Path, run
             "kernel_ms_per_run": round(total, 4)}
 
 
+# the rows of `edgekit convert` as a user gets them: today's defaults, and the old ones (issue 40's ratio)
+CONVERTED = {"ONNX int8, defaults (auto, --for host)": ("default", "onnx_int8"),
+             "ONNX int8, old defaults (plain, S8S8 7-bit)": ("old", "onnx_int8"),
+             "LiteRT int8, old defaults (plain)": ("old", "tflite_int8")}
+
+
 def bench_model(m: Model, work: Path, rounds: int) -> dict[str, Any]:
     arts = convert(m, work)
+    made = {"default": arts, "old": convert(m, work, "old")}
     forms = quantize_forms(m, arts["onnx_fp32"], work)
     sessions = {"fp32 (onnxruntime)": ort_session(arts["onnx_fp32"], {})}
     for label, path in forms.items():
         sessions[label] = ort_session(path, FORMS[label][4])
+    for label, (how, key) in CONVERTED.items():
+        if key.startswith("onnx"):
+            sessions[label] = ort_session(made[how][key], {})
     variants = {k: ort_runner(s) for k, s in sessions.items()}
-    variants["LiteRT int8"] = litert_runner(arts["tflite_int8"])
+    variants["LiteRT int8"] = litert_runner(arts["tflite_int8"])  # the defaults' (LiteRT has one form)
+    variants["LiteRT int8, old defaults (plain)"] = litert_runner(made["old"]["tflite_int8"])
     ref = outputs(variants["fp32 (onnxruntime)"], m.x_val)
     judged = {k: fidelity(outputs(run, m.x_val), ref) for k, run in variants.items()}
     runs = 20 if m.name.startswith("mobilenet") else 200
@@ -275,8 +300,13 @@ def bench_model(m: Model, work: Path, rounds: int) -> dict[str, Any]:
     prof = {label: profile(forms[label], FORMS[label][4], m.x_val[:1], work / m.name / "profile" / str(i))
             for i, label in enumerate(PROFILED)}
     sizes = {k: p.stat().st_size for k, p in forms.items()}
+    sizes.update({label: made[how][key].stat().st_size for label, (how, key) in CONVERTED.items()})
+    converted = {how: {k: a[k] for k in ("seconds", "chosen", "trials")} for how, a in made.items()}
     return {"source": m.src.name, "judged_on": len(m.x_val), "calibrated_on": len(m.x_calib),
-            "fidelity": judged, "latency": timed, "size_bytes": sizes, "profile": prof}
+            "fidelity": judged, "latency": timed, "size_bytes": sizes, "profile": prof, "converted": converted,
+            "defaults_vs_old": {fmt: round(timed[old]["p50_ms"] / timed[new]["p50_ms"], 3) for fmt, new, old in (
+                ("onnx", "ONNX int8, defaults (auto, --for host)", "ONNX int8, old defaults (plain, S8S8 7-bit)"),
+                ("tflite", "LiteRT int8", "LiteRT int8, old defaults (plain)"))}}
 
 
 def table(results: dict[str, Any]) -> str:
@@ -324,6 +354,10 @@ def main() -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     print(table(results))
+    print()
+    for model, row in results["models"].items():
+        print(f"{model}: old defaults' p50 / the defaults' (> 1: the defaults run faster): {row['defaults_vs_old']}; "
+              f"converted: {json.dumps(row['converted'])}")
     print()
     print(profile_table(results))
     return 0

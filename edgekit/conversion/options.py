@@ -105,7 +105,8 @@ class CommonOptions:
     int8_budget: float | None = option(
         INT8_BUDGET, "Seconds the int8 recipe search (--int8-recipe auto or mixed) may spend per artifact: it starts "
         "no candidate that the slowest so far says would end past them, keeps the best so far, and the manifest says "
-        "the budget ended. inf: no limit.")
+        "the budget ended. Where the first candidate alone takes more than that allows, the budget grows to 2.5 "
+        "times its time, so a slow model still gets a second recipe. 0: plain only; inf: no limit.")
     deploy_cpu: str = option(
         "host", "The CPU the int8 artifacts are made for: host (this machine, from /proc/cpuinfo), x86-64-vnni, x86-64 "
         "(no VNNI), arm64-dotprod, arm64, pi3, pi4, pi5, or a CPU device profile (cpu-x86, cpu-arm64, raspberry-pi-5 "

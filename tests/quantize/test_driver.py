@@ -196,3 +196,11 @@ def test_a_real_onnx_search_records_its_budget(spread_model: Path, samples: np.n
                for n in choice.notes)
     assert any("keeping the best float-free one, plain" in m and "--int8-budget" in m for m in log)
     assert choice.to_dict()["budget"]["seconds"] == 0
+
+
+def test_the_budget_flags_help_says_how_far_it_grows() -> None:
+    """--int8-budget's help spells BUDGET_SCALE out (conversion.options stays light for --help): they must agree."""
+    from edgekit.conversion.options import OPTIONS
+    from edgekit.quantize.driver import BUDGET_SCALE
+
+    assert f"grows to {BUDGET_SCALE:g} times" in OPTIONS["int8_budget"].help

@@ -38,6 +38,9 @@ class Answer:
     stderr: str
 
 
+READER_GRACE = 5.0  # seconds the stderr reader is given to reach the end of ssh's output once ssh has ended
+
+
 def call(remote: Remote, command: str | None, *, flags: tuple[str, ...] = (), feed: Callable[[IO[bytes]], None]
          | None = None, on_line: Callable[[str], None] | None = None, timeout: float | None = None) -> Answer:
     """Run COMMAND on REMOTE; FEED writes stdin (then it is closed), else stdin stays open for the call's life.
@@ -79,8 +82,8 @@ def call(remote: Remote, command: str | None, *, flags: tuple[str, ...] = (), fe
     finally:
         if timer is not None:
             timer.cancel()
-        reader.join(timeout=5)
-        _close(proc)
+        reader.join(timeout=READER_GRACE)
+        _close(proc, skip_stderr=reader.is_alive())
     if fired:
         raise RemoteRunFailed(f"{remote.label}: no answer within {timeout:g} s; the run there was stopped.",
                               hint="Raise the time limit, or check what else runs on the device.")
@@ -118,8 +121,11 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
-def _close(proc: subprocess.Popen[bytes]) -> None:
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
+def _close(proc: subprocess.Popen[bytes], skip_stderr: bool = False) -> None:
+    """Close our ends of PROC's pipes. SKIP_STDERR where the reader thread still reads it (something else holds its
+    write end open): closing a buffered stream blocks on the lock a reading thread holds, so Ctrl-C would hang there;
+    the daemon thread and the pipe go with the process."""
+    for stream in (proc.stdin, proc.stdout, None if skip_stderr else proc.stderr):
         try:
             if stream is not None:
                 stream.close()

@@ -167,3 +167,24 @@ def test_what_a_device_says_reaches_the_terminal_without_escape_sequences() -> N
     _read_lines(io.BytesIO(b"> loading\x1b[2J\x1bc\n\xc2\x9b31m\ttab kept\r\n"), kept, said.append)
     assert said == ["> loading?[2J?c", "?31m\ttab kept"] and "\x1b" not in "".join(kept)
     assert printable('{"a": 1}\n') == '{"a": 1}\n'  # JSON's whitespace survives
+
+
+def test_a_call_returns_when_something_else_keeps_ssh_stderr_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Closing a pipe that the stderr reader thread still reads blocks on its lock (seen once in CI: Ctrl-C of a
+    remote profile never returned); a call whose ssh left a process holding stderr open returns all the same."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from edgekit.remote import ssh
+
+    monkeypatch.setattr(ssh, "READER_GRACE", 0.3)
+    holder = "(sleep 5 >/dev/null) & echo answered"  # the background sleep keeps the call's stderr open
+    fake = SimpleNamespace(label="fake-device", ssh_argv=lambda command, *flags: ["sh", "-c", holder])
+    got: list[ssh.Answer] = []
+    worker = threading.Thread(target=lambda: got.append(ssh.call(fake, "ignored")), daemon=True)  # type: ignore[arg-type]
+    start = time.monotonic()
+    worker.start()
+    worker.join(15)
+    assert got, "ssh.call hung closing a pipe its reader thread still reads"
+    assert got[0].code == 0 and got[0].stdout.strip() == "answered" and time.monotonic() - start < 15

@@ -155,9 +155,13 @@ def _device_runs(marker: str) -> list[int]:
 def test_ctrl_c_stops_the_run_on_the_device(server: sshd.Sshd, remote_args: list[str], tmp_path: Path) -> None:
     model = tiny_onnx(tmp_path / "net.onnx")
     marker = str(tmp_path / "device-cache")
+    # Ctrl-C interrupts, as at a terminal: a suite started as a shell's background job (`(... &)`, a CI runner's) runs
+    # with SIGINT ignored, which a child inherits through exec, and a Python started so never raises KeyboardInterrupt
+    # (both clean-clone runs of 2026-11-28 started so hung here; tests/conversion/test_outdir.py's child does the same)
     proc = subprocess.Popen([sys.executable, "-m", "edgekit.cli", "profile", str(model), "--remote",
                              "edgekit-test-device", *remote_args, "--min-seconds", "120"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 30
     while not _device_runs(marker) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.1)

@@ -70,6 +70,7 @@ class Judged:
     # maps and sequences: the agreement their kind is judged by (`kind_agreement`)
     agreement: float | None = None
     drift: float | None = None  # detectors: the kept boxes' mean score change
+    landmark_px: float | None = None  # landmarks: their mean move in input pixels (`agreement` is 1 - it / side)
 
     def score(self) -> tuple[float, float]:
         """What ranks candidates: top-1 agreement (classes), the worse of box recall and precision (detectors), or
@@ -133,7 +134,8 @@ def judge(y_ref: np.ndarray | dict[str, np.ndarray], y: np.ndarray | dict[str, n
         failures += box_bounds(fid, z, wilson_low)
     return Judged(bool(fid.passed) and not failures, float(fid.cosine), fid.top1_agreement, failures, len(y_ref),
                   top1_margins(y_ref, y), fid.detection_recall, fid.detection_precision, fid.detections,
-                  kind_agreement(fid), fid.score_change if fid.detection_recall is not None else None)
+                  kind_agreement(fid), fid.score_change if fid.detection_recall is not None else None,
+                  getattr(fid, "landmark_error_px", None))
 
 
 def _judge_head(y_ref: dict[str, np.ndarray], y: np.ndarray | dict[str, np.ndarray], precision: str, z: float,
@@ -325,6 +327,8 @@ def say(log: Callable[[str], None], label: str, judged: Judged, float_ops: int, 
         words = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
         top1 = f"box recall {words(judged.recall)}, precision {words(judged.precision)} ({judged.detections} boxes), "
         top1 += f"score drift {judged.drift:.3f}, " if judged.drift is not None else ""
+    elif judged.landmark_px is not None and judged.agreement is not None:  # as its user reads it: pixels, share
+        top1 = f"landmarks moved {judged.landmark_px:.2f} px ({1 - judged.agreement:.2%} of the side), "
     elif judged.top1 is None and judged.agreement is not None:
         top1 = f"agreement {judged.agreement:.1%}, "
     more = f" ({float_ops} ops in float)" if float_ops else ""

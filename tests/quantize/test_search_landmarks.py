@@ -30,3 +30,19 @@ def test_a_candidate_is_judged_and_ranked_by_its_landmarks_pixel_error() -> None
                 layout="NHWC")
     assert close.passed and not far.passed  # 1% of 224 px on average is the int8 bar
     assert close.agreement is not None and far.agreement is not None and close.score() > far.score()
+
+
+def test_the_progress_line_reads_the_landmarks_in_pixels() -> None:
+    """The line a candidate prints says what its user reads (pixels and a share of the side), not 'agreement 98.8%'
+    (one minus the share), which read like a kept fraction."""
+    from edgekit.quantize.search import say
+
+    y_ref = _hand()
+    choice = decide_kinds({"Identity": y_ref}, "NHWC", input_size=(224, 224))["Identity"]
+    moved = y_ref.copy()
+    moved[:, 0::3] += 3.0  # every point 3 px to the right, z and y unmoved
+    judged = judge(y_ref, moved, "int8", choice=choice, layout="NHWC")
+    assert judged.landmark_px is not None and abs(judged.landmark_px - 3.0) < 1e-3
+    lines: list[str] = []
+    say(lines.append, "plain", judged, 0)
+    assert "landmarks moved 3.00 px (1.34% of the side)" in lines[0] and "agreement" not in lines[0]

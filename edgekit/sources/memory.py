@@ -259,14 +259,14 @@ def refuse_reparameterize(kind: str | None) -> None:
 def fused_twin(path: Path) -> tuple[Path, Counter[str]] | None:
     """(the fused copy edgekit.convert() wrote beside the ExportedProgram file PATH, the methods called), or None
     where PATH is not the model of such a source folder."""
-    import json
+    from edgekit.core.filedoc import as_dict, read_json
 
     record = path.parent / RECORD_FILE
-    try:
-        data = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else None
-    except (OSError, ValueError):
+    try:  # the one reader of files edgekit did not write this run: size cap, UTF-8, bounded nesting
+        data = as_dict(read_json(record, "source record")) if record.is_file() else {}
+    except UsageError:  # an unreadable record names no twin: --reparameterize is then refused for the .pt2
         return None
-    if not isinstance(data, dict) or data.get("file") != path.name or not isinstance(data.get("fused"), str):
+    if data.get("file") != path.name or not isinstance(data.get("fused"), str):
         return None
     twin = path.parent / Path(data["fused"]).name  # a name in this folder, never a path out of it
     by = data.get("fused_by")

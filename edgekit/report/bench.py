@@ -61,8 +61,9 @@ def footnotes(report: BenchReport) -> list[str]:
                  "(manifest), not re-measured.")
     if any(r.detection_recall is not None or r.map50 is not None for r in report.rows):
         notes.append("Detectors: recall is the share of the source's boxes the artifact keeps (same class, "
-                     "IoU >= 0.5), prec the share of its boxes that are the source's; mAP50 on the labelled "
-                     "boxes, its change in points against the source's.")
+                     "IoU >= 0.5), prec the share of its boxes that are the source's, drift the mean change of "
+                     "the kept boxes' scores; mAP50 on the labelled boxes, its change in points against the "
+                     "source's.")
     if report.energy_note:
         notes.append(report.energy_note)
     return notes

@@ -51,6 +51,7 @@ class Figures(Protocol):
     landmark_error_share: float | None
     keypoint_error_px: float | None
     score_agreement: float | None
+    score_change: float | None
 
 
 def map_words(f: Figures) -> str | None:
@@ -63,12 +64,15 @@ def map_words(f: Figures) -> str | None:
 
 
 def detection_words(f: Figures) -> str | None:
-    """"recall 97.1% prec 96.0%" (+ mAP50): the source's boxes the artifact keeps, and its boxes that are the
-    source's; "on 12 boxes" where there were too few to judge by. None where the record has no box figures."""
+    """"recall 97.1% prec 96.0% drift 0.010" (+ mAP50): the source's boxes the artifact keeps, its boxes that are
+    the source's, and how far the kept boxes' scores moved on average (the int8 bar's third measure, shown passing or
+    not); "on 12 boxes" where there were too few to judge by. None where the record has no box figures."""
     if f.detection_recall is None and f.detection_precision is None:
         return None
     words = " ".join(f"{name} {'-' if v is None else format(v, '.1%')}"
                      for name, v in (("recall", f.detection_recall), ("prec", f.detection_precision)))
+    if f.score_change is not None:
+        words += f" drift {f.score_change:.3f}"
     if f.detections is not None and f.detections < MIN_DETECTIONS:
         words += f" on {f.detections} boxes"
     if f.keypoint_error_px is not None:

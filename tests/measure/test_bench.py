@@ -210,12 +210,13 @@ def test_detector_rows_carry_the_box_figures_and_the_table_shows_them(tmp_path: 
 
     again = BenchReport.from_dict(data)  # bench.json read back, as check and CI read it
     cells = {row[0]: row for row in table_rows(again)}
-    assert cells["onnx int8"][6] == "recall 97.1% prec 96.0% mAP50 61.2% (-0.8)"
-    assert cells["onnx fp32"][6] == "recall 97.1% prec 96.0% mAP50 62.0% (+0.0)"
+    assert cells["onnx int8"][6] == "recall 97.1% prec 96.0% drift 0.010 mAP50 61.2% (-0.8)"
+    assert cells["onnx fp32"][6] == "recall 97.1% prec 96.0% drift 0.010 mAP50 62.0% (+0.0)"
     assert cells["source (torch-exported)"][6] == "mAP50 62.0%"
     md = Path(report.files["markdown"]).read_text()
     assert md == markdown(again)
-    assert "| Size | Agreement | Accuracy |" in md and "| recall 97.1% prec 96.0% mAP50 61.2% (-0.8) |" in md
+    assert "| Size | Agreement | Accuracy |" in md
+    assert "| recall 97.1% prec 96.0% drift 0.010 mAP50 61.2% (-0.8) |" in md
     assert "Detectors: recall is the share of the source's boxes" in md
 
 

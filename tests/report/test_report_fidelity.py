@@ -30,13 +30,13 @@ def plain(**figures: float | str) -> Fidelity:
     (plain(pixel_agreement=0.971, kind="dense"), "97.10% px"),
     (plain(step_agreement=0.95, kind="sequence"), "95.00% step"),
     (plain(relative_error=0.0123, kind="regression"), "rel.err 0.0123"),
-    (detector(), "recall 97.1% prec 96.0%"),
-    (detector(map50=0.612, ref=0.62), "recall 97.1% prec 96.0% mAP50 61.2% (-0.8)"),
-    (detector(map50=0.612), "recall 97.1% prec 96.0% mAP50 61.2%"),
-    (detector(detections=12), "recall 97.1% prec 96.0% on 12 boxes"),
-    (dataclasses.replace(detector(), detection_precision=None), "recall 97.1% prec -"),
+    (detector(), "recall 97.1% prec 96.0% drift 0.010"),
+    (detector(map50=0.612, ref=0.62), "recall 97.1% prec 96.0% drift 0.010 mAP50 61.2% (-0.8)"),
+    (detector(map50=0.612), "recall 97.1% prec 96.0% drift 0.010 mAP50 61.2%"),
+    (detector(detections=12), "recall 97.1% prec 96.0% drift 0.010 on 12 boxes"),
+    (dataclasses.replace(detector(), detection_precision=None), "recall 97.1% prec - drift 0.010"),
     (dataclasses.replace(detector(), keypoint_error_px=2.65, keypoint_error_share=0.0207),
-     "recall 97.1% prec 96.0% kp 2.6 px"),
+     "recall 97.1% prec 96.0% drift 0.010 kp 2.6 px"),
     (plain(kind="landmarks", relative_error=0.02, landmark_error_px=2.08, landmark_error_share=0.0108,
            landmark_p95_px=5.71, landmark_p95_share=0.0297), "2.08 px (1.08%) p95 5.7 px"),
     (plain(kind="score", relative_error=3.6, score_agreement=0.971, score_change=0.02), "97.10% decided"),
@@ -48,7 +48,7 @@ def test_agreement_words_by_kind(fid: Fidelity | None, words: str) -> None:
 def test_a_bench_row_reads_as_the_record_it_was_copied_from() -> None:
     fid = detector(map50=0.612, ref=0.62)
     row = BenchRow(label="onnx int8", **{k: getattr(fid, k) for k in FIGURES})
-    assert agreement(row) == agreement(fid) == "recall 97.1% prec 96.0% mAP50 61.2% (-0.8)"
+    assert agreement(row) == agreement(fid) == "recall 97.1% prec 96.0% drift 0.010 mAP50 61.2% (-0.8)"
     assert agreement(BenchRow(label="source (onnx)", map50=0.62)) == "mAP50 62.0%"  # the source's own row
     assert set(FIGURES) <= {f.name for f in dataclasses.fields(Fidelity)}
     assert set(FIGURES) <= {f.name for f in dataclasses.fields(BenchRow)}
@@ -67,6 +67,6 @@ def test_convert_table_shows_a_detectors_boxes() -> None:
     buf = io.StringIO()
     Console(file=buf, width=250, color_system=None).print(convert_table(manifest))
     lines = {line.split()[1]: line for line in buf.getvalue().splitlines() if ".onnx" in line or ".tflite" in line}
-    assert "recall 97.1% prec 96.0% mAP50 62.0% (+0.0)" in lines["yolo.fp32.onnx"]
-    assert "recall 97.1% prec 96.0% mAP50 61.2% (-0.8)" in lines["yolo.int8.onnx"]
+    assert "recall 97.1% prec 96.0% drift 0.010 mAP50 62.0% (+0.0)" in lines["yolo.fp32.onnx"]
+    assert "recall 97.1% prec 96.0% drift 0.010 mAP50 61.2% (-0.8)" in lines["yolo.int8.onnx"]
     assert "99.20%" in lines["cls.int8.onnx"] and "FAILED at onnx_to_tflite" in lines["yolo.int8.tflite"]

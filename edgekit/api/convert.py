@@ -4,9 +4,9 @@ A path goes straight to the conversion pipeline (edgekit.conversion.pipeline.con
 does. A model held in memory (a torch.nn.Module, an ExportedProgram, a Keras model, a tf.Module or
 tf.function, an onnx.ModelProto) is first written into the output folder in its file form
 (edgekit.sources.memory: `OUT/source/`), and that file is converted: same plan, validation and manifest as
-the saved file would give, and a run anyone can repeat from the files. Calibration data given as numpy
-arrays is written there too, as the .npy/.npz that `--calib` reads. Everything the request can be judged
-on (option names and values, targets, precisions, calibration) is judged before anything is written.
+the saved file would give, and a run anyone can repeat from the files. Calibration and held-out data given as
+numpy arrays are written there too, as the .npy/.npz that `--calib` and `--val` read. Everything the request can
+be judged on (option names and values, targets, precisions, calibration) is judged before anything is written.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ def convert(model: Any, targets: str | list[str] | None = None, quantize: str | 
     onnx.ModelProto. A model in memory is written into `OUT/source/` (NAME, default "model", names it and its
     artifacts) and converted from there. TARGETS and QUANTIZE: comma lists or lists ("onnx,tflite",
     "fp32,int8"). OPTIONS: `edgekit convert`'s options by name (`out`, `calib`, `input_shape`, `force`, ...);
-    `calib` may also be a numpy array of samples, an (x, y) pair with labels, or a dict of arrays by input
-    name. QUIET: no progress display.
+    `calib` and `val` (held-out data apart from the calibration's) may also be a numpy array of samples, an (x, y)
+    pair with labels, or a dict of arrays by input name. QUIET: no progress display.
 
     Returns a Conversion: the artifacts (`result["tflite", "int8"]`), the manifest, the Edge TPU state.
     Raises edgekit errors (UsageError for bad input, before anything is written; FidelityError with
@@ -54,6 +54,7 @@ def convert(model: Any, targets: str | list[str] | None = None, quantize: str | 
     kind = memory.memory_kind(model)
     keyword = {API_NAMES.get(k, k): k for k in options}  # option field -> the keyword it was given as
     arrays = memory.calibration_arrays(options.get(keyword["calib"])) if "calib" in keyword else None
+    held = memory.calibration_arrays(options.get(keyword["val"]), "val") if "val" in keyword else None
     if kind is None:
         memory.check_inputs(None, example_inputs, None)
     if kind is None and name is not None:
@@ -61,11 +62,13 @@ def convert(model: Any, targets: str | list[str] | None = None, quantize: str | 
                          hint="Leave it out, or rename the file.")
     try:
         with reporter(quiet, "convert") as say:
-            if kind is None and arrays is None:  # a file, nothing in memory: the pipeline as the CLI runs it
+            if kind is None and arrays is None and held is None:  # a file, nothing in memory: as the CLI runs it
                 return Conversion.of(run_pipeline(model, targets, quantize, progress=say, **options))
             given = dict(options)
             if arrays is not None:
                 given[keyword["calib"]] = "in-memory arrays"  # judged as given; written below
+            if held is not None:
+                given[keyword["val"]] = "in-memory held-out arrays"
             requested = ConvertOptions.from_keywords(**given, **_targets(targets, quantize))
             wanted = check_request(requested)  # names, values, calibration: before anything is written
             memory.check_inputs(kind, example_inputs, requested.input_shape)
@@ -77,15 +80,17 @@ def convert(model: Any, targets: str | list[str] | None = None, quantize: str | 
                 memory.refuse_earlier(out_dir, requested.force)
                 if kind:
                     say(f"writing the {kind} model to {memory.source_folder(out_dir)} ...")
-                src, calib, consumed = memory.write_source(
+                staged = memory.write_source(
                     model, kind, out_dir, stem, example_inputs=example_inputs,
                     input_shape=requested.input_shape, calib=arrays, signature=requested.signature,
-                    reparameterize=bool(kind and requested.reparameterize))
+                    reparameterize=bool(kind and requested.reparameterize), val=held)
                 # the request as judged above, pointing at what was just written: not parsed or judged again
-                run = dataclasses.replace(requested, out_dir=out_dir,
-                                          input_shape=None if consumed else requested.input_shape,
-                                          calib=str(calib) if calib is not None else requested.calib)
-                return Conversion.of(convert_request(src or model, run, say, wanted=wanted))
+                run = dataclasses.replace(
+                    requested, out_dir=out_dir,
+                    input_shape=None if staged.consumed_input_shape else requested.input_shape,
+                    calib=str(staged.calibration) if staged.calibration is not None else requested.calib,
+                    val=str(staged.validation) if staged.validation is not None else requested.val)
+                return Conversion.of(convert_request(staged.model or model, run, say, wanted=wanted))
     except FidelityError as exc:  # --strict: the outputs were written; the error carries the result, as the API's
         if isinstance(exc.result, ConvertResult):
             exc.result = Conversion.of(exc.result)

@@ -54,6 +54,17 @@ def _kinds(value: list[str] | str | None, flag: str) -> dict[str, str] | None:
     return parse_output_kinds(value)
 
 
+def _same_data(calib: str, val: str) -> bool:
+    """Whether --calib and --val name the same data: the same bundled set, or the same file or folder."""
+    a, b = str(calib).strip(), str(val).strip()
+    if a.lower() == b.lower() == "mnist":
+        return False  # the bundled digits: calibration on the train digits, validation on the test digits
+    try:
+        return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+    except (OSError, RuntimeError):  # a loop of links, a path too long: the data readers say what is wrong
+        return False
+
+
 # The default --int8-budget, seconds per int8 artifact's recipe search (issue 40): auto is the default recipe, and a
 # MobileNetV2-class model's whole conversion to ONNX and TFLite at fp32 and int8 must stay under 3 minutes on a 2-core
 # machine where plain misses and both searches run into it: 146.5 s at 30 s, 111.7 s with plain, 317 s at 60 s under
@@ -72,6 +83,10 @@ class CommonOptions:
     calib: str | None = option(None, "Calibration data: image folder, .npy/.npz, or 'mnist'.")
     calib_size: int = option(200, "Calibration samples to use.")
     val_size: int = option(1000, "Held-out samples to validate on (at most).")
+    val: str | None = option(None, "Held-out data to validate every artifact on, given apart from --calib (an image "
+                             "folder or .npy/.npz, with its labels, masks or boxes): other photos or videos than the "
+                             "calibration's, so near-duplicates are never on both sides; --calib then calibrates "
+                             "whole. Default: a quarter of --calib is held out.")
     input_shape: list[int] | None = flags.INPUT_SHAPE()
     input_shapes: dict[str, list[int]] | None = flags.INPUT_SHAPES()
     batch: int = flags.BATCH(1)
@@ -131,6 +146,10 @@ class CommonOptions:
             raise UsageError(f"--batch must be at least 1, got {self.batch}.")
         if self.calib_size < 1 or self.val_size < 1:
             raise UsageError("--calib-size and --val-size must be at least 1.")
+        if self.val is not None and self.calib is not None and _same_data(self.calib, self.val):
+            raise UsageError(f"--val names the calibration data itself ({self.val}): validating on what was "
+                             "calibrated on would hide what quantization lost.",
+                             hint="Give --val other samples, or leave it out to hold out a quarter of --calib.")
         if self.int8_budget is not None and not self.int8_budget >= 0:  # NaN too
             raise UsageError(f"--int8-budget must be a number of seconds, 0 or more, got {self.int8_budget}.",
                              hint="Give the seconds the int8 recipe search may spend, e.g. --int8-budget 120.")

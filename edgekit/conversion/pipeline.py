@@ -161,16 +161,20 @@ def _run(src: Source, options: ConvertOptions, out_dir: Path, say: Callable[[str
         from edgekit.data.feeds import split_named
 
         named = split_named(options.calib, src.inputs, src.layout, calib_size=options.calib_size,
-                            val_size=options.val_size, batch=options.batch, mean=options.mean, std=options.std)
+                            val_size=options.val_size, batch=options.batch, mean=options.mean, std=options.std,
+                            val_spec=options.val)
         feeds, labels, inputs_name = named.held_out, named.labels, named.name
         calib_x = named.calibration  # every input by name: the steps feed each its own (StepContext)
         say(f"validation: {len(next(iter(feeds.values())))} samples of {inputs_name}, every input fed by name")
-    elif options.calib:
+    elif options.calib or options.val:
         cal, val = split_for_conversion(options.calib, shape, src.layout, calib_size=options.calib_size,
-                                        val_size=options.val_size, mean=options.mean, std=options.std)
-        calib_x = cal.x
+                                        val_size=options.val_size, mean=options.mean, std=options.std,
+                                        val_spec=options.val)
+        calib_x = cal.x if cal is not None else None
         feeds, labels, inputs_name = {src.input_name: val.x}, val.y, val.name
-        say(f"calibration: {len(cal.x)} samples of {cal.name}; validation: {len(val.x)} held-out samples")
+        held = val.name if options.val else f"{len(val.x)} held-out samples"
+        say(f"calibration: {len(cal.x)} samples of {cal.name}; validation: {held}" if cal is not None
+            else f"validation: {held} (no calibration data)")
     else:
         val = random_samples(shape, min(options.val_size, 100))
         feeds, labels, inputs_name = {src.input_name: val.x}, val.y, val.name
@@ -197,8 +201,8 @@ def reference(src: Source, feeds: dict[str, Any], labels: Any, inputs_name: str,
         raise UsageError(f"--output-kind / --mask-threshold name {unknown}, which the model does not output; its "
                          f"outputs are {list(outputs)}.",
                          hint="Name an output as the manifest's source.outputs lists it.")
-    masks = held_out_masks(options.calib, options.calib_size, options.val_size)
-    boxes = held_out_boxes(options.calib, options.calib_size, options.val_size)
+    masks = held_out_masks(options.calib, options.calib_size, options.val_size, options.val)
+    boxes = held_out_boxes(options.calib, options.calib_size, options.val_size, options.val)
     first = next(iter(feeds.values()))
     choices = decide_kinds(outputs, src.layout, kinds, src.metadata, image_size(first, src.layout))
     return Reference(x=first, y_ref=next(iter(outputs.values())), labels=labels, layout=src.layout,

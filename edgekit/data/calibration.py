@@ -405,10 +405,11 @@ def load_samples(spec: str, input_shape: Sequence[int], layout: str, mean: Seque
     return Dataset(x=x, y=src.y, name=src.name, preprocessing=how)
 
 
-def split_for_conversion(spec: str, input_shape: Sequence[int], layout: str, calib_size: int = 200,
+def split_for_conversion(spec: str | None, input_shape: Sequence[int], layout: str, calib_size: int = 200,
                          val_size: int = 1000, mean: Sequence[float] | None = None,
-                         std: Sequence[float] | None = None) -> tuple[Dataset, Dataset]:
-    """(calibration set, held-out validation set) from SPEC; the two never share a sample.
+                         std: Sequence[float] | None = None,
+                         val_spec: str | None = None) -> tuple[Dataset | None, Dataset]:
+    """(calibration set, held-out validation set) from SPEC, or from SPEC and VAL_SPEC; the two never share a sample.
 
     Rules, so results can be reproduced and explained:
     - "mnist": calibration = the first CALIB_SIZE of the 4,000 train digits (at most 4,000);
@@ -418,11 +419,21 @@ def split_for_conversion(spec: str, input_shape: Sequence[int], layout: str, cal
       after another still give calibration and validation sets that cover every class);
       validation = the last n_val = min(VAL_SIZE, max(1, round(N / 4))) of that order,
       calibration = the first min(CALIB_SIZE, N - n_val). Each set keeps the sorted order.
+    - With VAL_SPEC (`--val`: the user's own held-out set, e.g. other photos or other videos than the
+      calibration's, where a random split of near-duplicates would validate on what was calibrated on):
+      validation = its first VAL_SIZE samples in sorted order ("mnist": the test digits), and calibration
+      = the first CALIB_SIZE of SPEC's fixed order (mnist: of the train digits), none held back; SPEC may
+      be None (nothing to calibrate, validation only).
     Only the selected images are decoded, so a large folder costs only what is used.
     """
     if calib_size < 1 or val_size < 1:
         raise UsageError(f"Calibration and validation sizes must be >= 1 (got {calib_size}, {val_size}).")
     shape, layout = _check_input(input_shape, layout)
+    if val_spec is not None:
+        cal = _calibration_only(spec, shape, layout, calib_size, mean, std) if spec else None
+        return cal, _validation_only(val_spec, shape, layout, val_size, mean, std)
+    if spec is None:
+        raise UsageError("No data to split: give --calib (or --val for validation only).")
     if str(spec).strip().lower() in BUNDLED:
         src = _open_mnist(shape, layout, mean, std)
         cal_idx = np.arange(min(calib_size, MNIST_TRAIN))
@@ -434,15 +445,37 @@ def split_for_conversion(spec: str, input_shape: Sequence[int], layout: str, cal
         if n < 2:
             raise UsageError(
                 f"{src.name} holds {n} sample(s); calibration and held-out validation need at least 2.",
-                hint="Add more samples (a few hundred calibrate well).",
+                hint="Add more samples (a few hundred calibrate well), or give the held-out ones apart with --val.",
             )
         cal_idx, val_idx = split_indices(n, calib_size, val_size)
         names = (f"{src.name} [calibration: {len(cal_idx)} of {n}]", f"{src.name} [held-out: {len(val_idx)} of {n}]")
-    sets = []
-    for idx, name in zip((cal_idx, val_idx), names, strict=True):
-        x, how = src.take(idx)
-        sets.append(Dataset(x=x, y=None if src.y is None else src.y[idx], name=name, preprocessing=how))
-    return sets[0], sets[1]
+    cal, val = (_taken(src, idx, name) for idx, name in zip((cal_idx, val_idx), names, strict=True))
+    return cal, val
+
+
+def _taken(src: _Source, idx: np.ndarray, name: str) -> Dataset:
+    x, how = src.take(idx)
+    return Dataset(x=x, y=None if src.y is None else src.y[idx], name=name, preprocessing=how)
+
+
+def _calibration_only(spec: str, shape: list[int], layout: str, calib_size: int, mean: Sequence[float] | None,
+                      std: Sequence[float] | None) -> Dataset:
+    """SPEC's calibration samples where the held-out ones come from --val: none of SPEC is held back."""
+    src = _open(spec, shape, layout, mean, std)
+    if src.name == "mnist":
+        return _taken(src, np.arange(min(calib_size, MNIST_TRAIN)), "mnist-train")
+    idx = calibration_indices(src.n, calib_size)
+    return _taken(src, idx, f"{src.name} [calibration: {len(idx)} of {src.n}]")
+
+
+def _validation_only(val_spec: str, shape: list[int], layout: str, val_size: int, mean: Sequence[float] | None,
+                     std: Sequence[float] | None) -> Dataset:
+    """The held-out set the user gave apart (--val): its first VAL_SIZE samples; "mnist": the test digits."""
+    src = _open(val_spec, shape, layout, mean, std)
+    if src.name == "mnist":
+        return _taken(src, MNIST_TRAIN + np.arange(min(val_size, src.n - MNIST_TRAIN)), "mnist-test")
+    idx = validation_indices(src.n, val_size)
+    return _taken(src, idx, f"{src.name} [held-out, given apart: {len(idx)} of {src.n}]")
 
 
 def split_indices(n: int, calib_size: int, val_size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -451,6 +484,17 @@ def split_indices(n: int, calib_size: int, val_size: int) -> tuple[np.ndarray, n
     n_cal = min(calib_size, n - n_val)
     order = np.random.default_rng(SPLIT_SEED).permutation(n)
     return np.sort(order[:n_cal]), np.sort(order[n - n_val:])
+
+
+def calibration_indices(n: int, calib_size: int) -> np.ndarray:
+    """The calibration indices of N samples where the held-out set is given apart (--val): the first CALIB_SIZE of
+    the same fixed order as `split_indices`, none held back."""
+    return np.sort(np.random.default_rng(SPLIT_SEED).permutation(n)[:min(calib_size, n)])
+
+
+def validation_indices(n: int, val_size: int) -> np.ndarray:
+    """The indices of a held-out set given apart (--val) of N samples: its first VAL_SIZE, in its sorted order."""
+    return np.arange(min(val_size, n))
 
 
 def random_samples(input_shape: Sequence[int], n: int, seed: int = 0) -> Dataset:

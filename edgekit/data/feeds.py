@@ -21,7 +21,16 @@ import numpy as np
 
 from edgekit.core.border import vendor_errors
 from edgekit.core.errors import UsageError
-from edgekit.data.calibration import _fit, _to_float, npz_arrays, open_npz, random_samples, split_indices
+from edgekit.data.calibration import (
+    _fit,
+    _to_float,
+    calibration_indices,
+    npz_arrays,
+    open_npz,
+    random_samples,
+    split_indices,
+    validation_indices,
+)
 
 MASKS_KEY = "masks"
 BOXES_KEY = "boxes"
@@ -50,12 +59,35 @@ def _open_npz(spec: str) -> dict[str, np.ndarray]:
 
 def split_named(spec: str | None, inputs: Sequence[tuple[str, list[int], str]], layout: str, *, calib_size: int,
                 val_size: int, batch: int, mean: Sequence[float] | None = None,
-                std: Sequence[float] | None = None) -> Feeds:
-    """Calibration and held-out feeds for INPUTS ((name, shape, dtype), batch first) from a .npz SPEC, or random."""
+                std: Sequence[float] | None = None, val_spec: str | None = None) -> Feeds:
+    """Calibration and held-out feeds for INPUTS ((name, shape, dtype), batch first) from a .npz SPEC, or random;
+    with VAL_SPEC (--val) the held-out feeds come from that .npz and SPEC (if any) calibrates whole."""
     shapes = {n: [batch if d <= 0 else d for d in s] for n, s, _ in inputs}
-    if not spec:
+    if not spec and not val_spec:
         per = {n: random_samples(s, min(val_size, 100), seed=i).x for i, (n, s) in enumerate(shapes.items())}
         return Feeds(None, per, None, "random")
+    if val_spec:
+        held, n_val = _named(val_spec, shapes, layout)
+        val_idx = validation_indices(n_val, val_size)
+        cal_part = None
+        if spec:
+            cal_arrays, n_cal = _named(spec, shapes, layout)
+            cal_part = _part(cal_arrays, calibration_indices(n_cal, calib_size), shapes, layout, mean, std, spec)
+        return Feeds(cal_part, _part(held, val_idx, shapes, layout, mean, std, val_spec), _labels(held, val_idx, n_val),
+                     f"npz:{val_spec} [held-out, given apart: {len(val_idx)} of {n_val}]")
+    assert spec is not None
+    arrays, n = _named(spec, shapes, layout)
+    if n < 2:
+        raise UsageError(f"{spec} holds {n} sample(s); calibration and held-out validation need at least 2.",
+                         hint="Add samples, or give the held-out ones apart with --val.")
+    cal_idx, val_idx = split_indices(n, calib_size, val_size)
+    return Feeds(_part(arrays, cal_idx, shapes, layout, mean, std, spec),
+                 _part(arrays, val_idx, shapes, layout, mean, std, spec), _labels(arrays, val_idx, n),
+                 f"npz:{spec} [held-out: {len(val_idx)} of {n}]")
+
+
+def _named(spec: str, shapes: dict[str, list[int]], layout: str) -> tuple[dict[str, np.ndarray], int]:
+    """The .npz SPEC's array per input name, fitted to its input, with their common sample count (labels kept)."""
     arrays = _open_npz(spec)
     missing = [n for n in shapes if n not in arrays]
     if missing:
@@ -68,16 +100,21 @@ def split_named(spec: str | None, inputs: Sequence[tuple[str, list[int], str]], 
         raise UsageError(f"The inputs in {spec} hold different numbers of samples: {counts}.",
                          hint="Give every input the same number of samples, sample i of each belonging together.")
     n = next(iter(counts.values()))
-    if n < 2:
-        raise UsageError(f"{spec} holds {n} sample(s); calibration and held-out validation need at least 2.")
-    cal_idx, val_idx = split_indices(n, calib_size, val_size)
+    if n < 1:
+        raise UsageError(f"{spec} holds no samples.", hint="Save at least one sample per input.")
+    if arrays.get("y") is not None:
+        fitted["y"] = arrays["y"]
+    return fitted, n
+
+
+def _part(arrays: dict[str, np.ndarray], idx: np.ndarray, shapes: dict[str, list[int]], layout: str,
+          mean: Sequence[float] | None, std: Sequence[float] | None, spec: str) -> dict[str, np.ndarray]:
+    return {k: _to_float(arrays[k][idx], shapes[k], layout, mean, std, f"npz:{spec}[{k}]")[0] for k in shapes}
+
+
+def _labels(arrays: dict[str, np.ndarray], idx: np.ndarray, n: int) -> np.ndarray | None:
     labels = arrays.get("y")
-    labels = labels[val_idx].astype(np.int64) if labels is not None and labels.ndim == 1 and len(labels) == n else None
-
-    def part(idx: np.ndarray) -> dict[str, np.ndarray]:
-        return {k: _to_float(a[idx], shapes[k], layout, mean, std, f"npz:{spec}[{k}]")[0] for k, a in fitted.items()}
-
-    return Feeds(part(cal_idx), part(val_idx), labels, f"npz:{spec} [held-out: {len(val_idx)} of {n}]")
+    return labels[idx].astype(np.int64) if labels is not None and labels.ndim == 1 and len(labels) == n else None
 
 
 def _npz_carrying(spec: str | None, key: str) -> dict[str, np.ndarray] | None:
@@ -88,8 +125,15 @@ def _npz_carrying(spec: str | None, key: str) -> dict[str, np.ndarray] | None:
     return arrays if arrays.get(key) is not None else None
 
 
-def held_out_masks(spec: str | None, calib_size: int, val_size: int) -> np.ndarray | None:
-    """The held-out label masks of a .npz SPEC that carries MASKS_KEY (same split as its samples), else None."""
+def held_out_indices(n: int, calib_size: int, val_size: int, apart: bool) -> np.ndarray:
+    """The held-out indices of N samples: a set given apart (--val, APART) or the split of `split_indices`."""
+    return validation_indices(n, val_size) if apart else split_indices(n, calib_size, val_size)[1]
+
+
+def held_out_masks(spec: str | None, calib_size: int, val_size: int, val_spec: str | None = None) -> np.ndarray | None:
+    """The held-out label masks of a .npz that carries MASKS_KEY (same split as its samples), else None: VAL_SPEC's
+    (--val) where given, else SPEC's."""
+    spec = val_spec or spec
     arrays = _npz_carrying(spec, MASKS_KEY)
     if arrays is None:
         return None
@@ -97,13 +141,13 @@ def held_out_masks(spec: str | None, calib_size: int, val_size: int) -> np.ndarr
     if masks.ndim != 3 or not np.issubdtype(masks.dtype, np.integer):
         raise UsageError(f"{spec}: '{MASKS_KEY}' must be (N, H, W) integer class indices, got {masks.dtype} "
                          f"{list(masks.shape)}.", hint="Save label masks as integers, one class index per pixel.")
-    _, val_idx = split_indices(len(masks), calib_size, val_size)
-    return masks[val_idx]
+    return masks[held_out_indices(len(masks), calib_size, val_size, bool(val_spec))]
 
 
-def held_out_boxes(spec: str | None, calib_size: int, val_size: int) -> np.ndarray | None:
-    """The labelled boxes of the held-out samples of a .npz SPEC carrying BOXES_KEY, image indices renumbered
-    to the held-out order (the split of edgekit.data.calibration.split_indices), else None."""
+def held_out_boxes(spec: str | None, calib_size: int, val_size: int, val_spec: str | None = None) -> np.ndarray | None:
+    """The labelled boxes of the held-out samples of a .npz carrying BOXES_KEY (VAL_SPEC's where given, else SPEC's),
+    image indices renumbered to the held-out order (edgekit.data.calibration's split), else None."""
+    spec = val_spec or spec
     arrays = _npz_carrying(spec, BOXES_KEY)
     if arrays is None:
         return None
@@ -118,7 +162,7 @@ def held_out_boxes(spec: str | None, calib_size: int, val_size: int) -> np.ndarr
     if not np.isfinite(boxes).all() or (index < 0).any() or (index >= len(samples)).any():
         raise UsageError(f"{spec}: '{BOXES_KEY}' has rows that are not finite or name an image outside the "
                          f"{len(samples)} samples.", hint="image_index counts the samples from 0.")
-    _, val_idx = split_indices(len(samples), calib_size, val_size)
+    val_idx = held_out_indices(len(samples), calib_size, val_size, bool(val_spec))
     position = {int(v): j for j, v in enumerate(val_idx)}
     keep = np.array([int(i) in position for i in index], dtype=bool)
     out = boxes[keep].copy()

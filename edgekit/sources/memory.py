@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -115,6 +115,7 @@ class WrittenSource(Record):
     how: str = ""  # how it was written ("torch.export.export + torch.export.save")
     example_inputs: list[ExampleInput] = field(default_factory=list)
     calibration: str | None = None  # calibration arrays given in memory, as written
+    validation: str | None = None  # held-out arrays given in memory (val=), as written
     framework_version: str | None = None
     # reparameterize=True: the fused copy of the module, exported beside it (the model converted; `file`, the module
     # as given, stays the reference), and the methods called on how many modules
@@ -166,7 +167,17 @@ def refuse_earlier(out_dir: Path, force: bool) -> None:
                          "outputs.", hint="Pass force=True to replace them, or out= to write elsewhere.")
 
 
-def calibration_arrays(calib: Any) -> dict[str, np.ndarray] | None:
+class Staged(NamedTuple):
+    """What write_source wrote: the model's path (None: a path was given), the calibration and held-out arrays'
+    files (None where none were given in memory), and whether INPUT_SHAPE was consumed to build example inputs."""
+
+    model: Path | None
+    calibration: Path | None
+    consumed_input_shape: bool
+    validation: Path | None = None
+
+
+def calibration_arrays(calib: Any, keyword: str = "calib") -> dict[str, np.ndarray] | None:
     """Calibration given in memory as arrays to write: x (an array), x and y (a pair), or one per input (a dict).
 
     UsageError for arrays that hold Python objects (a structured dtype's object field too): they could only be
@@ -180,38 +191,36 @@ def calibration_arrays(calib: Any) -> dict[str, np.ndarray] | None:
         arrays = {str(k): v for k, v in calib.items()}
     if arrays is not None:
         if any(a.dtype.hasobject for a in arrays.values()):
-            raise UsageError("calib= arrays of Python objects cannot be written (only pickled, and edgekit pickles "
-                             "nothing).", hint="Pass numeric arrays.")
+            raise UsageError(f"{keyword}= arrays of Python objects cannot be written (only pickled, and edgekit "
+                             "pickles nothing).", hint="Pass numeric arrays.")
         return arrays
     if calib is None or isinstance(calib, (str, os.PathLike)):
         return None
-    raise UsageError(f"calib= cannot be a {type(calib).__name__}.",
+    raise UsageError(f"{keyword}= cannot be a {type(calib).__name__}.",
                      hint="Pass a path ('mnist', an image folder, a .npy/.npz), a numpy array of samples, an (x, y) "
                      "pair of arrays with labels, or a dict of arrays by input name.")
 
 
-def _write_calibration(arrays: dict[str, np.ndarray], folder: Path) -> str:
+def _write_calibration(arrays: dict[str, np.ndarray], folder: Path, stem: str = "calibration") -> str:
     if list(arrays) == ["x"]:
-        np.save(folder / "calibration.npy", np.ascontiguousarray(arrays["x"]), allow_pickle=False)
-        return "calibration.npy"
+        np.save(folder / f"{stem}.npy", np.ascontiguousarray(arrays["x"]), allow_pickle=False)
+        return f"{stem}.npy"
     # np.savez(path, **arrays) as numpy writes it, without keywords: an input named "file" made savez raise
     # TypeError, and one named "allow_pickle" was taken as savez's flag and left out of the file
-    with zipfile.ZipFile(folder / "calibration.npz", "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+    with zipfile.ZipFile(folder / f"{stem}.npz", "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         for k, v in arrays.items():
             with zf.open(f"{k}.npy", "w", force_zip64=True) as f:
                 np.lib.format.write_array(f, np.ascontiguousarray(v), allow_pickle=True)
-    return "calibration.npz"
+    return f"{stem}.npz"
 
 
 def write_source(model: Any, kind: str | None, out_dir: Path, name: str, *, example_inputs: Any = None,
                  input_shape: list[int] | None = None, calib: dict[str, np.ndarray] | None = None,
                  signature: str = "serving_default", reparameterize: bool = False,
-                 ) -> tuple[Path | None, Path | None, bool]:
-    """Write MODEL (of memory KIND; None: it is a path, written is only CALIB) and CALIB into OUT_DIR/source/.
-    REPARAMETERIZE (a torch module only: `refuse_reparameterize` first) also writes its fused copy (`fused_twin`).
-
-    Returns (the written model's path or None, the calibration file's path or None, whether INPUT_SHAPE was
-    consumed to build example inputs). The caller holds OUT_DIR's lock and has called `refuse_earlier`.
+                 val: dict[str, np.ndarray] | None = None) -> Staged:
+    """Write MODEL (of memory KIND; None: it is a path, written are only the arrays), CALIB and VAL (held-out arrays)
+    into OUT_DIR/source/. REPARAMETERIZE (a torch module only: `refuse_reparameterize` first) also writes its fused
+    copy (`fused_twin`). The caller holds OUT_DIR's lock and has called `refuse_earlier`.
     """
     from edgekit.core.registry import resolve
 
@@ -230,9 +239,11 @@ def write_source(model: Any, kind: str | None, out_dir: Path, name: str, *, exam
             module, counted = fused_copy(model)
             fused, calls = writer(module, stage, f"{name}.fused", example_inputs, input_shape, signature), dict(counted)
         calib_name = _write_calibration(calib, stage) if calib else None
+        val_name = _write_calibration(val, stage, "validation") if val else None
         record = WrittenSource(kind=kind or "path", object=f"{type(model).__module__}.{type(model).__qualname__}",
                                file=written.name if written else None, how=written.how if written else "",
                                example_inputs=written.example_inputs if written else [], calibration=calib_name,
+                               validation=val_name,
                                framework_version=written.framework_version if written else None,
                                fused=fused.name if fused else None, fused_by=calls)
         atomic_write_json(stage / RECORD_FILE, record.to_dict())
@@ -240,8 +251,8 @@ def write_source(model: Any, kind: str | None, out_dir: Path, name: str, *, exam
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     folder = source_folder(out_dir)
-    return (folder / written.name if written else None, folder / calib_name if calib_name else None,
-            bool(written and written.consumed_input_shape))
+    return Staged(folder / written.name if written else None, folder / calib_name if calib_name else None,
+                  bool(written and written.consumed_input_shape), folder / val_name if val_name else None)
 
 
 def refuse_reparameterize(kind: str | None) -> None:

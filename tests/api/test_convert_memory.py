@@ -85,7 +85,7 @@ def test_an_exported_program_is_written_as_its_file(torch_runs, tmp_path: Path) 
     from edgekit.sources import memory
 
     _, _, program, tmp = torch_runs
-    path, _, consumed = memory.write_source(program, "torch-exported-program", tmp_path / "ep", "model")
+    path, _, consumed, _ = memory.write_source(program, "torch-exported-program", tmp_path / "ep", "model")
     assert sha256_file(path) == sha256_file(tmp / "user" / "model.pt2") and not consumed
     record = json.loads((tmp_path / "ep" / "source" / "source.json").read_text())
     assert record["kind"] == "torch-exported-program" and record["example_inputs"][0]["shape"] == [1, 1, 28, 28]
@@ -156,6 +156,26 @@ def test_an_onnx_model_proto_converts_as_its_saved_file(tmp_path: Path) -> None:
         np.testing.assert_allclose(run(x[:4])["scores"], cnn_forward(proto, x[:4]), rtol=1e-4, atol=1e-5)
 
 
+def test_held_out_arrays_given_apart_validate_every_artifact(tmp_path: Path) -> None:
+    """val= arrays are written beside the calibration's and every artifact is validated on them, all of them, with
+    their labels; the calibration arrays then calibrate whole."""
+    proto = cnn_proto(seed=1)
+    rng = np.random.default_rng(5)
+    x, held = rng.random((40, 3, 12, 12), dtype=np.float32), rng.random((24, 3, 12, 12), dtype=np.float32)
+    labels = cnn_forward(proto, held).argmax(1)
+    result = edgekit.convert(proto, calib=x, val=(held, labels), out=tmp_path / "out", **OPTIONS)
+    record = json.loads((tmp_path / "out" / "source" / "source.json").read_text())
+    assert record["calibration"] == "calibration.npy" and record["validation"] == "validation.npz"
+    assert result.manifest.options["val"] == str(tmp_path / "out" / "source" / "validation.npz")
+    for precision in ("fp32", "int8"):
+        fid = result["onnx", precision].fidelity
+        assert fid.samples == 24 and "given apart: 24 of 24" in fid.inputs and fid.accuracy is not None
+    assert result["onnx", "fp32"].fidelity.accuracy == 1.0  # the labels went along with the held-out arrays
+    with pytest.raises(edgekit.UsageError, match="val= cannot be a list"):
+        edgekit.convert(proto, calib=x, val=[held], out=tmp_path / "again", **OPTIONS)
+    assert not (tmp_path / "again").exists()
+
+
 def test_a_tf_module_and_a_concrete_function_are_written_as_saved_models(tmp_path: Path) -> None:
     """Written with their one signature, and read back by the SavedModel source loader (the file route's)."""
     tf = pytest.importorskip("tensorflow")
@@ -180,7 +200,7 @@ def test_a_tf_module_and_a_concrete_function_are_written_as_saved_models(tmp_pat
     x = tiny_cnn.sample_inputs(3).transpose(0, 2, 3, 1)
     want = np.concatenate([module(x[i:i + 1])["logits"].numpy() for i in range(3)])
     for kind, obj in (("tf-module", module), ("tf-function", module.__call__.get_concrete_function())):
-        path, _, _ = memory.write_source(obj, kind, tmp_path / kind, "model")
+        path, _, _, _ = memory.write_source(obj, kind, tmp_path / kind, "model")
         assert (path / "saved_model.pb").is_file()
         src = load(path, LoadOptions(), "savedmodel")
         assert src.input_shape == [1, 28, 28, 1] and src.output_names == ["logits"]

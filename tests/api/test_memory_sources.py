@@ -130,7 +130,7 @@ def test_calibration_arrays_of_objects_are_refused_before_anything_is_written(ba
 def test_the_onnx_writer_and_the_source_folder(tmp_path: Path, proto) -> None:
     out = tmp_path / "out"
     x = np.ones((5, 3, 12, 12), np.float32)
-    src, calib, consumed = memory.write_source(proto, "onnx", out, "tiny", calib={"x": x, "y": np.arange(5)})
+    src, calib, consumed, _ = memory.write_source(proto, "onnx", out, "tiny", calib={"x": x, "y": np.arange(5)})
     assert src == out / "source" / "tiny.onnx" and calib == out / "source" / "calibration.npz" and not consumed
     import onnx
 
@@ -148,7 +148,7 @@ def test_calibration_inputs_may_be_named_like_savez_keywords(tmp_path: Path, pro
     """np.savez(path, **arrays) raised TypeError for an input named "file" and took one named "allow_pickle" as
     its flag, leaving it out of the file: every array is written under its own name."""
     arrays = {"file": np.ones((2, 3), np.float32), "allow_pickle": np.zeros((2, 1), np.float32), "y": np.arange(2)}
-    _, calib, _ = memory.write_source(proto, "onnx", tmp_path / "out", "tiny", calib=arrays)
+    _, calib, _, _ = memory.write_source(proto, "onnx", tmp_path / "out", "tiny", calib=arrays)
     with np.load(calib, allow_pickle=False) as z:
         assert sorted(z.files) == ["allow_pickle", "file", "y"]
         assert all(z[k].dtype == v.dtype and (z[k] == v).all() for k, v in arrays.items())

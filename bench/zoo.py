@@ -13,6 +13,7 @@ backbone's penultimate features of 500 MNIST training digits (resized to SIZE, 3
 calibration/validation .npz holds the 1,000 MNIST test digits, uint8, in the layout the source reads.
 
     python bench/zoo.py run [--only a,b] [--skip-done] [--timeout 600]   # one model at a time, resumable
+    python bench/zoo.py run --only timm_fastvit_t8 --timm-python PATH    # issue 41's timm rows (bench/zoo_timm.py)
     python bench/zoo.py run --tasks                                     # the non-classifiers (issue 15)
     python bench/zoo.py report                                          # docs/zoo.md from the results
     python bench/zoo.py list
@@ -47,6 +48,7 @@ import numpy as np
 from zoo_models import (
     BY_NAME,
     CALIB_SIZE,
+    CLASSIFIER_FLAGS,
     N_BN,
     N_HEAD,
     PRECISIONS,
@@ -55,13 +57,17 @@ from zoo_models import (
     SIZE,
     TARGETS,
     TASKS,
+    TIMM_ENV,
     VAL_SIZE,
     ZOO,
     ZooModel,
     edgekit_revision,
     machine,
 )
+from zoo_prepare import export_pt2, fit_head, set_bn_stats
 from zoo_report import report, report_tasks
+from zoo_timm import NEEDS, TimmPythonError, probe, timm_python
+from zoo_timm import build_command as timm_build_command
 
 BUILD_MAX_RSS = 12 * 2**30
 # The builds import TensorFlow without edgekit: the same default as edgekit's (tensorflow/tensorflow#117700, see
@@ -75,8 +81,8 @@ OK_CODES = {0: "ok", 10: "ok (Edge TPU model pre-flighted, no compiler here)", 8
 # ----------------------------------------------------------------------------- data
 
 
-def _digits(split: str, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(uint8 (N, SIZE, SIZE, 3), int64 labels) from the bundled MNIST split ("train" or "test")."""
+def _digits(split: str, n: int | None = None, size: int = SIZE) -> tuple[np.ndarray, np.ndarray]:
+    """(uint8 (N, size, size, 3), int64 labels) from the bundled MNIST split ("train" or "test")."""
     from PIL import Image
 
     from edgekit.data.calibration import mnist_split
@@ -84,50 +90,32 @@ def _digits(split: str, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     x_train, y_train, x_test, y_test = mnist_split()
     x, y = (x_train, y_train) if split == "train" else (x_test, y_test)
     x, y = x[:n], y[:n]
-    big = np.stack([np.asarray(Image.fromarray(d).resize((SIZE, SIZE), Image.Resampling.BILINEAR)) for d in x])
+    big = np.stack([np.asarray(Image.fromarray(d).resize((size, size), Image.Resampling.BILINEAR)) for d in x])
     return np.repeat(big[..., None], 3, axis=3), np.asarray(y, np.int64)
 
 
-def calibration_npz(layout: str) -> Path:
-    """The 1,000 MNIST test digits at SIZE x SIZE x 3, uint8, in LAYOUT: edgekit scales them by 1/255."""
-    path = RESULTS / "data" / f"mnist{SIZE}_{layout.lower()}.npz"
-    if not path.is_file():
-        x, y = _digits("test")
-        if layout == "NCHW":
-            x = x.transpose(0, 3, 1, 2)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, x=np.ascontiguousarray(x), y=y)
-        os.replace(tmp, path)
+def _save_npz(path: Path, x: np.ndarray, y: np.ndarray) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, x=np.ascontiguousarray(x), y=y)
+    os.replace(tmp, path)
     return path
 
 
-def fit_head(feats: np.ndarray, y: np.ndarray, classes: int = 10) -> tuple[np.ndarray, np.ndarray, float]:
-    """Ridge regression of one-hot labels on features: (W (F, classes), b (classes,), train accuracy).
+def calibration_npz(layout: str, size: int = SIZE) -> Path:
+    """The 1,000 MNIST test digits at size x size x 3, uint8, in LAYOUT: edgekit scales them by 1/255."""
+    path = RESULTS / "data" / f"mnist{size}_{layout.lower()}.npz"
+    if not path.is_file():
+        x, y = _digits("test", size=size)
+        _save_npz(path, x.transpose(0, 3, 1, 2) if layout == "NCHW" else x, y)
+    return path
 
-    Features are standardised and the ridge strength is picked on a held-out fifth; the
-    standardisation is folded back into W and b so the head is one plain linear layer.
-    """
-    f = feats.reshape(len(feats), -1).astype(np.float64)
-    mu, sd = f.mean(0), f.std(0) + 1e-6
-    z = (f - mu) / sd
-    t = np.eye(classes)[y] * 4.0 - 2.0  # +-2 targets: logits with a usable spread
 
-    def solve(zz: np.ndarray, tt: np.ndarray, lam: float) -> np.ndarray:
-        za = np.hstack([zz, np.ones((len(zz), 1))])
-        reg = lam * np.eye(za.shape[1])
-        reg[-1, -1] = 0.0
-        return np.linalg.solve(za.T @ za + reg, za.T @ tt)
-
-    cut = len(z) * 4 // 5
-    best = max((10.0 ** p for p in range(-1, 5)),
-               key=lambda lam: np.mean((np.hstack([z[cut:], np.ones((len(z) - cut, 1))])
-                                        @ solve(z[:cut], t[:cut], lam)).argmax(1) == y[cut:]))
-    wa = solve(z, t, best)
-    w = wa[:-1] / sd[:, None]
-    b = wa[-1] - mu @ w
-    acc = float(np.mean((f @ w + b).argmax(1) == y))
-    return w.astype(np.float32), b.astype(np.float32), acc
+def head_digits_npz(size: int) -> Path:
+    """The N_HEAD training digits a row's head is fitted on (its first N_BN set the BatchNorms), NHWC uint8, for a
+    builder in another interpreter (bench/zoo_timm.py), which cannot import edgekit's MNIST."""
+    path = RESULTS / "data" / f"mnist{size}_train{N_HEAD}_nhwc.npz"
+    return path if path.is_file() else _save_npz(path, *_digits("train", N_HEAD, size))
 
 
 # ----------------------------------------------------------------------------- building (child process)
@@ -169,16 +157,8 @@ def build_transformers(m: ZooModel, out: Path) -> dict[str, Any]:
     model = getattr(transformers, f"{m.cls}ForImageClassification")(config).eval()
     x, y = _digits("train", N_HEAD)
     xt = torch.from_numpy(x.transpose(0, 3, 1, 2).astype(np.float32) / 255.0)
-    bns = [mod for mod in model.modules() if isinstance(mod, torch.nn.modules.batchnorm._BatchNorm)]
+    bn_layers = set_bn_stats(model, lambda xb: model(pixel_values=xb), xt, N_BN)
     with torch.no_grad():
-        if bns:
-            for bn in bns:
-                bn.reset_running_stats()
-                bn.momentum = None  # cumulative average over the batches below
-            model.train()
-            for i in range(0, N_BN, 32):
-                model(pixel_values=xt[i:i + 32])
-            model.eval()
         head = [mod for mod in model.modules() if isinstance(mod, torch.nn.Linear) and mod.out_features == 10][-1]
         feats: list[np.ndarray] = []
         hook = head.register_forward_hook(lambda _m, inp, _o: feats.append(inp[0].reshape(len(inp[0]), -1).numpy()))
@@ -199,25 +179,19 @@ def build_transformers(m: ZooModel, out: Path) -> dict[str, Any]:
         def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
             return self.inner(pixel_values=pixel_values).logits
 
-    wrapped = Logits(model).eval()
-    example = (torch.zeros(2, 3, SIZE, SIZE),)
-    try:  # a dynamic batch, as the bundled model has; static batch 1 where the model specialises on it
-        ep = torch.export.export(wrapped, example, dynamic_shapes=({0: torch.export.Dim("batch", max=1024)},))
-        batch = "dynamic"
-    except Exception as exc:  # noqa: BLE001 - any export failure: record it and fall back
-        ep = torch.export.export(wrapped, (torch.zeros(1, 3, SIZE, SIZE),))
-        batch = f"static 1 (dynamic export failed: {type(exc).__name__})"
     path = out / f"{m.name}.pt2"
-    torch.export.save(ep, path)
+    batch = export_pt2(Logits(model).eval(), SIZE, path)
     return {"file": path, "params": int(sum(p.numel() for p in model.parameters())), "layout": "NCHW",
             "pixels": "0-1",
-            "bn_layers": len(bns), "head": f"Linear {head.in_features}->10", "head_train_accuracy": acc,
+            "bn_layers": bn_layers, "head": f"Linear {head.in_features}->10", "head_train_accuracy": acc,
             "batch": batch}
 
 
 def build(name: str) -> None:
     """Child process: build model NAME and write its build record (JSON) next to the source file."""
     m = BY_NAME[name]
+    if m.package == "timm":
+        raise SystemExit(f"{name} is built by bench/zoo_timm.py in a Python with timm (`run --timm-python PATH`)")
     out = RESULTS / "src"
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -298,8 +272,9 @@ def _tail(path: Path, n: int = 1500) -> str:
 def convert_command(src: str, calib: str, out: Path, pixels: str = "0-1", extra: list[str] | None = None,
                     source: dict[str, Any] | None = None) -> list[str]:
     """The CLI call; uint8 digits are scaled to [0, 1], or kept at 0-255 with mean 0, std 1/255 (PIXELS).
-    EXTRA: a task model's own flags (--output-kind, --input-shape). SOURCE: a task's build record, which may name
-    its own targets, precisions and split (a .tflite source: no ONNX target, its file's own float precision)."""
+    EXTRA: a task model's own flags (--output-kind, --input-shape), or a classifier row's (CLASSIFIER_FLAGS).
+    SOURCE: a task's build record, which may name its own targets, precisions and split (a .tflite source: no ONNX
+    target, its file's own float precision)."""
     src_rec = source or {}
     return [sys.executable, "-m", "edgekit.cli", "convert", src, "--target", src_rec.get("targets") or TARGETS,
             "--quantize", src_rec.get("precisions") or PRECISIONS, "--calib", calib,
@@ -308,8 +283,19 @@ def convert_command(src: str, calib: str, out: Path, pixels: str = "0-1", extra:
             *PIXELS[pixels], *(extra or []), "--force", "--json"]
 
 
-def run_one(m: ZooModel, timeout: float, max_rss: float) -> dict[str, Any]:
-    """Build (a child) then convert (a child) model M; the result record, written to RESULTS/<name>.json."""
+def build_command(m: ZooModel, timm_py: Path | None = None) -> list[str]:
+    """The build child of model M: this file's `build` in this interpreter, or for a timm row bench/zoo_timm.py in
+    TIMM_PY (the Python the user named), fed the training digits written here."""
+    if m.package != "timm":
+        return [sys.executable, str(Path(__file__).resolve()), "build", m.name]
+    if timm_py is None:
+        raise TimmPythonError(f"{m.name}: {NEEDS}")
+    return timm_build_command(timm_py, m.name, m.cls, m.size, head_digits_npz(m.size), RESULTS / "src")
+
+
+def run_one(m: ZooModel, timeout: float, max_rss: float, timm_py: Path | None = None) -> dict[str, Any]:
+    """Build (a child) then convert (a child) model M; the result record, written to RESULTS/<name>.json.
+    TIMM_PY: the Python a timm row is built in."""
     logs = RESULTS / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     rec: dict[str, Any] = {"name": m.name, "package": m.package, "class": m.cls, "note": m.note,
@@ -321,8 +307,7 @@ def run_one(m: ZooModel, timeout: float, max_rss: float) -> dict[str, Any]:
     else:
         # the build is this benchmark's own preparation, not edgekit's work: issue 8's bounds are not its cap
         # (DenseNet121's BatchNorm pass in training mode holds 6.6 GB of activations)
-        b = _child([sys.executable, str(Path(__file__).resolve()), "build", m.name], logs / f"{m.name}.build.log",
-                   timeout, max(max_rss, BUILD_MAX_RSS))
+        b = _child(build_command(m, timm_py), logs / f"{m.name}.build.log", timeout, max(max_rss, BUILD_MAX_RSS))
         rec["build"] = b
         info = RESULTS / "src" / f"{m.name}.build.json"
         if b["exit_code"] != 0 or not info.is_file():
@@ -331,14 +316,19 @@ def run_one(m: ZooModel, timeout: float, max_rss: float) -> dict[str, Any]:
             rec["build"]["log_tail"] = _tail(logs / f"{m.name}.build.log")
             return _save(rec)
         rec["source"] = json.loads(info.read_text())
+        if Path(rec["source"]["file"]).is_absolute():  # written by a builder in another interpreter
+            rec["source"]["file"] = str(Path(rec["source"]["file"]).relative_to(ROOT))
         if m.package == "task":  # its own scenes, input size and flags
             src, calib = rec["source"]["file"], rec["source"]["calib"]
         else:
-            rec["source"]["input"] = f"{SIZE}x{SIZE}x3"
-            src, calib = rec["source"]["file"], str(calibration_npz(rec["source"]["layout"]).relative_to(ROOT))
+            rec["source"]["input"] = f"{m.size}x{m.size}x3"
+            src = rec["source"]["file"]
+            calib = str(calibration_npz(rec["source"]["layout"], m.size).relative_to(ROOT))
     out = RESULTS / "out" / m.name
-    cmd = convert_command(src, calib, out, (rec.get("source") or {}).get("pixels", "0-1"),
-                          (rec.get("source") or {}).get("args"), rec.get("source") if m.package == "task" else None)
+    src_rec = rec.get("source") or {}
+    cmd = convert_command(src, calib, out, src_rec.get("pixels", "0-1"),
+                          src_rec.get("args") if m.package == "task" else list(CLASSIFIER_FLAGS),
+                          src_rec if m.package == "task" else None)
     rec["command"] = " ".join(["python", *cmd[1:]]).replace(str(ROOT) + os.sep, "")
     c = _child(cmd, logs / f"{m.name}.convert.log", timeout, max_rss)
     rec["convert"] = c
@@ -370,6 +360,21 @@ def _save(rec: dict[str, Any]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- CLI
 
 
+def _timm_rows_python(ap: argparse.ArgumentParser, flag: str | None, models: list[ZooModel]) -> Path | None:
+    """The Python the timm rows among MODELS are built in (--timm-python, else $ZOO_TIMM_PYTHON), checked once before
+    any row runs; None where none is named or no timm row is asked for. A bad one ends the run with its reason."""
+    if not any(m.package == "timm" for m in models):
+        return None
+    try:
+        python = timm_python(flag, env_name=TIMM_ENV)
+        if python is not None:
+            versions = probe(python)
+            print(f"timm rows: built in {python} (timm {versions['timm']}, torch {versions['torch']})", flush=True)
+    except TimmPythonError as exc:
+        ap.error(str(exc))
+    return python
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -380,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--timeout", type=float, default=600.0, help="wall-clock seconds per build and per convert")
     r.add_argument("--max-rss-gb", type=float, default=8.0,
                    help="kill a build or convert whose process tree holds more than this (GiB; the machine is shared)")
+    r.add_argument("--timm-python", default=None, metavar="PATH",
+                   help=f"a Python that imports timm and torch, to build the timm rows in (default: ${TIMM_ENV}; "
+                        "without either they are skipped and stay planned)")
     b = sub.add_parser("build", help="(internal) build one model in this process")
     b.add_argument("name", choices=sorted(BY_NAME))
     rep = sub.add_parser("report", help="write docs/zoo.md from the results so far")
@@ -401,10 +409,14 @@ def main(argv: list[str] | None = None) -> int:
         unknown = [n for n in names if n not in BY_NAME]
         if unknown:
             ap.error(f"unknown model(s): {', '.join(unknown)}; see `python bench/zoo.py list`")
+        timm_py = _timm_rows_python(ap, args.timm_python, [BY_NAME[n] for n in names])
         for n in names:
             if args.skip_done and (RESULTS / f"{n}.json").is_file():
                 continue
-            rec = run_one(BY_NAME[n], args.timeout, args.max_rss_gb * 2**30)
+            if BY_NAME[n].package == "timm" and timm_py is None:
+                print(f"{n}: skipped, planned, not run: {NEEDS}", flush=True)
+                continue
+            rec = run_one(BY_NAME[n], args.timeout, args.max_rss_gb * 2**30, timm_py)
             print(f"{n}: {rec['status']} ({(rec.get('convert') or rec.get('build') or {}).get('seconds')} s)",
                   flush=True)
             (report_tasks if args.tasks else report)()

@@ -21,6 +21,7 @@ from typing import Any
 from zoo_earlier import KeptRow, earlier_rows, row_dates
 from zoo_models import (
     CALIB_SIZE,
+    CLASSIFIER_FLAGS,
     DOC,
     MAX_RSS,
     MAX_SECONDS,
@@ -35,6 +36,7 @@ from zoo_models import (
     ZOO,
     machine,
 )
+from zoo_timm import NEEDS
 
 COLUMNS = ("onnx fp32", "onnx int8", "tflite fp32", "tflite int8", "edgetpu int8")
 CLASSIFIER_DATE = r"^- Date: (\S+) to (\S+)"  # the line that dates a page's rows run there (see `report`)
@@ -351,6 +353,16 @@ def report(results: Path = RESULTS, doc: Path = DOC, use_commit: bool = True) ->
         "digits resized and replicated to 3 channels (a uint8 .npz in the source's layout; edgekit scales by 1/255;",
         "Keras applications with their own Rescaling/Normalization layers get 0-255 pixels: `--mean 0 --std 1/255`);",
         f"{CALIB_SIZE} calibrate, {VAL_SIZE} held-out validate. The bundled MNIST CNN uses `--calib mnist`.",
+        "The `timm_*` rows (issue 41: the mobile backbones of 2024-26) are timm's, prepared the same way in a Python",
+        "with timm that the run is given (`--timm-python PATH` or `ZOO_TIMM_PYTHON`: timm imports torchvision, which",
+        "does not load beside edgekit's CPU torch; `bench/zoo_timm.py`): timm's own head removed (`num_classes=0`),",
+        "the 10-class head a linear layer on its pooled features, exported with `torch.export` as the transformers",
+        "rows; MobileOne, FastViT and RepViT as timm builds them, before re-parameterization. EfficientFormer-L1",
+        "runs at 224x224: its attention biases are fixed to a 7x7 last stage.",
+        f"Every classifier row is converted with `{' '.join(CLASSIFIER_FLAGS)}`, the recipe the rows of 2026-11-25 ran",
+        "at (then the default): edgekit's default is now `auto`, a search within `--int8-budget` per int8 artifact,",
+        "and random-weight int8 always misses, so it would search on each row's three int8 artifacts, spending time",
+        f"against the {MAX_SECONDS} s bound that the earlier rows did not, with a different recipe in the same table.",
         "",
         f"**Summary: {len(states)} of {len(ZOO)} models have a result ({len(done)} run here, {len(kept)} kept from an "
         f"earlier run and marked so): {count['full']} fully converted, {count['partial']} with per-artifact "
@@ -365,7 +377,8 @@ def report(results: Path = RESULTS, doc: Path = DOC, use_commit: bool = True) ->
         f"- edgekit: {revision_words(done)} (this page was written at commit {_head()})",
         "- Tools: " + (", ".join(f"{k} {v}" for k, v in sorted(tools.items())) or "-"),
         *([f"- Command per model: `{command}`"] if command else []),
-        "- Zoo: `python bench/zoo.py run [--only NAME,...] [--skip-done] [--timeout 600] [--max-rss-gb 8]`, then "
+        "- Zoo: `python bench/zoo.py run [--only NAME,...] [--skip-done] [--timeout 600] [--max-rss-gb 8] "
+        "[--timm-python PATH]`, then "
         "`python bench/zoo.py report`",
         "",
         "Cells: `agree` = top-1 agreement with the source on the held-out digits, `acc` = accuracy against the",
@@ -401,7 +414,8 @@ def report(results: Path = RESULTS, doc: Path = DOC, use_commit: bool = True) ->
                 aborted.append((m.name, k.cells.get(COLUMNS[0], "?").strip("*")))
     lines += ["", "## Failures", ""] + (failures or ["None among the models run."])
     lines += ["", "## Planned, not run yet", ""]
-    lines += [f"- `{m.name}`: {m.package} `{m.cls}`" + (f" ({m.note})" if m.note else "") for m in todo] or [
+    lines += [f"- `{m.name}`: {m.package} `{m.cls}`" + (f" ({m.note})" if m.note else "")
+              + (f": {NEEDS}" if m.package == "timm" else "") for m in todo] or [
         "None: every zoo model has a result."]
     if aborted:
         lines += ["", "Aborted, to run again where there is room (no result is known for them): "

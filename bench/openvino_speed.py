@@ -15,8 +15,18 @@ Then onnxruntime's int8 at more threads, explained: the same QDQ ONNX in onnxrun
 thread settings varied (intra-op threads, spinning on/off, dynamic block base), and its per-op profile at 1 and
 2 threads (which ops get slower). Writes bench/results/openvino.json (or --out).
 
+--defaults-vs-old (issue 40) instead converts the model twice, with today's defaults (`--int8-recipe auto`,
+`--for host`) and with the old int8 flags (`--int8-recipe plain --for arm64`: signed activations, no search; FORMS),
+records what each conversion made of its int8 artifacts (form, recipe kept, the conversion's own validation), and
+times each int8 row of both beside the fp32 rows in one interleaved run at 1 thread, all cores and the runtimes'
+defaults: the old form's time over the defaults' is the gain. `--model torch` takes bench/ncnn_compare.py's
+MobileNetV2 (BatchNorm statistics from photos), whose int8 outputs fidelity can be judged on; `--model digits_yolo`
+the bundled digits detector (validation judges its boxes).
+
 Usage (from the repository root, after `pip install -e '.[all]'`; PATH must hold the venv's bin for onnx2tf):
     python bench/openvino_speed.py [--rounds 12] [--runs 25] [--work /tmp/edgekit-openvino] [--reuse]
+    python bench/openvino_speed.py --defaults-vs-old [--model keras|torch|digits_yolo] [--reuse] \
+        --out bench/results/openvino_defaults.json
 """
 
 from __future__ import annotations
@@ -43,14 +53,28 @@ def log(msg: str) -> None:
 
 
 # --- the artifacts -----------------------------------------------------------------------------------------
-def artifacts(work: Path, reuse: bool) -> tuple[dict[str, Path], str]:
+# how the int8 artifacts are asked for: today's defaults, and the old form by flags (issue 40). No row of the --for
+# table gives the S8S8 form with 7-bit weights edgekit made before `--for`; `--for arm64` gives S8S8 with 8-bit
+# weights: the same signed activations (what made the old ONNX int8 slow on x86: docs/results/int8-forms.md measured
+# the two weight widths at the same speed) and the recipe search off.
+FORMS: dict[str, dict[str, str]] = {"defaults": {}, "old": {"int8_recipe": "plain", "deploy_cpu": "arm64"}}
+FORM_FLAGS = {"defaults": "(none: --int8-recipe auto, --for host)", "old": "--int8-recipe plain --for arm64"}
+
+
+def conv_dir(work: Path, form: str = "defaults", model: str = "keras") -> Path:
+    """Where MODEL converted with FORM's flags lives: WORK/conv (the keras model, the defaults), WORK/conv-FORM; the
+    torch model's under WORK/torch."""
+    return (work if model == "keras" else work / model) / ("conv" if form == "defaults" else f"conv-{form}")
+
+
+def artifacts(work: Path, reuse: bool, form: str = "defaults", model: str = "keras") -> tuple[dict[str, Path], str]:
     """{"onnx fp32", "onnx int8", "tflite fp32", "tflite int8", "openvino fp32", "openvino int8"} -> file, and
-    how the IRs were made."""
+    how the IRs were made; MODEL (MODELS) converted with FORM's flags (FORMS) into conv_dir."""
     from edgekit.core.artifact import Manifest
 
-    out = work / "conv"
+    out = conv_dir(work, form, model)
     if not (reuse and (out / "manifest.json").is_file()):
-        convert(work, out)
+        convert(work, out, FORMS[form], model)
     manifest = Manifest.read(out / "manifest.json")
     files = {f"{a.format} {a.precision}": manifest.resolve(a, out / "manifest.json") for a in manifest.artifacts
              if a.ok and a.format in ("onnx", "tflite", "openvino") and a.precision in ("fp32", "int8")}
@@ -58,16 +82,67 @@ def artifacts(work: Path, reuse: bool) -> tuple[dict[str, Path], str]:
     if "openvino int8" not in files:
         how = "openvino.convert_model on edgekit's ONNX artifacts (no openvino target here)"
         for precision in ("fp32", "int8"):
-            files[f"openvino {precision}"] = ir_from_onnx(files[f"onnx {precision}"], work / f"ir.{precision}.xml")
+            files[f"openvino {precision}"] = ir_from_onnx(files[f"onnx {precision}"],
+                                                          out / f"ir.{precision}.xml")
     return files, how
 
 
-def convert(work: Path, out: Path) -> None:
-    import keras
+def conversion_record(out: Path) -> dict[str, Any]:
+    """What the conversion in OUT made of each int8 artifact: the ONNX form, the recipe auto kept with its trials,
+    and the conversion's own validation (the fidelity figures, passed or not); and its seconds."""
+    from edgekit.core.filedoc import read_json
+
+    m = read_json(out / "manifest.json", what="manifest")
+    form = (m.get("options") or {}).get("deploy_cpu_form") or {}
+    rec: dict[str, Any] = {"options": {k: (m.get("options") or {}).get(k) for k in ("int8_recipe", "int8_budget",
+                                                                                    "deploy_cpu")},
+                           "onnx_form": (form.get("onnx") or {}).get("form"), "cpu": form.get("cpu"),
+                           "seconds": (m.get("run") or {}).get("seconds"), "artifacts": {}}
+    for a in m.get("artifacts", []):
+        if a.get("precision") != "int8":
+            continue
+        fid, recipe = a.get("fidelity") or {}, (a.get("extra") or {}).get("int8_recipe") or {}
+        rec["artifacts"][a["format"]] = {
+            "status": a.get("status"), "chosen": recipe.get("chosen"), "met": recipe.get("met"),
+            "budget": recipe.get("budget"),
+            "trials": [(t.get("recipe"), t.get("seconds")) for t in recipe.get("trials", [])],
+            "activations": (recipe.get("config") or {}).get("activations"),
+            "reduce_range": (recipe.get("config") or {}).get("reduce_range"),
+            **{k: fid.get(k) for k in ("passed", "top1_agreement", "cosine", "max_abs_error", "samples",
+                                       "failures")}}
+    return rec
+
+
+# the models: "keras", the page's keras.applications MobileNetV2 with Keras's random initialisation (its softmax is
+# near uniform, so its int8 outputs carry no fidelity figure: speed only); "torch", bench/ncnn_compare.py's plain-torch
+# MobileNetV2 at 224 with its BatchNorm statistics from photo crops (bench/int8_forms.py's: outputs that int8 can be
+# judged by); "digits_yolo", the bundled trained digits detector (models/digits_yolo.onnx, docs/results/detectors.md),
+# calibrated and validated on the bundled canvases (models/digits_detect_val.npz: validation judges its boxes)
+MODELS = ("keras", "torch", "digits_yolo")
+
+
+def convert(work: Path, out: Path, flags: dict[str, str] | None = None, model: str = "keras") -> None:
     from matrix import calibration_photos
 
     from edgekit.conversion.pipeline import convert as edgekit_convert
     from edgekit.targets import TARGETS
+
+    targets = "onnx,tflite" + (",openvino" if "openvino" in TARGETS else "")
+    if model == "digits_yolo":
+        log(f"converting the digits detector: {targets} x fp32,int8 {flags or ''}")
+        edgekit_convert(REPO / "models" / "digits_yolo.onnx", targets, "fp32,int8",
+                        calib=str(REPO / "models" / "digits_detect_val.npz"), out=out, force=True, progress=log,
+                        **(flags or {}))
+        return
+    if model == "torch":
+        from ncnn_compare import build_mobilenet
+
+        src, photos = build_mobilenet(work / "torch")
+        log(f"converting the plain-torch MobileNetV2: {targets} x fp32,int8 {flags or ''} (minutes)")
+        edgekit_convert(src, targets, "fp32,int8", calib=str(photos), out=out, force=True, progress=log,
+                        **(flags or {}))
+        return
+    import keras
 
     src = work / "mobilenetv2_224.keras"
     if not src.is_file():
@@ -75,10 +150,9 @@ def convert(work: Path, out: Path) -> None:
         keras.utils.set_random_seed(0)
         keras.applications.MobileNetV2(weights=None, input_shape=(224, 224, 3)).save(src)
     calib = calibration_photos(work / "calib")
-    targets = "onnx,tflite" + (",openvino" if "openvino" in TARGETS else "")
-    log(f"converting MobileNetV2: {targets} x fp32,int8 (minutes)")
+    log(f"converting MobileNetV2: {targets} x fp32,int8 {flags or ''} (minutes)")
     edgekit_convert(src, targets, "fp32,int8", calib=str(calib), calib_size=32, val_size=16, out=out, force=True,
-                    mean=[0.5, 0.5, 0.5], std=[0.5, 0.5, 0.5])
+                    mean=[0.5, 0.5, 0.5], std=[0.5, 0.5, 0.5], progress=log, **(flags or {}))
 
 
 def ir_from_onnx(onnx: Path, xml: Path) -> Path:
@@ -103,15 +177,20 @@ BARE = "bare OpenVINO loop, int8 IR"
 
 
 def edgekit_call(runtime: str, path: Path, threads: int | None) -> tuple[Callable[[], Any], Any, np.ndarray]:
-    """(the bound call `edgekit profile` times, the runtime, the input it was fed: one image, NCHW or NHWC as the
-    artifact takes it, in its dtype)."""
+    """(the bound call `edgekit profile` times, the runtime, the input it was fed: one random image in [0, 1), NCHW
+    or NHWC as the artifact takes it, in its dtype)."""
     from edgekit.runtimes import open_runtime
     from edgekit.runtimes.base import quantize
 
     rt = open_runtime(path, runtime=runtime, device="cpu", threads=threads)
-    x = np.random.default_rng(0).random((1, 3, 224, 224), dtype=np.float32)
     spec = rt.inputs[0]
-    feed = quantize(x if spec.shape[1] == 3 else np.ascontiguousarray(x.transpose(0, 2, 3, 1)), spec)
+    dims = [d if isinstance(d, int) and d > 0 else 1 for d in spec.shape]  # a dynamic batch: 1
+    if dims[1:] in ([3, 224, 224], [224, 224, 3]):  # the MobileNetV2s: the same image in either layout
+        x = np.random.default_rng(0).random((1, 3, 224, 224), dtype=np.float32)
+        x = x if spec.shape[1] == 3 else np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    else:
+        x = np.random.default_rng(0).random(dims, dtype=np.float32)
+    feed = quantize(x, spec)
     return rt.bind({spec.name: feed}), rt, feed
 
 
@@ -270,6 +349,56 @@ def ort_op_profile(path: Path, threads: int, work: Path, runs: int = 60) -> dict
     return dict(sorted(((k, round(v, 4)) for k, v in per_op.items()), key=lambda kv: -kv[1]))
 
 
+# --- the defaults against the old form, in one run (issue 40) ------------------------------------------------
+# label -> (runtime, form, artifact key); the fp32 rows are the defaults' conversion's (no int8 flag touches them)
+SIDE_BY_SIDE = [
+    ("onnxruntime int8", "onnxruntime", "onnx int8"),
+    ("OpenVINO int8 (edgekit's QDQ ONNX)", "openvino", "onnx int8"),
+    ("LiteRT int8", "litert", "tflite int8"),
+    ("OpenVINO int8 (IR, NNCF)", "openvino", "openvino int8"),
+]
+FP32_ROWS = [("onnxruntime fp32", "onnxruntime", "onnx fp32"), ("LiteRT fp32", "litert", "tflite fp32"),
+             ("OpenVINO fp32 (IR)", "openvino", "openvino fp32")]
+
+
+def defaults_vs_old(files: dict[str, dict[str, Path]], threads: int | None, rounds: int, runs: int
+                    ) -> dict[str, Any]:
+    """Each int8 row of SIDE_BY_SIDE made with the defaults and with the old flags, and the fp32 rows, each loaded
+    once through edgekit's runtimes and timed interleaved (order rotated per round). Per row: p50 over every run and
+    the best block; per int8 row, the old form's time over the defaults' (> 1: the defaults run faster) by p50, by
+    best block, and the median of the rounds' paired block ratios."""
+    calls: dict[str, tuple[Callable[[], Any], bool]] = {}
+    held: list[Any] = []
+    rows_asked = [(f"{label}, {form}", runtime, files[form][key]) for label, runtime, key in SIDE_BY_SIDE
+                  for form in ("defaults", "old")]
+    rows_asked += [(label, runtime, files["defaults"][key]) for label, runtime, key in FP32_ROWS]
+    for label, runtime, path in rows_asked:
+        call, rt, _ = edgekit_call(runtime, path, threads)
+        calls[label] = (call, False)
+        held.append(rt)
+    log(f"defaults against old, threads {threads or 'default'}: {rounds} rounds x {len(calls)} rows x {runs} runs")
+    rows = {label: figures(b) for label, b in interleaved(calls, rounds, runs, warmup=10).items()}
+    for rt in held:
+        rt.close()
+    ratios = {}
+    for label, _, _ in SIDE_BY_SIDE:
+        new, old = rows[f"{label}, defaults"], rows[f"{label}, old"]
+        ratios[label] = {"p50": round(old["p50_ms"] / new["p50_ms"], 3),
+                         "best_block": round(old["best_block_p50_ms"] / new["best_block_p50_ms"], 3),
+                         "paired_blocks": round(paired(old["block_p50_ms"], new["block_p50_ms"]), 3)}
+    return {"rows": rows, "old_over_defaults": ratios}
+
+
+def show_defaults_vs_old(threads: str, result: dict[str, Any]) -> None:
+    rows = result["rows"]
+    print(f"\n## defaults against old, threads {threads}\n\n| row | p50 ms (best block) |\n|---|---|")
+    for label, r in rows.items():
+        print(f"| {label} | {r['p50_ms']:.2f} ({r['best_block_p50_ms']:.2f}) |")
+    print("\nold / defaults (> 1: the defaults run faster): " + "; ".join(
+        f"{k} {v['p50']:.2f}x (best blocks {v['best_block']:.2f}x, paired {v['paired_blocks']:.2f}x)"
+        for k, v in result["old_over_defaults"].items()))
+
+
 # --- report ------------------------------------------------------------------------------------------------------
 # --- int8 activations: signed (edgekit's ONNX int8 today) or unsigned --------------------------------------------
 def activation_types(files: dict[str, Path], rounds: int, runs: int, work: Path) -> dict[str, Any]:
@@ -346,8 +475,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--runs", type=int, default=25, help="timed runs per row per round")
     ap.add_argument("--skip-ort-threads", action="store_true")
+    ap.add_argument("--model", choices=MODELS, default="keras", help="with --defaults-vs-old: which model (MODELS)")
+    ap.add_argument("--defaults-vs-old", action="store_true",
+                    help="convert also with the old int8 flags (FORM_FLAGS) and time only the int8 rows of both "
+                         "beside the fp32 rows, at 1 thread, all cores and the runtimes' defaults (issue 40)")
     args = ap.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.defaults_vs_old:
+        return main_defaults_vs_old(args)
 
     files, how = artifacts(args.work, args.reuse)
     result: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "machine": machine(), "irs_made_by": how,
@@ -370,6 +505,32 @@ def main(argv: list[str] | None = None) -> int:
         print("\n## int8 activations (1 thread)\n\n| variant | p50 ms | best block p50 ms |\n|---|---:|---:|")
         for label, r in result["activation_types"].items():
             print(f"| {label} | {r['p50_ms']:.2f} | {r['best_block_p50_ms']:.2f} |")
+    result["machine"]["loadavg_end"] = os.getloadavg()
+    from edgekit.core.fsutil import atomic_write_json
+
+    atomic_write_json(args.out, result)
+    log(f"written: {args.out}")
+    return 0
+
+
+def main_defaults_vs_old(args: argparse.Namespace) -> int:
+    """--defaults-vs-old: both conversions, their records, and the interleaved side-by-side at each thread setting."""
+    result: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "machine": machine(), "form_flags": FORM_FLAGS,
+                              "model": args.model,
+                              "settings": {"rounds": args.rounds, "runs_per_block": args.runs, "batch": 1},
+                              "conversions": {}, "threads": {}}
+    files: dict[str, dict[str, Path]] = {}
+    for form in FORMS:
+        files[form], result[f"irs_made_by_{form}"] = artifacts(args.work, args.reuse, form, args.model)
+        result["conversions"][form] = conversion_record(conv_dir(args.work, form, args.model))
+        log(f"{form}: {json.dumps(result['conversions'][form])}")
+    result["files"] = {form: {k: str(v) for k, v in f.items()} for form, f in files.items()}
+    result["loadavg_before_timing"] = os.getloadavg()
+    for threads in [*sorted({1, os.cpu_count() or 1}), None]:
+        key = str(threads or "default")
+        result["threads"][key] = defaults_vs_old(files, threads, args.rounds, args.runs)
+        result["threads"][key]["loadavg_after"] = os.getloadavg()
+        show_defaults_vs_old(key, result["threads"][key])
     result["machine"]["loadavg_end"] = os.getloadavg()
     from edgekit.core.fsutil import atomic_write_json
 

@@ -296,7 +296,8 @@ def _load(done: list[dict[str, Any]]) -> str:
 
 
 def _kept_note(kept: list[KeptRow]) -> str:
-    runs = ", ".join(sorted({k.run for k in kept}))
+    dates = sorted({k.run for k in kept})  # one per row where the page dated each row: a span says it shorter
+    runs = ", ".join(dates) if len(dates) <= 3 else f"{len(dates)} runs from {dates[0]} to {dates[-1]}"
     return (f"{len(kept)} row(s) marked `(earlier run, DATE)` are kept as docs/zoo.md had them ({runs}): their result "
             "JSONs are not on this machine, so each shows the code and the machine load of its own date; "
             "`python bench/zoo.py run --only NAME` replaces one")
@@ -322,6 +323,7 @@ def _misses(r: dict[str, Any]) -> int:
                if a.get("status") == "ok" and not (a.get("fidelity") or {}).get("passed"))
 
 
+KEPT_MACHINE = " (of the rows run here; a kept row ran on its own run's machine: docs/results/zoo-runs.md)"
 CLASSIFIER_HEADER = ["model", "source", "params", "input", "src acc", *COLUMNS, "Edge TPU (predicted)", "time",
                      "peak RSS"]
 
@@ -373,7 +375,8 @@ def report(results: Path = RESULTS, doc: Path = DOC, use_commit: bool = True) ->
         f"- Date: {dates}",
         *([f"- {row_dates(done)}"] if done else []),
         *([f"- Earlier rows: {_kept_note(kept)}"] if kept else []),
-        f"- Machine: {done[0]['machine'] if done else machine()}, {_machine_words(done)}",
+        f"- Machine{KEPT_MACHINE if kept and done else ''}: {done[0]['machine'] if done else machine()}, "
+        f"{_machine_words(done)}",
         f"- edgekit: {revision_words(done)} (this page was written at commit {_head()})",
         "- Tools: " + (", ".join(f"{k} {v}" for k, v in sorted(tools.items())) or "-"),
         *([f"- Command per model: `{command}`"] if command else []),

@@ -190,3 +190,10 @@ def test_a_row_records_the_commit_and_whether_edgekit_differs(tmp_path: Path) ->
     if not head:
         pytest.skip("not a git checkout")
     assert rev["commit"] == head and isinstance(rev["edgekit_changed"], bool)
+
+
+def test_many_kept_runs_are_said_as_a_span(zoo_report: ModuleType) -> None:
+    """A page that dated each row keeps one date per row: 26 of them listed would fill a paragraph."""
+    kept = [zoo_report.KeptRow(f"m{i}", {}, (), f"2026-11-25 17:{30 + i} UTC") for i in range(4)]
+    assert "(4 runs from 2026-11-25 17:30 UTC to 2026-11-25 17:33 UTC)" in zoo_report._kept_note(kept)
+    assert "(2026-11-25 17:30 UTC, 2026-11-25 17:31 UTC)" in zoo_report._kept_note(kept[:2])

@@ -84,19 +84,45 @@ def ultralytics_names(metadata: dict[str, str] | None) -> dict[int, str] | None:
     return None
 
 
-def head_from_shape(y: np.ndarray, fmt: str | None = None, classes: int | None = None) -> Head | None:
-    """The single-tensor head a (N, D1, D2) output is, from its shape and values; FMT/CLASSES where known."""
+def yolo_rows(input_size: tuple[int, int] | None) -> set[int]:
+    """The candidate counts a YOLO head of an input of INPUT_SIZE (height, width) has: one per cell (YOLOv8 and
+    later) or three anchors per cell (YOLOv5), over the stride 8/16/32 grids (and 64 for the P6 models)."""
+    if input_size is None:
+        return set()
+    h, w = input_size
+    counts: set[int] = set()
+    for strides in ((8, 16, 32), (8, 16, 32, 64)):
+        for cells in (sum((h // s) * (w // s) for s in strides), sum(-(-h // s) * -(-w // s) for s in strides)):
+            counts.update((cells, 3 * cells))
+    return counts
+
+
+def _fractions(coords: np.ndarray, rows: int, input_size: tuple[int, int] | None, asked: bool) -> list[int] | None:
+    """INPUT_SIZE as [height, width] where a YOLO head's COORDS are fractions of the input (Ultralytics' TFLite export
+    divides boxes by the image size): all within [-0.5, 1.5], and ROWS a YOLO grid's count of that input (or the
+    format ASKED for); None where they are pixels or cannot be told apart from another output's values."""
+    if input_size is None or not float(np.nanmax(np.abs(coords), initial=0.0)) <= 1.5:
+        return None
+    return list(input_size) if asked or rows in yolo_rows(input_size) else None
+
+
+def head_from_shape(y: np.ndarray, fmt: str | None = None, classes: int | None = None,
+                    input_size: tuple[int, int] | None = None) -> Head | None:
+    """The single-tensor head a (N, D1, D2) output is, from its shape and values; FMT/CLASSES where known; INPUT_SIZE
+    (height, width) tells boxes given as fractions of the input (`Head.fractions_of`) from other values."""
     if y.ndim != 3:
         return None
     _, d1, d2 = y.shape
     if fmt in (None, "yolov8") and d1 >= 5 and d2 >= 4 * d1:
         c = classes if classes is not None else d1 - 4
-        if fmt or (_unit(y[:, 4:4 + c]) and float(np.nanmax(np.abs(y[:, :4]))) > 1.5):
-            return Head("yolov8", c)
+        part = _fractions(y[:, :4], d2, input_size, bool(fmt))
+        if fmt or (_unit(y[:, 4:4 + c]) and (float(np.nanmax(np.abs(y[:, :4]))) > 1.5 or part)):
+            return Head("yolov8", c, fractions_of=part)
     if fmt in (None, "yolov5") and d2 >= 6 and d1 >= 4 * d2:
         c = classes if classes is not None else d2 - 5
-        if fmt or (_unit(y[..., 4:5 + c]) and float(np.nanmax(np.abs(y[..., :4]))) > 1.5):
-            return Head("yolov5", c)
+        part = _fractions(y[..., :4], d1, input_size, bool(fmt))
+        if fmt or (_unit(y[..., 4:5 + c]) and (float(np.nanmax(np.abs(y[..., :4]))) > 1.5 or part)):
+            return Head("yolov5", c, fractions_of=part)
     if fmt in (None, "nms") and d2 == 6 and d1 >= 1:
         cls = y[..., 5]
         if fmt or (_unit(y[..., 4]) and np.allclose(cls, np.rint(cls)) and float(cls.min()) >= 0):
@@ -208,7 +234,7 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
             choices[name] = KindChoice("landmarks", f"asked for (--output-kind): {_landmark_words(lm)}", landmarks=lm)
             continue
         if kind == "detection":
-            head = _asked_head(name, fmt, outputs, names)
+            head = _asked_head(name, fmt, outputs, names, input_size)
         if kind == "mask" and name in outputs and not single_channel_map(outputs[name], layout):
             want = "(N, H, W, 1)" if layout.upper() == "NHWC" else "(N, 1, H, W)"
             raise UsageError(f"Output '{name}' has shape {list(outputs[name].shape)}: the mask kind judges a "
@@ -221,7 +247,8 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
         if name in choices:
             continue
         if task == "detect" and y.ndim == 3:
-            head = head_from_shape(y, None, len(names) if names else None) or head_from_shape(y, "yolov8")
+            head = head_from_shape(y, None, len(names) if names else None, input_size) or \
+                head_from_shape(y, "yolov8", None, input_size)
             if head is not None:
                 head.names, head.outputs = names, [name]
                 choices[name] = KindChoice("detection", f"the model's metadata says task 'detect' ({head.classes} "
@@ -231,12 +258,16 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
             head = groups[name]
             choices[name] = KindChoice("detection", _group_words(head), head)
             continue
-        head = head_from_shape(y)
+        head = head_from_shape(y, input_size=input_size)
         if head is not None:
             head.outputs = [name]
             rows = "(N, 4 + C, A)" if head.format == "yolov8" else "(N, A, 5 + C)" if head.format == "yolov5" \
                 else "(N, K, 6)"
-            choices[name] = KindChoice("detection", f"a {head.format} detector head: {rows} with pixel boxes beside "
+            boxes = "pixel boxes" if not head.fractions_of else \
+                (f"boxes as fractions of the {head.fractions_of[1]}x{head.fractions_of[0]} input (as Ultralytics' "
+                 f"TFLite export writes them; {y.shape[2] if head.format == 'yolov8' else y.shape[1]} rows, a YOLO "
+                 "grid's count for that input)")
+            choices[name] = KindChoice("detection", f"a {head.format} detector head: {rows} with {boxes} beside "
                                                     "[0, 1] scores", head)
     _landmark_choices(outputs, choices, input_size)
     # names and siblings, for what is not a detector
@@ -369,7 +400,8 @@ def _sibling(name: str, y: np.ndarray, outputs: dict[str, np.ndarray], probs: li
     return others[0] if others else None
 
 
-def _asked_head(name: str, fmt: str | None, outputs: dict[str, np.ndarray], names: dict[int, str] | None) -> Head:
+def _asked_head(name: str, fmt: str | None, outputs: dict[str, np.ndarray], names: dict[int, str] | None,
+                input_size: tuple[int, int] | None = None) -> Head:
     y = outputs[name]
     if fmt in ROLES and fmt != "anchors":
         group = _group_heads(outputs)
@@ -378,7 +410,8 @@ def _asked_head(name: str, fmt: str | None, outputs: dict[str, np.ndarray], name
         raise UsageError(f"--output-kind {name}=detection:{fmt}: the {fmt} head needs its outputs "
                          f"({', '.join(ROLES[fmt])}), and they could not be told apart among {list(outputs)}.",
                          hint="The boxes must be (N, A, 4) corners and the scores (N, A, C) in [0, 1].")
-    head = head_from_shape(y, fmt, len(names) if names else None) if fmt else head_from_shape(y)
+    head = head_from_shape(y, fmt, len(names) if names else None, input_size) if fmt else \
+        head_from_shape(y, input_size=input_size)
     if head is None:
         raise UsageError(f"--output-kind {name}=detection: the output's shape {list(y.shape)} is not a detector "
                          "head edgekit can read without being told its format.",
@@ -395,4 +428,4 @@ def _shape_words(kind: str, shape: tuple[int, ...]) -> str:
             }.get(kind, f"shape {dims}: not class scores")
 
 
-__all__ = ["KindChoice", "anchors_head", "decide_kinds", "head_from_shape", "ultralytics_names"]
+__all__ = ["KindChoice", "anchors_head", "decide_kinds", "head_from_shape", "ultralytics_names", "yolo_rows"]

@@ -65,6 +65,9 @@ class Head:
     names: dict[int, str] | None = None
     keypoints: int = 0
     anchors: dict[str, Any] | None = None
+    # (height, width) of the input where a YOLO head's boxes are fractions of it (Ultralytics' TFLite export divides
+    # them by the image size); decoded into that input's pixels, as every other head's boxes are
+    fractions_of: list[int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -81,11 +84,16 @@ class Head:
         keypoints = int(d.get("keypoints") or 0)
         if not 0 <= keypoints <= 1000:
             raise ValueError(f"keypoints {keypoints} out of range")
+        size = d.get("fractions_of")
+        fractions_of = [int(v) for v in size] if isinstance(size, list) else None
+        if fractions_of is not None and (len(fractions_of) != 2 or not all(0 < v <= 100_000 for v in fractions_of)):
+            raise ValueError(f"fractions_of {size} is not an input's (height, width)")
         return cls(format=str(d["format"]), classes=int(d.get("classes") or 0), outputs=list(d.get("outputs") or []),
                    confidence=float(d.get("confidence", CONFIDENCE)), nms_iou=float(d.get("nms_iou", NMS_IOU)),
                    match_iou=float(d.get("match_iou", MATCH_IOU)),
                    names={int(k): str(v) for k, v in names.items()} if isinstance(names, dict) else None,
-                   keypoints=keypoints, anchors=anchors if isinstance(anchors, dict) else None)
+                   keypoints=keypoints, anchors=anchors if isinstance(anchors, dict) else None,
+                   fractions_of=fractions_of)
 
     def anchor_head(self) -> AnchorHead:
         """How this anchors head decodes (ValueError where it is not one)."""
@@ -184,17 +192,22 @@ def decode(outputs: Sequence[np.ndarray], head: Head, suppress: bool = True) -> 
     if fmt == "anchors":
         spec = head.anchor_head()
         anchored = (spec, spec.anchors())
+    scale = np.ones(4)  # a YOLO head's boxes as fractions of the input: into its pixels, (x, y, w, h) per column
+    if head.fractions_of and fmt in ("yolov8", "yolov5"):
+        h_in, w_in = head.fractions_of
+        scale = np.array([w_in, h_in, w_in, h_in], dtype=np.float64)
     for i in range(len(arrays[0])):
         if fmt == "yolov8":
             y = arrays[0][i]  # (4 + C, A)
             scores = y[4:4 + c]
             cls = scores.argmax(0)
-            out.append(_select(xywh_to_xyxy(y[:4].T), scores.max(0), cls, head, suppress=suppress))
+            out.append(_select(xywh_to_xyxy(y[:4].T * scale[None, :]), scores.max(0), cls, head, suppress=suppress))
         elif fmt == "yolov5":
             y = arrays[0][i]  # (A, 5 + C)
             probs = y[:, 5:5 + c] if c else y[:, 4:5]
             cls = probs.argmax(1)
-            out.append(_select(xywh_to_xyxy(y[:, :4]), y[:, 4] * probs.max(1), cls, head, suppress=suppress))
+            out.append(_select(xywh_to_xyxy(y[:, :4] * scale), y[:, 4] * probs.max(1), cls, head,
+                               suppress=suppress))
         elif fmt == "nms":
             y = arrays[0][i]  # (K, 6)
             out.append(_select(y[:, :4], y[:, 4], np.rint(y[:, 5]).astype(np.int64), head, nms_done=True))

@@ -176,8 +176,11 @@ def _oriented(y: np.ndarray, head: Head) -> np.ndarray:
 
 def _input_pixels(boxes: np.ndarray, head: Head, in_w: int, in_h: int) -> np.ndarray:
     """Boxes as x1, y1, x2, y2 in input pixels: TFLite_Detection_PostProcess writes ymin, xmin, ymax, xmax as
-    fractions; other exports write pixels, or fractions (all within NORMALIZED_MAX), x first."""
+    fractions; a head recorded with `fractions_of` was decoded into pixels already; other exports write pixels, or
+    fractions (all within NORMALIZED_MAX), x first."""
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    if head.fractions_of:
+        return b
     if head.format == "tflite-postprocess":
         b = b[:, [1, 0, 3, 2]]
     if len(b) and (head.format == "tflite-postprocess" or float(np.abs(b).max()) <= NORMALIZED_MAX):

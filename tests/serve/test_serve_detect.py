@@ -85,6 +85,18 @@ def test_tflite_postprocess_boxes_are_fractions_y_first() -> None:
     assert out == [{"box": [50.0, 25.0, 100.0, 75.0], "index": 1, "label": "1", "score": 0.8}]
 
 
+def test_a_yolov5_head_of_fractions_is_served_in_the_pictures_pixels() -> None:
+    """Ultralytics' YOLOv5 TFLite export writes boxes as fractions of the input; validation recorded the head with
+    `fractions_of`, so decode gives input pixels, and a small box near the corner is not scaled a second time."""
+    head = Head("yolov5", 2, ["out"], fractions_of=[100, 100])
+    det = Detector(head, ["out"])
+    y = np.zeros((1, 20, 7), np.float32)  # more rows than columns, as a YOLO head's anchors outnumber them
+    y[0, 0] = [0.5, 0.25, 0.5, 0.5, 0.9, 0.1, 0.9]  # class 1, centred at (50, 25) px, 50 x 50 px
+    y[0, 1] = [0.01, 0.01, 0.01, 0.01, 0.9, 0.9, 0.1]  # class 0, a 1 px box at (1, 1) px: all its pixels are <= 1.5
+    out = detections({"out": y}, det, parse_cuts({}, head), fit(100, 100, 100, 100), 100, 100, None)
+    assert [(d["index"], d["box"]) for d in out] == [(1, [25.0, 0.0, 75.0, 50.0]), (0, [0.5, 0.5, 1.5, 1.5])]
+
+
 def test_class_name_prefers_labels_then_the_models_names_then_the_index() -> None:
     head = Head("yolov8", 3, names={0: "cat"})
     assert class_name(0, head, ["dog", "x", "y"]) == "dog"

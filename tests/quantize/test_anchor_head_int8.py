@@ -20,9 +20,10 @@ tf = pytest.importorskip("tensorflow")
 SCORES, REGRESSORS = "Identity_1", "Identity"
 
 
-@pytest.fixture(scope="module")
-def anchors_tflite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
-    """The float .tflite and 96 smooth random images in [0, 1] (64 to calibrate, 32 held out)."""
+def _anchor_model(path: Path, dead: float = 0.0) -> tuple[Path, np.ndarray]:
+    """The float .tflite written to PATH and 96 smooth random images in [0, 1] (64 to calibrate, 32 held out).
+    DEAD > 0: the second level's regressors add DEAD times how far an anchor's logit is under -20, as MediaPipe's
+    face detector writes thousands of pixels at the anchors it scores near 0."""
     rng = np.random.default_rng(0)
     w0 = rng.normal(0, 0.05, (8, 8, 3, 8)).astype(np.float32)
     w1 = rng.normal(0, 0.3, (3, 3, 8, 8)).astype(np.float32)
@@ -46,18 +47,30 @@ def anchors_tflite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.n
 
     size = np.where(np.arange(96) % 16 // 2 == 1, 20.0, 0.0).astype(np.float32)  # width, height > 0: real boxes
 
+    # the second level's regressor layer also reads how far each of its 6 anchors' logits is under -20 (one channel
+    # per anchor, weighted DEAD into that anchor's 16 regressors): still one convolution before the reshape
+    far = np.kron(np.eye(6, dtype=np.float32), np.ones((1, 16), np.float32))[None, None] * np.float32(dead)
+    wr2_far = np.concatenate([wr2, far], axis=2)
+
     def net(x: Any) -> tuple[Any, Any]:
         f, g = features(x)
+        logits2 = tf.nn.conv2d(g, wc2, 1, "SAME") + bc2  # (1, 8, 8, 6): the 6 anchors of each cell
+        reg2 = tf.nn.conv2d(tf.concat([g, tf.nn.relu(-logits2 - 20.0)], -1), wr2_far, 1, "SAME") if dead else \
+            tf.nn.conv2d(g, wr2, 1, "SAME")
         regs = tf.concat([tf.reshape(tf.nn.conv2d(f, wr1, 1, "SAME") + size[:32], [1, 512, 16]),
-                          tf.reshape(tf.nn.conv2d(g, wr2, 1, "SAME") + size, [1, 384, 16])], 1)
+                          tf.reshape(reg2 + size, [1, 384, 16])], 1)
         scores = tf.concat([tf.reshape(tf.nn.conv2d(f, wc1, 1, "SAME") + bc1, [1, 512, 1]),
-                            tf.reshape(tf.nn.conv2d(g, wc2, 1, "SAME") + bc2, [1, 384, 1])], 1)
+                            tf.reshape(logits2, [1, 384, 1])], 1)
         return regs, scores
 
     concrete = tf.function(net).get_concrete_function(tf.TensorSpec([1, 128, 128, 3], tf.float32))
-    path = tmp_path_factory.mktemp("anchors") / "anchors.tflite"
     path.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([concrete], None).convert())
     return path, images(96, 1)
+
+
+@pytest.fixture(scope="module")
+def anchors_tflite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
+    return _anchor_model(tmp_path_factory.mktemp("anchors") / "anchors.tflite")
 
 
 def _outputs(blob: bytes, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -205,3 +218,41 @@ def test_int8_scores_keep_their_own_fine_scale_and_their_anchors(anchors_tflite:
 
     ranked = {layer.name for layer in diagnose_tflite(choice, x[64:72], "held out").layers}
     assert ranked and not ranked & set(choice.detection_decode["head_layers"])  # float in the artifact: not ranked
+
+
+def test_the_regressor_range_is_what_the_anchors_that_can_become_boxes_hold() -> None:
+    from edgekit.quantize.tflite.ranges import REGRESSOR_FLOOR, REGRESSOR_MARGIN, regressor_bound
+
+    regs = np.zeros((2, 4, 6), np.float32)
+    regs[0, 0, 2], regs[0, 1, 4], regs[1, 3, 5] = 30.0, -12.0, -5000.0  # the last at an anchor scored near 0
+    logits = np.array([[1.0, -2.0, -30.0, -30.0], [-8.0, -8.0, -8.0, -100.0]], np.float32)[..., None]
+    assert regressor_bound(regs, logits) == pytest.approx(REGRESSOR_MARGIN * 30.0)
+    logits[0, 0, 0] = REGRESSOR_FLOOR  # at the floor: not over it
+    assert regressor_bound(regs, logits) == pytest.approx(REGRESSOR_MARGIN * 12.0)
+    assert regressor_bound(regs, np.full_like(logits, -50.0)) is None  # no anchor to size it by: not cut
+
+
+@pytest.mark.slow
+def test_int8_regressors_keep_a_fine_scale_where_dead_anchors_hold_huge_values(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch
+                                                                               ) -> None:
+    """MediaPipe's short-range face detector writes up to 10,529 px at anchors it scores near 0; calibrated over
+    every anchor, its Edge TPU model's regressors had an int8 step of 60 px and kept 14% of the faces. Here the dead
+    anchors hold up to about 5,800 px, the live ones 22."""
+    import edgekit.quantize.tflite.search as search
+    from edgekit.quantize.tflite.search import quantize_tflite
+
+    path, x = _anchor_model(tmp_path / "dead.tflite", dead=40.0)
+    ref = _outputs(path.read_bytes(), x[64:])
+    live = ref[SCORES][..., 0] > 0
+    assert live.sum() > 100 and np.abs(ref[REGRESSORS]).max() > 2000
+
+    def moved(blob: bytes) -> float:  # mean regressor change at the anchors the float model scores over 0.5
+        return float(np.abs(_outputs(blob, x[64:])[REGRESSORS] - ref[REGRESSORS])[live].mean())
+
+    tpu, choice = quantize_tflite(_job(path, x[:64], tmp_path / "tpu", "uint8"), "plain", float_free=True)
+    cut = choice.detection_decode["regressors_cut"]
+    assert REGRESSORS in cut["tensors"] and 20 < cut["bound"] < 40, cut
+    monkeypatch.setattr(search, "cut_regressor_ranges", lambda cal, names, bound: (cal, 0))
+    uncut, _ = quantize_tflite(_job(path, x[:64], tmp_path / "uncut", "uint8"), "plain", float_free=True)
+    assert moved(tpu) < 0.5 and moved(uncut) > 5 * moved(tpu), (moved(tpu), moved(uncut))

@@ -1,8 +1,9 @@
 """What a detector changes in the TFLite int8 search (edgekit.quantize.tflite.search): the kind of the output it
 judges, decided with the model's other outputs beside it as validation decides it; the decode kept float
 (edgekit.quantize.detect_decode), over every output of the head (a raw-anchor head's regressors and score logits);
-and the tensors that hold a raw-anchor head's score logits, whose int8 range is cut where the sigmoid is flat
-(edgekit.quantize.tflite.ranges.cut_logit_ranges).
+the tensors that hold a raw-anchor head's score logits, whose int8 range is cut where the sigmoid is flat
+(edgekit.quantize.tflite.ranges.cut_logit_ranges); and those that hold its regressors, whose range is cut to what
+the anchors that can become boxes hold (edgekit.quantize.tflite.ranges.regressor_bound).
 """
 
 from __future__ import annotations
@@ -53,19 +54,42 @@ def score_logits(fm: Any, head: Any) -> tuple[str, ...]:
     """The tensors of the float TFLite model FM that hold HEAD's score logits where its decode takes their sigmoid
     (a raw-anchor head: MediaPipe's classifier layers, and the reshapes and concatenation after them); () for any
     other head."""
+    try:
+        sigmoid = head is not None and head.format == "anchors" and head.anchor_head().sigmoid
+    except (ValueError, KeyError, TypeError):
+        return ()
+    return _head_tensors(fm, head, 1) if sigmoid else ()
+
+
+def regressor_tensors(fm: Any, head: Any) -> tuple[str, ...]:
+    """The tensors of the float TFLite model FM that hold a raw-anchor HEAD's box and keypoint regressors (its
+    regressor layers, and the reshapes and concatenation after them); () for any other head."""
+    return _head_tensors(fm, head, 0)
+
+
+def _head_tensors(fm: Any, head: Any, which: int) -> tuple[str, ...]:
+    """The layers, reshapes and concatenation of FM that write a raw-anchor HEAD's output number WHICH."""
     if head is None or head.format != "anchors" or len(head.outputs) < 2:
         return ()
     from edgekit.quantize.detect_decode import tflite_decode
 
-    try:
-        sigmoid = head.anchor_head().sigmoid
-    except (ValueError, KeyError, TypeError):
+    outputs = [t for t in fm.outputs if fm.tensors[t].name == head.outputs[which]]
+    if not outputs:
         return ()
-    scores = [t for t in fm.outputs if fm.tensors[t].name == head.outputs[1]]
-    if not sigmoid or not scores:
-        return ()
-    region = tflite_decode(fm, scores)
+    region = tflite_decode(fm, outputs)
     return (*region.nodes, *region.head_layers) if region.head_layers else ()
+
+
+def regressor_range(path: Path, x: np.ndarray, head: Any) -> float | None:
+    """The range HEAD's regressors need (edgekit.quantize.tflite.ranges.regressor_bound), measured by the float
+    TFLite model at PATH on the calibration samples X."""
+    from edgekit.quantize.tflite.ranges import regressor_bound
+
+    got = float_outputs(path, x)
+    regs, logits = (got.get(n) for n in head.outputs[:2])
+    if regs is None or logits is None or not len(regs) or len(regs) != len(logits):
+        return None
+    return regressor_bound(regs, logits)
 
 
 def float_outputs(path: Path, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -85,4 +109,4 @@ def float_outputs(path: Path, x: np.ndarray) -> dict[str, np.ndarray]:
     return {k: np.concatenate(v) for k, v in ys.items() if v}
 
 
-__all__ = ["DECIDE_SAMPLES", "detection", "float_outputs", "score_logits"]
+__all__ = ["DECIDE_SAMPLES", "detection", "float_outputs", "regressor_range", "regressor_tensors", "score_logits"]

@@ -63,6 +63,10 @@ class TfliteJob:
     # the tensors holding a raw-anchor head's score logits (its classifier layers and the reshapes and concatenation
     # after them): their calibrated ranges are cut where the sigmoid is flat (edgekit.quantize.tflite.ranges)
     score_logits: tuple[str, ...] = ()
+    # the tensors holding its box and keypoint regressors, and the range they are cut to (None: not cut): what the
+    # anchors that can become boxes hold on the calibration samples (edgekit.quantize.tflite.ranges.regressor_bound)
+    regressors: tuple[str, ...] = ()
+    regressor_bound: float | None = None
 
     def representative(self) -> Iterator[list[np.ndarray] | dict[str, np.ndarray]]:
         for i in range(0, len(self.samples) - self.batch + 1, self.batch):

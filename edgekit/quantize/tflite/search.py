@@ -35,8 +35,16 @@ from edgekit.quantize.search import (
     ranked_units,
     split,
 )
-from edgekit.quantize.tflite.heads import detection, score_logits
-from edgekit.quantize.tflite.ranges import LOGIT_BOUND, STATISTICS, cut_logit_ranges, with_statistic
+from edgekit.quantize.tflite.heads import detection, regressor_range, regressor_tensors, score_logits
+from edgekit.quantize.tflite.ranges import (
+    LOGIT_BOUND,
+    REGRESSOR_FLOOR,
+    REGRESSOR_MARGIN,
+    STATISTICS,
+    cut_logit_ranges,
+    cut_regressor_ranges,
+    with_statistic,
+)
 from edgekit.quantize.tflite.recipes import (
     AUTO_ORDER,
     BIAS_CORRECTING,
@@ -91,6 +99,10 @@ class TfliteCandidates:
                 self.y_head = {n: got[n] for n in self.head_outputs}
         if self.decode is not None and self.decode.nodes:
             job.score_logits = self.job.score_logits = score_logits(fm, head)
+            regs = regressor_tensors(fm, head)
+            bound = regressor_range(self.ref_path, self.job.samples, head) if regs else None
+            if bound is not None:
+                job.regressors, job.regressor_bound = self.job.regressors, self.job.regressor_bound = regs, bound
         self.mask_threshold = job.kinds.mask_threshold(fm.tensors[fm.outputs[0]].name, len(fm.outputs)) \
             if job.kinds is not None else None
         # the outputs' layout (the SavedModel's, NHWC from onnx2tf): judged along it, not as NCHW (a P-Net's
@@ -223,6 +235,12 @@ def _decode_record(s: TfliteCandidates, float_free: bool, moved: int = 0) -> dic
         "the score logits' int8 range is cut to +-16, where the sigmoid is flat (a score within 1.2e-7 of 0 or 1): "
         "over the whole range (MediaPipe's pose detector: -385 to 0.36) one int8 step is 1.5 logits")}} \
         if s.job.score_logits else {}
+    if s.job.regressors and s.job.regressor_bound is not None:
+        cut["regressors_cut"] = {"tensors": list(s.job.regressors), "bound": round(s.job.regressor_bound, 3), "why": (
+            f"the regressors' int8 range is cut to {REGRESSOR_MARGIN:g} times their largest value at the anchors "
+            f"scored over {REGRESSOR_FLOOR:g} logits on the calibration samples: the anchors a detector scores near 0 "
+            "are never decoded and can hold huge values (MediaPipe's face detector: up to 10,529 px on a 128 px "
+            "input), which made one int8 step of 60 px")}
     if float_free:
         where += ("; on an integer-only target such as the Edge TPU these float ops run on the CPU after the TPU "
                   "part (the compiler maps ops in order up to the first float one), so the ops are ordered to run "
@@ -270,6 +288,8 @@ def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Pat
         job.notes.append(words)
     if job.score_logits:  # after any statistic: the cut is the sigmoid's, not the data's
         cal, _ = cut_logit_ranges(cal, job.score_logits)
+    if job.regressors and job.regressor_bound is not None:  # and the decoded anchors', not every anchor's
+        cal, _ = cut_regressor_ranges(cal, job.regressors, job.regressor_bound)
     cal_path = _write(job, f"{base}.calibrated.tflite", cal)
     return quantized(job, cal_path.read_bytes(), nodes), cal_path, edits
 

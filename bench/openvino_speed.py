@@ -19,7 +19,8 @@ thread settings varied (intra-op threads, spinning on/off, dynamic block base), 
 `--for host`) and with the old int8 flags (`--int8-recipe plain --for arm64`: signed activations, no search; FORMS),
 records what each conversion made of its int8 artifacts (form, recipe kept, the conversion's own validation), and
 times each int8 row of both beside the fp32 rows in one interleaved run at 1 thread, all cores and the runtimes'
-defaults: the old form's time over the defaults' is the gain. `--model torch` takes bench/ncnn_compare.py's
+defaults: the old form's time over the defaults' is the gain. Then onnxruntime's optimized graph and per-op profile
+of each ONNX int8 file at 1 thread (what fused). `--model torch` takes bench/ncnn_compare.py's
 MobileNetV2 (BatchNorm statistics from photos), whose int8 outputs fidelity can be judged on; `--model digits_yolo`
 the bundled digits detector (validation judges its boxes).
 
@@ -389,6 +390,36 @@ def defaults_vs_old(files: dict[str, dict[str, Path]], threads: int | None, roun
     return {"rows": rows, "old_over_defaults": ratios}
 
 
+def onnx_int8_graph(path: Path, folder: Path, runs: int = 100) -> dict[str, Any]:
+    """What onnxruntime makes of an int8 QDQ file at 1 thread: its optimized graph's op types (which QDQ groups fused
+    into QLinear kernels, which stayed Q/DQ around float ops) and its profiler's ms per run by op type (profiled
+    runs are slower than timed ones: read the shares)."""
+    from collections import Counter
+
+    import onnx
+    import onnxruntime as ort
+
+    folder.mkdir(parents=True, exist_ok=True)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    so.enable_profiling, so.profile_file_prefix = True, str(folder / "ort")
+    so.optimized_model_filepath = str(folder / "optimized.onnx")
+    sess = ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
+    spec = sess.get_inputs()[0]
+    x = np.random.default_rng(0).random([d if isinstance(d, int) and d > 0 else 1 for d in spec.shape],
+                                        dtype=np.float32)
+    for _ in range(runs):
+        sess.run(None, {spec.name: x})
+    per_op: dict[str, float] = {}
+    for e in json.loads(Path(sess.end_profiling()).read_text()):
+        if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time"):
+            op = e.get("args", {}).get("op_name", "?")
+            per_op[op] = per_op.get(op, 0.0) + e["dur"] / 1e3 / runs
+    ops = Counter(n.op_type for n in onnx.load(str(folder / "optimized.onnx"), load_external_data=False).graph.node)
+    return {"graph_ops": dict(ops.most_common()), "kernel_ms_per_run": round(sum(per_op.values()), 3),
+            "ms_per_run_by_op": dict(sorted(((k, round(v, 3)) for k, v in per_op.items()), key=lambda kv: -kv[1]))}
+
+
 def show_defaults_vs_old(threads: str, result: dict[str, Any]) -> None:
     rows = result["rows"]
     print(f"\n## defaults against old, threads {threads}\n\n| row | p50 ms (best block) |\n|---|---|")
@@ -531,6 +562,11 @@ def main_defaults_vs_old(args: argparse.Namespace) -> int:
         result["threads"][key] = defaults_vs_old(files, threads, args.rounds, args.runs)
         result["threads"][key]["loadavg_after"] = os.getloadavg()
         show_defaults_vs_old(key, result["threads"][key])
+    result["onnx_int8_graph"] = {form: onnx_int8_graph(files[form]["onnx int8"], args.work / f"ort-{args.model}-{form}")
+                                 for form in FORMS}  # after the timing: the profiler's runs are not timed ones
+    for form, g in result["onnx_int8_graph"].items():
+        print(f"\nonnxruntime's graph of the {form} ONNX int8 (1 thread): {g['graph_ops']}\nkernel ms per run "
+              f"{g['kernel_ms_per_run']}: {g['ms_per_run_by_op']}")
     result["machine"]["loadavg_end"] = os.getloadavg()
     from edgekit.core.fsutil import atomic_write_json
 

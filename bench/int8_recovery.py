@@ -413,6 +413,12 @@ def main() -> int:
     p.add_argument("--recipes", default="", help="trained non-classifiers: the int8 recipes to run (default "
                    "plain,auto), keeping the others' results; `default` and `old` are today's defaults and the old "
                    "ones (bench/int8_tasks.py DEFAULTS)")
+    p.add_argument("--held-out", type=int, default=None, help="trained non-classifiers: held-out inputs per "
+                   "distribution (default: bench/int8_tasks.py HELD_OUT, 300 for P-Net); P-Net's ONNX - TFLite "
+                   "difference comes with a paired 95%% bootstrap interval, which narrows with more")
+    p.add_argument("--calib-draw", type=int, default=0, help="trained non-classifiers: calibrate on the K-th other "
+                   "draw of distribution A (0: the usual set), judged on the same held-out inputs: how much of a "
+                   "difference between two int8 artifacts is the calibration set's luck")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "int8_recovery.json")
     p.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "edgekit-int8-recovery")
     args = p.parse_args()
@@ -432,7 +438,8 @@ def main() -> int:
             def save(res: dict[str, Any], name: str = name) -> None:
                 write(args.out, {**results, name: res})
 
-            results[name] = {**int8_tasks.run_task(name, args.work / name, log, recipes, results.get(name), save),
+            results[name] = {**int8_tasks.run_task(name, args.work / name, log, recipes, results.get(name), save,
+                                                   args.held_out, args.calib_draw),
                              "seconds": round(time.perf_counter() - t0, 1)}
             write(args.out, results)
             log(f"{name}: done in {results[name]['seconds']} s: {json.dumps(results[name]['targets'])}")

@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-HELD_OUT = {"ppocr_rec": 300, "ppocr_det": 60, "mtcnn_pnet": 300}
+HELD_OUT = {"ppocr_rec": 300, "ppocr_det": 60, "mtcnn_pnet": 300}  # per distribution; --held-out N asks for more
+BOOTSTRAP_DRAWS = 2000  # resamples of the held-out inputs for the paired ONNX - TFLite interval
 CALIB = 200  # the --calib-size: auto judges on half of them and calibrates on the other half
 FONTS_B = ("DejaVuSerif.ttf", "DejaVuSansMono.ttf", "DejaVuSans-Bold.ttf", "DejaVuSerifCondensed-Italic.ttf")
 FONT_DIRS = (Path("/usr/share/fonts/truetype/dejavu"), Path("/usr/share/fonts/dejavu"))
@@ -175,12 +176,39 @@ def pnet_scenes(n: int, seed: int, dist: str) -> np.ndarray:
     return normalise(rgb.astype(np.uint8))
 
 
+def pnet_cells(y_ref: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per input: the cells both propose (p(face) > 0.6) and the cells either proposes; their sums' ratio is the
+    proposal IoU."""
+    a, b = y_ref[:, 1] > PNET_THRESHOLD, y[:, 1] > PNET_THRESHOLD
+    return (a & b).reshape(len(a), -1).sum(1), (a | b).reshape(len(a), -1).sum(1)
+
+
 def pnet_figures(y_ref: np.ndarray, y: np.ndarray) -> dict[str, float]:
     """Proposal cells (p(face) > 0.6): their agreement over all cells, and the IoU of the proposed cells."""
     a, b = y_ref[:, 1] > PNET_THRESHOLD, y[:, 1] > PNET_THRESHOLD
+    both, either = pnet_cells(y_ref, y)
     return {"cell_agreement": round(float((a == b).mean()), 5),
-            "proposal_iou": round(float((a & b).sum() / max((a | b).sum(), 1)), 4),
+            "proposal_iou": round(float(both.sum() / max(either.sum(), 1)), 4),
             "proposals": int(a.sum()), "cosine": _cosine(y_ref, y)}
+
+
+def paired_difference(one: tuple[np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray],
+                      draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> dict[str, Any]:
+    """ONE's ratio of sums (per-input numerators and denominators, as `pnet_cells` gives) minus OTHER's, in points,
+    with its 95% interval from DRAWS paired resamples of the inputs (the same inputs drawn for both, so what the two
+    share, the inputs, does not widen the interval)."""
+    (n1, d1), (n2, d2) = one, other
+    if len(n1) != len(n2):
+        raise ValueError(f"paired inputs differ in number: {len(n1)} and {len(n2)}")
+    ratio = lambda n, d: n.sum(-1) / np.maximum(d.sum(-1), 1)  # noqa: E731
+    rng, diffs = np.random.default_rng(seed), []
+    for start in range(0, draws, 100):  # 100 resamples at a time: 10,000 inputs x 2,000 draws would hold GBs
+        pick = rng.integers(0, len(n1), (min(100, draws - start), len(n1)))
+        diffs.append(100 * (ratio(n1[pick], d1[pick]) - ratio(n2[pick], d2[pick])))
+    lo, hi = np.percentile(np.concatenate(diffs), [2.5, 97.5])
+    return {"points": round(float(100 * (ratio(n1, d1) - ratio(n2, d2))), 2), "ci95": [round(float(lo), 2),
+                                                                                      round(float(hi), 2)],
+            "inputs": len(n1), "draws": draws}
 
 
 def _cosine(y_ref: np.ndarray, y: np.ndarray) -> float:
@@ -197,9 +225,11 @@ class Task:
 
     def __init__(self, name: str, source: Callable[[Path], Path], data: Callable[[int, int, str], np.ndarray],
                  figures: Callable[[np.ndarray, np.ndarray], dict[str, float]], output: int, args: list[str],
-                 targets: dict[str, float]) -> None:
+                 targets: dict[str, float],
+                 per_input: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None) -> None:
         self.name, self.source, self.data, self.figures, self.output = name, source, data, figures, output
         self.args, self.targets = args, targets
+        self.per_input = per_input  # the headline figure per input (numerator, denominator): ONNX - TFLite, paired
 
 
 def _ocr_source(name: str) -> Callable[[Path], Path]:
@@ -232,26 +262,31 @@ TASKS = {
                       ["--input-shape", "1,3,320,320", "--mean", "0.485,0.456,0.406", "--std", "0.229,0.224,0.225",
                        "--mask-threshold", str(DET_THRESHOLD)],
                       {"mask_agreement": 0.98, "region_recall": 0.95, "region_precision": 0.95}),
-    "mtcnn_pnet": Task("mtcnn_pnet", _pnet_source, pnet_scenes, pnet_figures, 1, [], {}),
+    "mtcnn_pnet": Task("mtcnn_pnet", _pnet_source, pnet_scenes, pnet_figures, 1, [], {}, pnet_cells),
 }
 SEEDS = {"calib": 1, "A": 2, "B": 3}  # added to a per-model base: calibration and held-out never share a seed
 BASE_SEED = {"ppocr_rec": 2200, "ppocr_det": 2100, "mtcnn_pnet": 3100}
 
 
-def inputs(task: Task, work: Path, log: Callable[[str], None]) -> tuple[Path, dict[str, np.ndarray]]:
-    """(the calibration .npz of distribution A, {"A": held-out x, "B": held-out x}); the model's own input form
-    (uint8 pages for the detector: --mean/--std normalise them, `det_normalise` for running it here)."""
+def inputs(task: Task, work: Path, log: Callable[[str], None], held_out: int | None = None, calib_draw: int = 0
+           ) -> tuple[Path, dict[str, np.ndarray]]:
+    """(the calibration .npz of distribution A, {"A": held-out x, "B": held-out x}: HELD_OUT inputs of each, or
+    HELD_OUT[task.name]); the model's own input form (uint8 pages for the detector: --mean/--std normalise them,
+    `det_normalise` for running it here). CALIB_DRAW k > 0: the calibration inputs of another seed (k thousands
+    on), so that int8 artifacts calibrated on other draws of A can be judged on the same held-out inputs."""
     base = BASE_SEED[task.name]
-    calib = work / f"{task.name}.calib.npz"
+    n = held_out or HELD_OUT[task.name]
+    size = "" if n == HELD_OUT[task.name] else f"-{n}"  # the default sets keep their earlier names
+    calib = work / (f"{task.name}.calib.npz" if not calib_draw else f"{task.name}.calib-{calib_draw}.npz")
     if not calib.is_file():
-        log(f"{task.name}: rendering {CALIB} calibration inputs")
-        np.savez(calib, x=task.data(CALIB + 50, base + SEEDS["calib"], "A"))  # 50 more: convert's own validation
+        log(f"{task.name}: rendering {CALIB} calibration inputs")  # 50 more: convert's own validation
+        np.savez(calib, x=task.data(CALIB + 50, base + SEEDS["calib"] + 1000 * calib_draw, "A"))
     held = {}
     for dist in ("A", "B"):
-        f = work / f"{task.name}.heldout-{dist}.npy"
+        f = work / f"{task.name}.heldout-{dist}{size}.npy"
         if not f.is_file():
-            log(f"{task.name}: rendering {HELD_OUT[task.name]} held-out inputs, distribution {dist}")
-            np.save(f, task.data(HELD_OUT[task.name], base + SEEDS[dist], dist))
+            log(f"{task.name}: rendering {n} held-out inputs, distribution {dist}")
+            np.save(f, task.data(n, base + SEEDS[dist], dist))
         held[dist] = np.load(f)
     return calib, held
 
@@ -295,15 +330,16 @@ def convert_args(task: Task, src: Path, calib: Path, recipe: str, targets: str, 
 
 
 def run_recipe(task: Task, src: Path, calib: Path, held: dict[str, np.ndarray], recipe: str, targets: str,
-               work: Path, log: Callable[[str], None]) -> dict[str, Any]:
+               work: Path, log: Callable[[str], None], tag: str = "") -> dict[str, Any]:
     """Convert SRC with RECIPE to TARGETS (int8 and fp32 each) through `edgekit convert` as a user runs it, then
-    judge each int8 artifact against the fp32 artifact of its format on the held-out inputs: {format: row}."""
+    judge each int8 artifact against the fp32 artifact of its format on the held-out inputs: {format: row}. TAG
+    ends the output folder's name (another calibration draw's artifacts beside the first)."""
     import json
     import subprocess
     import sys
     import time
 
-    out = work / f"out-{recipe}"
+    out = work / f"out-{recipe}{tag}"
     launch = ["-c", OLD_FORM] if recipe == "old" else ["-m", "edgekit.cli"]
     cmd = [sys.executable, *launch, "convert", *convert_args(task, src, calib, recipe, targets, out)]
     t0 = time.perf_counter()
@@ -316,6 +352,7 @@ def run_recipe(task: Task, src: Path, calib: Path, held: dict[str, np.ndarray], 
         return {"error": f"convert exit {done.returncode}: {done.stderr[-800:]}"}
     arts = {(a["format"], a["precision"], a.get("io_dtype")): a for a in manifest["artifacts"]}
     rows: dict[str, Any] = {}
+    cells: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}  # (format, dist): the task's per-input figure
     for fmt in targets.split(","):
         fp32 = arts.get((fmt, "fp32", None))
         int8 = next((a for (f, p, _), a in arts.items() if f == fmt and p == "int8"), None)
@@ -328,6 +365,8 @@ def run_recipe(task: Task, src: Path, calib: Path, held: dict[str, np.ndarray], 
             y_ref = outputs(out / Path(fp32["path"]).name, fmt, xin, task.output)
             y = outputs(out / Path(int8["path"]).name, fmt, xin, task.output)
             row[dist] = task.figures(y_ref, y)
+            if task.per_input is not None:
+                cells[fmt, dist] = task.per_input(y_ref, y)
         r = (int8.get("extra") or {}).get("int8_recipe") or {}
         row.update(recipe=recipe, chosen=r.get("chosen"), met_in_search=r.get("met"),
                    macs_float_fraction=r.get("macs_float_fraction"), size_bytes=int8.get("size_bytes"),
@@ -337,6 +376,12 @@ def run_recipe(task: Task, src: Path, calib: Path, held: dict[str, np.ndarray], 
         rows[fmt] = row
         log(f"  {task.name} {fmt} {recipe} -> {row['chosen']}: " + "; ".join(
             f"{d} " + ", ".join(f"{k} {v}" for k, v in row[d].items()) for d in held))
+    for dist in held:  # both formats judged on the same inputs: their difference, paired over the inputs
+        if ("onnx", dist) in cells and ("tflite", dist) in cells:
+            diff = paired_difference(cells["onnx", dist], cells["tflite", dist])
+            rows["onnx"][dist]["minus_tflite"] = diff
+            log(f"  {task.name} {recipe} {dist}: ONNX - TFLite {diff['points']:+.2f} points, 95% interval "
+                f"[{diff['ci95'][0]:+.2f}, {diff['ci95'][1]:+.2f}] over {diff['inputs']} inputs")
     return rows
 
 
@@ -385,21 +430,25 @@ def verdict(task: Task, res: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_task(name: str, work: Path, log: Callable[[str], None], recipes: tuple[tuple[str, str], ...] = RECIPES,
-             previous: dict[str, Any] | None = None, save: Callable[[dict[str, Any]], None] | None = None
-             ) -> dict[str, Any]:
-    """Every (recipe, targets) of RECIPES on task NAME, judged on both held-out distributions; the verdict. SAVE is
+             previous: dict[str, Any] | None = None, save: Callable[[dict[str, Any]], None] | None = None,
+             held_out: int | None = None, calib_draw: int = 0) -> dict[str, Any]:
+    """Every (recipe, targets) of RECIPES on task NAME, judged on both held-out distributions (HELD_OUT inputs of
+    each, or HELD_OUT[name]), calibrated on draw CALIB_DRAW of distribution A (`inputs`); the verdict. SAVE is
     handed the results after each recipe (a long run keeps what it measured)."""
     task = TASKS[name]
     work.mkdir(parents=True, exist_ok=True)
     src = task.source(work)
-    calib, held = inputs(task, work, log)
+    calib, held = inputs(task, work, log, held_out, calib_draw)
+    tag = f"-calib{calib_draw}" if calib_draw else ""
     res: dict[str, Any] = dict(previous or {})
-    res["facts"] = {"source": src.name, "calibration": f"{CALIB} of distribution A (auto judges on half)",
+    res["facts"] = {"source": src.name, "calibration": f"{CALIB} of distribution A (auto judges on half)"
+                    + (f", draw {calib_draw} ({calib.name})" if calib_draw else ""),
                     "held_out": {d: f"{len(x)} inputs of distribution {d}" for d, x in held.items()},
                     "convert": "edgekit convert " + " ".join(convert_args(task, Path(src.name), Path(calib.name),
                                                                           "RECIPE", "TARGETS", Path("out-RECIPE")))}
     for recipe, targets in recipes:
-        res[recipe] = {**res.get(recipe, {}), **run_recipe(task, src, calib, held, recipe, targets, work, log)}
+        res[recipe] = {**res.get(recipe, {}), **run_recipe(task, src, calib, held, recipe, targets, work, log,
+                                                                tag)}
         res["targets"] = verdict(task, res)
         if save is not None:
             save(res)
@@ -407,4 +456,5 @@ def run_task(name: str, work: Path, log: Callable[[str], None], recipes: tuple[t
     return res
 
 
-__all__ = ["TASKS", "Task", "det_figures", "inputs", "pnet_figures", "rec_figures", "run_task", "verdict"]
+__all__ = ["TASKS", "Task", "det_figures", "inputs", "paired_difference", "pnet_cells", "pnet_figures", "rec_figures",
+           "run_task", "verdict"]

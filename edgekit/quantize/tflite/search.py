@@ -62,6 +62,10 @@ from edgekit.quantize.tflite.recipes import (
 from edgekit.quantize.tflite.run import run_tflite, run_tflite_outputs
 
 PROBE_SAMPLES = 32  # damage is a noise power, not a count: fewer samples measure it well enough
+# outputs one child run of mixed precision's probes may hand back at once: the probes run in groups that fit, since a
+# YOLOv5n at 640x640 writes 8.6 MB per sample (25,200 x 85 floats), and its 64 probes and base on 32 samples at once
+# were 18 GB, which killed the conversion on a 24 GB machine
+PROBE_OUTPUT_BYTES = 1 << 30
 # label, model, float ops, calibrated model, what the recipe's edits of the float model add to the config
 Candidate = tuple[str, bytes, tuple[str, ...], Path | None, dict[str, Any]]
 
@@ -196,17 +200,15 @@ class _Mixed:
         x = s.x[:PROBE_SAMPLES]
         y_ref = {k: v[:PROBE_SAMPLES] for k, v in s.y_head.items()} if s.y_head is not None else \
             s.y_ref[:PROBE_SAMPLES]
-        ran = iter(s.run(paths, x))
-        ys = [next(ran) if b is not None else None for b in blobs]
-        whole = next(ran)  # the base itself, every group quantized
+        head = getattr(s.choice, "head", None)  # a YOLO output's box and score rows: each on its own scale
+        noise = iter(_probe_noise(s, paths, x, y_ref, head))  # each probe's, then the base's (every group quantized)
+        damage = [(next(noise) if b is not None else float("inf"), u) for b, u in zip(blobs, units, strict=True)]
+        whole = next(noise)
         for p in paths:
             p.unlink(missing_ok=True)
-        head = getattr(s.choice, "head", None)  # a YOLO output's box and score rows: each on its own scale
-        damage = [(output_noise(y, y_ref, head) if y is not None else float("inf"), u)
-                  for y, u in zip(ys, units, strict=True)]
         ranked = ranked_units(damage, s.macs) + ([rest] if rest else [])
-        if whole is not None:
-            s.error_share = error_share(damage, output_noise(whole, y_ref, head))
+        if whole != float("inf"):
+            s.error_share = error_share(damage, whole)
         s.job.log(f"int8 mixed precision: measured {len(units)} layer groups alone on {name}; most damaging: "
                   + ", ".join(f"{len(u)} ops ending {u[-1]}" for _, u in sorted(damage, key=lambda d: -d[0])[:3]))
         return ranked
@@ -222,6 +224,24 @@ class _Mixed:
 
     def missed(self, share: float) -> None:
         self.fmt.needed_over = share
+
+
+def probe_groups(count: int, per_model: int, limit: int | None = None) -> list[range]:
+    """COUNT models' indices in groups whose outputs (PER_MODEL bytes each) stay within LIMIT (PROBE_OUTPUT_BYTES)
+    together: one child run per group, at least one model each."""
+    size = max(1, (PROBE_OUTPUT_BYTES if limit is None else limit) // max(per_model, 1))
+    return [range(i, min(i + size, count)) for i in range(0, count, size)]
+
+
+def _probe_noise(s: TfliteCandidates, paths: list[Path], x: np.ndarray, y_ref: Any, head: Any) -> list[float]:
+    """Each model's output noise against Y_REF on X (inf for one LiteRT could not run), run in groups whose outputs
+    fit PROBE_OUTPUT_BYTES, each group's outputs dropped once measured."""
+    per_model = sum(v.nbytes for v in y_ref.values()) if isinstance(y_ref, dict) else int(np.asarray(y_ref).nbytes)
+    out: list[float] = []
+    for group in probe_groups(len(paths), per_model):
+        out += [output_noise(y, y_ref, head) if y is not None else float("inf")
+                for y in s.run([paths[i] for i in group], x)]
+    return out
 
 
 def _decode_record(s: TfliteCandidates, float_free: bool, moved: int = 0) -> dict[str, Any] | None:

@@ -1,8 +1,8 @@
 """The TFLite int8 recipe search: the recipe asked for, or `auto`'s order (plain, equalize, equalize+bias,
-percentile, mse, bias, then mixed precision on the best of them), judged against the float TFLite model, and what
-the chosen recipe cost. The search itself (order, judging, what is kept, the budget, the records) is
-edgekit.quantize.driver's; this module builds and runs TFLite's candidates (`TfliteCandidates`) and its float step
-(`_Mixed`).
+percentile, mse, bias; for a raw-anchor detector plain, mse, percentile, equalize, equalize+bias, bias; then mixed
+precision on the best of them), judged against the float TFLite model, and what the chosen recipe cost. The search
+itself (order, judging, what is kept, the budget, the records) is edgekit.quantize.driver's; this module builds and
+runs TFLite's candidates (`TfliteCandidates`) and its float step (`_Mixed`).
 
 As for ONNX (edgekit.quantize.onnx.search): when searching, the recipes calibrate on part of the calibration
 samples and are judged on the rest (edgekit.quantize.search.split), and the chosen recipe is rebuilt on all of
@@ -46,7 +46,6 @@ from edgekit.quantize.tflite.ranges import (
     with_statistic,
 )
 from edgekit.quantize.tflite.recipes import (
-    AUTO_ORDER,
     BIAS_CORRECTING,
     EQUALIZING,
     MAX_PROBES,
@@ -54,6 +53,7 @@ from edgekit.quantize.tflite.recipes import (
     TfliteJob,
     _units,
     _write,
+    auto_order,
     calibrated,
     float_model,
     plain,
@@ -343,7 +343,7 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False, bu
     s = TfliteCandidates(job, searching, float_free)
     found: Outcome[Candidate] | None = None
     if searching:
-        names = AUTO_ORDER if requested == "auto" else ("plain",)
+        names = auto_order(s.choice) if requested == "auto" else ("plain",)
         found = Search(s.judging(), s.macs, job.log, s.job.notes, budget).run(s, names, [] if float_free else
                                                                                  [_Mixed(s)])
         label, blob, nodes, cal_path, edits = found.held

@@ -28,6 +28,7 @@ others. The arrays are uint8 NHWC (edgekit scales them to [0, 1]; the [-1, 1] gr
     python bench/mediapipe_real.py inputs PHOTOS OUT [--variants 12]       # OUT/<row>.npy, OUT/inputs.json
     python bench/mediapipe_real.py convert OUT [--rows a,b] [--recipe auto] [--budget S] [--tag T]  # edgekit convert
     python bench/mediapipe_real.py count OUT [--tag T]                      # direct counts on the held-out samples
+    python bench/mediapipe_real.py floated OUT [--row R]                    # int8 with op kinds left float
 
 The graphs come from the mediapipe 0.10.21 wheel as bench/zoo_mediapipe.py finds it. Figures go to OUT/*.json.
 """
@@ -388,6 +389,48 @@ def count(out: Path, rows: list[str], tag: str) -> None:
         path.write_text(json.dumps(done, indent=1))
 
 
+def floated(out: Path, row: str) -> dict[str, Any]:
+    """Where ROW's int8 loss is: the plain int8 model (one calibration on 200 of the calibration photos' samples, as
+    edgekit's) with each op kind, and the first and last ops, left float by the quantizer's denylist; `_counts` on
+    the held-out samples for each. Written to OUT/floated_<row>.json."""
+    import tensorflow as tf
+
+    from edgekit.quantize.tflite.recipes import TfliteJob, calibrated, quantized
+    from edgekit.tflite.float_weights import dense_weights, float32_weights
+    from edgekit.tflite.model import read_tflite
+
+    size, signed, _ = ROWS[row]
+    x = np.load(out / f"{row}.npy", mmap_mode="r")
+    cal_idx, _ = split_indices(len(x), 200, len(x))
+    _, val_idx = split_indices(len(x), len(x), len(x))
+    blob, _ = float32_weights(dense_weights((out / f"{row}.tflite").read_bytes())[0])
+    work = out / f"floated_{row}"
+    work.mkdir(exist_ok=True)
+    (work / "float32.tflite").write_bytes(blob)
+    job = TfliteJob(tf, Path(), "serving_default", scaled(np.asarray(x[cal_idx]), signed), 1, "float32", work, print,
+                    cache=work / "cache", float_tflite=blob)
+    cal = calibrated(job)
+    ops = [(op.op, fm.tensors[op.outputs[0]].name) for fm in [read_tflite(work / "float32.tflite")] for op in fm.ops
+           if op.outputs]
+    variants: dict[str, tuple[str, ...]] = {"plain": ()}
+    for kind in sorted({k for k, _ in ops}):
+        variants[f"every {kind}"] = tuple(n for k, n in ops if k == kind)
+    for k in (3, 9, 19):
+        variants[f"the first {k} ops"] = tuple(n for _, n in ops[:k])
+    for k in (22, 42):
+        variants[f"the last {k} ops"] = tuple(n for _, n in ops[-k:])
+    xv = np.asarray(x[val_idx])
+    ref = run_all(out / f"{row}.tflite", xv, signed)
+    res: dict[str, Any] = {"ops": len(ops)}
+    for label, deny in variants.items():
+        (work / "q.tflite").write_bytes(quantized(job, cal, deny))
+        res[label] = {"float_ops": len(deny), **_counts(row, _by_order(ref, run_all(work / "q.tflite", xv, signed)),
+                                                          size)}
+        print(label, json.dumps(res[label]), flush=True)
+    (out / f"floated_{row}.json").write_text(json.dumps(res, indent=1))
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -406,11 +449,16 @@ def main() -> None:
     n.add_argument("out", type=Path)
     n.add_argument("--rows", default=",".join(ROWS))
     n.add_argument("--tag", default="auto")
+    f = sub.add_parser("floated")
+    f.add_argument("out", type=Path)
+    f.add_argument("--row", default="mp_palm_detection_full")
     args = ap.parse_args()
     if args.cmd == "inputs":
         make_inputs(args.photos, args.out, args.variants, args.seed)
     elif args.cmd == "convert":
         convert(args.out, [r for r in args.rows.split(",") if r], args.recipe, args.tag or args.recipe, args.budget)
+    elif args.cmd == "floated":
+        floated(args.out, args.row)
     else:
         count(args.out, [r for r in args.rows.split(",") if r], args.tag)
 

@@ -104,7 +104,7 @@ class TfliteCandidates:
         if self.decode is not None and self.decode.nodes:
             job.score_logits = self.job.score_logits = score_logits(fm, head)
             regs = regressor_tensors(fm, head)
-            bound = regressor_range(self.ref_path, self.job.samples, head) if regs else None
+            bound = regressor_range(self.ref_path, self.job.samples, head) if regs and not job.feeds else None
             if bound is not None:
                 job.regressors, job.regressor_bound = self.job.regressors, self.job.regressor_bound = regs, bound
         self.mask_threshold = job.kinds.mask_threshold(fm.tensors[fm.outputs[0]].name, len(fm.outputs)) \

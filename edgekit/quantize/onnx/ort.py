@@ -94,6 +94,7 @@ def quantize(src: Path, dst: Path, data: Any, config: Any) -> None:
         extra["TensorQuantOverrides"] = int16_overrides(src, int16_nodes)
     with _quiet_axis_warnings(getattr(data, "notes", None)), _quiet_opset_bump(getattr(data, "notes", None)):
         _quantize_static(src, dst, data, config, cache, method, qtype, extra, act)
+    _float_half_step_inputs(dst, data)
     if getattr(config, "decode_heads", ()):  # a detector's last head layers write float for the float decode
         import onnx
 
@@ -103,6 +104,26 @@ def quantize(src: Path, dst: Path, data: Any, config: Any) -> None:
         if float_head_outputs(model, config.decode_heads):
             onnx.save(model, str(dst))
     shutil.rmtree(data.work / "augmented_model.onnx", ignore_errors=True)
+
+
+def _float_half_step_inputs(dst: Path, data: Any) -> None:
+    """DST's graph inputs whose int8 grid would round every calibration value by half a step, left float
+    (edgekit.quantize.onnx.input_grid); DATA's notes say which."""
+    import onnx
+
+    from edgekit.quantize.onnx.input_grid import half_step_inputs, keep_inputs_float
+
+    feeds = getattr(data, "feeds", None) or {data.name: data.samples}
+    model = onnx.load(str(dst))
+    changed = keep_inputs_float(model, half_step_inputs(model, feeds))
+    if not changed:
+        return
+    onnx.save(model, str(dst))
+    notes = getattr(data, "notes", None)
+    if notes is not None:
+        notes.append(f"input(s) {', '.join(changed)} left float: every calibration value sits half-way between two "
+                     "int8 steps (pixels normalised around 127.5), which int8 would round by half a step each; the "
+                     "first layer reads them in float (edgekit.quantize.onnx.input_grid)")
 
 
 def int16_overrides(src: Path, nodes: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:

@@ -75,6 +75,14 @@ def test_a_half_step_input_is_left_float_and_the_model_is_closer_to_float(tmp_pa
     assert fixed_error < 0.9 * rounded_error, (fixed_error, rounded_error)  # 0.0092 against 0.0113
 
 
+def test_the_input_is_left_float_when_the_calibration_misses_the_extreme_pixels(tmp_path: Path) -> None:
+    # pixels 20..220 only: min/max gives a scale that is not the data's step, and int8 still cannot hold them
+    k = np.round(images(32, 3) * 200) + 20
+    dst, notes = _quantized(tmp_path, ((k - 127.5) / 128).astype(np.float32), "short")
+    assert not _reads_quantized_input(dst)
+    assert any("left float" in n for n in notes)
+
+
 def test_an_input_on_the_grid_keeps_its_quantizer(tmp_path: Path) -> None:
     x = images(32, 1)  # pixels in [0, 1]: not half-way, and a zero point holds them as well as int8 can
     dst, notes = _quantized(tmp_path, x, "grid")

@@ -107,8 +107,8 @@ def quantize(src: Path, dst: Path, data: Any, config: Any) -> None:
 
 
 def _float_half_step_inputs(dst: Path, data: Any) -> None:
-    """DST's graph inputs whose int8 grid would round every calibration value by half a step, left float
-    (edgekit.quantize.onnx.input_grid); DATA's notes say which."""
+    """DST's graph inputs whose calibration values are 8-bit levels with zero half-way between two of them, which
+    no int8 grid holds, left float (edgekit.quantize.onnx.input_grid); DATA's notes say which."""
     import onnx
 
     from edgekit.quantize.onnx.input_grid import half_step_inputs, keep_inputs_float
@@ -121,9 +121,9 @@ def _float_half_step_inputs(dst: Path, data: Any) -> None:
     onnx.save(model, str(dst))
     notes = getattr(data, "notes", None)
     if notes is not None:
-        notes.append(f"input(s) {', '.join(changed)} left float: every calibration value sits half-way between two "
-                     "int8 steps (pixels normalised around 127.5), which int8 would round by half a step each; the "
-                     "first layer reads them in float (edgekit.quantize.onnx.input_grid)")
+        notes.append(f"input(s) {', '.join(changed)} left float: their calibration values are 8-bit levels with zero "
+                     "half-way between two of them (pixels normalised around 127.5), which int8 would round by up to "
+                     "half a step each; the first layer reads them in float (edgekit.quantize.onnx.input_grid)")
 
 
 def int16_overrides(src: Path, nodes: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:

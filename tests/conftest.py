@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,14 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "models"
+# the repository's own `models` package (the bundled models' builders and data, models/__init__.py) importable from
+# every test, whichever ran first: `pytest` (unlike `python -m pytest`) does not put the root on sys.path, and
+# tests/models (a folder of tests, no __init__) then answered `import models` as an empty namespace package, so a
+# test importing models.detection_data passed after tests/models' fixtures had put the root there and failed alone.
+# Appended, not prepended: a regular package anywhere on the path wins over a namespace folder, and nothing of the
+# root shadows an installed library (tests/test_no_shadowing.py)
+if str(REPO) not in sys.path:
+    sys.path.append(str(REPO))
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # a cache of this session's own (probe marks, CPU peak): tests never read or fill the user's ~/.cache

@@ -37,29 +37,16 @@ def _out_index(kind: str, i: int) -> tuple[Any, ...]:
     return (i,) if kind == "CONV_2D" else (slice(None), slice(None), slice(None), i)
 
 
+def equalizable(blob: bytes) -> int:
+    """How many op pairs of the float model BLOB equalization would scale (0: equalizing leaves it as it is, as on a
+    network whose activations are SiLU or hard-swish, which no scale passes through)."""
+    return len(_pairs(FlatModel(blob)))
+
+
 def equalize_tflite(blob: bytes, samples: np.ndarray | None = None, sweeps: int = 10) -> tuple[bytes, str]:
     """BLOB equalized, and a line saying what was done."""
     f = FlatModel(blob)
-    pairs = []
-    for a, op in enumerate(f.sg.operators):
-        if f.name(a) not in _CONVS or op.builtinOptions is None:
-            continue
-        act = getattr(op.builtinOptions, "fusedActivationFunction", None)
-        if act not in (_NONE, _RELU, _RELU6):
-            continue
-        b = f.only_reader(int(op.outputs[0]))
-        if b is not None and f.name(b) == "MEAN":  # global average pool before the classifier
-            b = f.only_reader(int(f.sg.operators[b].outputs[0]))
-            b = b if b is not None and f.name(b) == "FULLY_CONNECTED" else None
-        if b is None or f.name(b) not in (*_CONVS, "FULLY_CONNECTED"):
-            continue
-        wa, wb = f.weight(int(op.inputs[1])), f.weight(int(f.sg.operators[b].inputs[1]))
-        if wa is None or wb is None:
-            continue
-        c = wa.shape[0] if f.name(a) == "CONV_2D" else wa.shape[-1]
-        masks = _in_masks(f.name(b), wb, c)
-        if masks is not None:
-            pairs.append((a, b, c, masks))
+    pairs = _pairs(f)
     clipped = []
     for a, _, _, _ in pairs:
         opts = f.sg.operators[a].builtinOptions
@@ -96,6 +83,31 @@ def equalize_tflite(blob: bytes, samples: np.ndarray | None = None, sweeps: int 
     f.reindex()
     return f.to_bytes(), f"equalized {len(pairs)} op pairs of the float TFLite model ({done} sweeps), " \
                          f"{len(clipped)} fused ReLU6 made ReLU + a per-channel MINIMUM"
+
+
+def _pairs(f: FlatModel) -> list[tuple[int, int, int, list[tuple[slice | int, ...]]]]:
+    """(first op, second op, channels, the second's weights per channel) of every pair equalization scales."""
+    pairs = []
+    for a, op in enumerate(f.sg.operators):
+        if f.name(a) not in _CONVS or op.builtinOptions is None:
+            continue
+        act = getattr(op.builtinOptions, "fusedActivationFunction", None)
+        if act not in (_NONE, _RELU, _RELU6):
+            continue
+        b = f.only_reader(int(op.outputs[0]))
+        if b is not None and f.name(b) == "MEAN":  # global average pool before the classifier
+            b = f.only_reader(int(f.sg.operators[b].outputs[0]))
+            b = b if b is not None and f.name(b) == "FULLY_CONNECTED" else None
+        if b is None or f.name(b) not in (*_CONVS, "FULLY_CONNECTED"):
+            continue
+        wa, wb = f.weight(int(op.inputs[1])), f.weight(int(f.sg.operators[b].inputs[1]))
+        if wa is None or wb is None:
+            continue
+        c = wa.shape[0] if f.name(a) == "CONV_2D" else wa.shape[-1]
+        masks = _in_masks(f.name(b), wb, c)
+        if masks is not None:
+            pairs.append((a, b, c, masks))
+    return pairs
 
 
 def _ceiling(f: FlatModel, a: int, scale: np.ndarray | None) -> None:

@@ -79,6 +79,7 @@ class TfliteCandidates:
         from edgekit.tflite.model import read_tflite
 
         self.all = job
+        self._equalizable: int | None = None  # op pairs equalization would scale, counted once where asked
         n = len(job.samples)
         calib_idx, judge_idx, self.judged_on = split(n) if searching else (np.arange(n), np.arange(n), NOT_JUDGED)
         self.job = replace(job, samples=job.samples[calib_idx])  # the recipes calibrate on these
@@ -138,9 +139,25 @@ class TfliteCandidates:
         path.unlink(missing_ok=True)
         return Built(held, y, held[2], label=label, failure="LiteRT could not run it")
 
-    def build(self, name: str) -> Built[Candidate]:
+    def build(self, name: str) -> Built[Candidate] | None:
+        if name in EQUALIZING and self.nothing_to_equalize():
+            same = "plain" if name == "equalize" else name.replace("equalize+", "")
+            words = (f"{name} skipped: no op pair of this model can be equalized (its convolutions' outputs pass "
+                     f"through activations no scale passes through, such as SiLU, or feed more than one op), so it "
+                     f"would be {same} again")
+            self.job.notes.append(words)
+            self.job.log(f"int8 recipe {words}")
+            return None
         blob, cal_path, edits = build(self.job, name, ())
         return self.candidate((name, blob, (), cal_path, edits))
+
+    def nothing_to_equalize(self) -> bool:
+        """Whether cross-layer equalization finds no op pair in the float model (asked once)."""
+        if self._equalizable is None:
+            from edgekit.quantize.tflite.equalize import equalizable
+
+            self._equalizable = equalizable(self.job.fixed or float_model(self.job))
+        return self._equalizable == 0
 
     def run(self, paths: list[Path], x: np.ndarray) -> list[Any]:
         """Each model's outputs on X as the search judges them: the head's outputs by name where it has several

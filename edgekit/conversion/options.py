@@ -130,7 +130,8 @@ class CommonOptions:
     explain: bool = option(False, "Diagnose every int8 artifact layer by layer (always done when one misses).")
     output_kinds: dict[str, str] | None = option(
         None, "How an output is judged, by output name (--output-kind name=kind): classes, dense, sequence, mask, "
-        "landmarks, score, regression, detection[:yolov8|yolov5|nms|ssd|tflite-postprocess], or "
+        "landmarks, score, presence (a score that says whether the landmarks are there: they are judged where the "
+        "source's is at least 0.5), regression, detection[:yolov8|yolov5|nms|ssd|tflite-postprocess], or "
         "anchors:<face|face-full|palm|pose|anchors file> for a raw-anchor detector; default from its shape and "
         "values.", flags=("--output-kind",), cli_type=list[str] | None, multiple=True,
         parse=_kinds, cli_help=" Repeat per output.")

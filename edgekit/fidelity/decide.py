@@ -49,6 +49,8 @@ class KindChoice:
     reason: str
     head: Head | None = None
     landmarks: Landmarks | None = None
+    # a presence score: the model's landmarks are judged on the samples where the source's is at least 0.5
+    gates: bool = False
 
 
 def _unit(a: np.ndarray, tol: float = 1e-3) -> bool:
@@ -241,7 +243,9 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
                              f"single-channel map, {want} in this {layout.upper()} model, or (N, H, W).",
                              hint=f"Judge '{name}' as another kind (--output-kind {name}=dense for a per-pixel class "
                              "map, =regression otherwise), or name its probability-map output.")
-        choices[name] = KindChoice(kind, "asked for (--output-kind)", head)
+        choices[name] = KindChoice(kind, "asked for (--output-kind)" + (
+            ": the presence score; the landmarks are judged where the source's is at least 0.5"
+            if kind == "score" and fmt == "presence" else ""), head, gates=kind == "score" and fmt == "presence")
 
     for name, y in outputs.items():
         if name in choices:
@@ -270,6 +274,7 @@ def decide_kinds(outputs: dict[str, np.ndarray], layout: str, asked: dict[str, s
             choices[name] = KindChoice("detection", f"a {head.format} detector head: {rows} with {boxes} beside "
                                                     "[0, 1] scores", head)
     _landmark_choices(outputs, choices, input_size)
+    _presence(choices, set(asked))
     # names and siblings, for what is not a detector
     # siblings that hold probabilities over more than one class. A softmax one (rows summing to 1) makes every
     # differently shaped output that is not a distribution a regression, [0, 1] values or not (an O-Net's
@@ -328,6 +333,19 @@ def _landmark_words(lm: Landmarks) -> str:
     where = f"an input of {lm.size[1]}x{lm.size[0]} pixels" if lm.size else "the source's coordinate extent"
     unit = "fractions of the input" if lm.normalized else "pixels"
     return f"{lm.points} points of {lm.dims} values (x, y first) in {unit}, errors as a share of {where}"
+
+
+def _presence(choices: dict[str, KindChoice], asked: set[str]) -> None:
+    """Where a landmark model has exactly one score of its own deciding (none asked for as the presence), that score is
+    its presence (a face mesh's): its landmarks are judged where the source's is at least 0.5. With several (a hand's
+    presence and handedness) which one is presence cannot be told from values: `--output-kind NAME=presence`."""
+    if not any(c.kind == "landmarks" for c in choices.values()) or any(c.gates for c in choices.values()):
+        return
+    scores = [n for n, c in choices.items() if c.kind == "score" and n not in asked]
+    if len(scores) == 1:
+        c = choices[scores[0]]
+        choices[scores[0]] = KindChoice(c.kind, c.reason + "; the model's only score, read as its presence: the "
+                                        "landmarks are judged where the source's is at least 0.5", gates=True)
 
 
 def _landmark_choices(outputs: dict[str, np.ndarray], choices: dict[str, KindChoice],

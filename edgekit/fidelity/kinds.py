@@ -39,7 +39,9 @@ from edgekit.fidelity.detection import HEADS
 
 KINDS: tuple[str, ...] = ("classes", "dense", "sequence", "detection", "mask", "landmarks", "score", "regression")
 # shorthands that --output-kind accepts for a kind with a format: anchors:palm is detection:anchors:palm
-SHORTHANDS: dict[str, str] = {"anchors": "detection:anchors"}
+# "presence": a score that gates its model's landmarks (judged where the source's score is at least 0.5, as MediaPipe
+# drops the crops whose presence is lower); the score itself is judged as any score
+SHORTHANDS: dict[str, str] = {"anchors": "detection:anchors", "presence": "score:presence"}
 
 # kind -> precision -> thresholds. Keys: top1_agreement / pixel_agreement / step_agreement (fractions, at
 # least), cosine (at least), relative_error (at most), accuracy_drop / miou_drop (fraction points below the
@@ -223,6 +225,12 @@ def parse_asked(value: str) -> tuple[str, str | None]:
         fmt = f"{head}:{fmt}" if fmt else head
     if fmt is None:
         return kind, None
+    if kind == "score":
+        if fmt != "presence":
+            raise UsageError(f"--output-kind '{value}': a score takes only ':presence' (the score that says whether "
+                             "the landmarks are there: they are judged where the source's is at least 0.5).",
+                             hint="For example: --output-kind Identity_1=presence.")
+        return kind, fmt
     if kind == "landmarks":
         if fmt not in LANDMARK_DIMS:
             raise UsageError(f"--output-kind '{value}': landmarks take the values per point, 2 to 5 (x, y first).",
@@ -254,7 +262,7 @@ def check_kind(kind: str) -> str:
     if kind in KINDS:
         return kind
     base = kind.partition(":")[0].strip()
-    if base in ("detection", "landmarks") or base in SHORTHANDS:
+    if base in ("detection", "landmarks", "score") or base in SHORTHANDS:
         name, fmt = parse_asked(kind)
         return f"{name}:{fmt}" if fmt else name
     guess = suggest(base, (*KINDS, *SHORTHANDS))

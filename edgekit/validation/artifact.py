@@ -33,6 +33,7 @@ from edgekit.core.isolate import Launcher
 from edgekit.core.layout import to_layout
 from edgekit.core.records import Record
 from edgekit.fidelity.kinds import thresholds as kind_thresholds
+from edgekit.fidelity.landmarks import CUT, is_logit, score_of
 from edgekit.fidelity.matching import match_outputs, normalized
 from edgekit.fidelity.metrics import judge, judge_detection, worst
 from edgekit.runtimes import Runtime, runtime_for_format
@@ -133,6 +134,7 @@ def compare(ref: Reference, y: np.ndarray | dict[str, np.ndarray], precision: st
     first_classes = next((n for n in source if choices[n].kind == "classes"), None)
     by_source = {m.source: m for m in matches}
     groups: dict[int, Fidelity] = {}  # a multi-output detector head is judged once, for all its outputs
+    present = _present(source, choices)
     for m in matches:
         a = source[m.source]
         choice = choices[m.source]
@@ -151,12 +153,22 @@ def compare(ref: Reference, y: np.ndarray | dict[str, np.ndarray], precision: st
                            passed=False, thresholds=kind_thresholds(kind, precision), inputs=ref.inputs_name,
                            failures=[f"the artifact has no output matching the source's '{m.source}' "
                                      f"(shape {list(a.shape)}); it returns {sorted(got)}"], output=m.source, kind=kind)
+        elif kind == "landmarks" and present is not None and 0 < int(present[1].sum()) < len(a):
+            gate, keep = present
+            fid = judge(a[keep], got[m.artifact][keep], kind=kind, precision=precision, thresholds=thresholds,
+                        inputs=ref.inputs_name, name=m.source, landmarks=getattr(choice, "landmarks", None))
+            fid.notes.append(f"judged on the {int(keep.sum())} of {len(a)} samples where the source's presence "
+                             f"'{gate}' is at least {CUT}: a pipeline drops the others (MediaPipe's does), so their "
+                             "points are never used")
         else:
             fid = judge(a, got[m.artifact], kind=kind, precision=precision, channel_axis=-1 if ref.layout == "NHWC"
                         else 1, labels=ref.labels if m.source == first_classes else None,
                         masks=ref.masks if kind == "dense" else None, thresholds=thresholds, inputs=ref.inputs_name,
                         name=m.source, mask_threshold=ref.mask_threshold(m.source) if kind == "mask" else None,
                         landmarks=getattr(choice, "landmarks", None))
+            if kind == "landmarks" and present is not None and not present[1].any():
+                fid.notes.append(f"the source's presence '{present[0]}' is under {CUT} on every sample: the "
+                                 "landmarks are judged on all of them, though a pipeline would use none")
         if several:
             fid.failures = [f"output '{m.source}': {f}" for f in fid.failures]
         spec = (specs or {}).get(m.artifact or "")
@@ -170,6 +182,16 @@ def compare(ref: Reference, y: np.ndarray | dict[str, np.ndarray], precision: st
     top.passed = not top.failures
     top.outputs = per
     return top
+
+
+def _present(source: dict[str, np.ndarray], choices: dict[str, Any]) -> tuple[str, np.ndarray] | None:
+    """(the presence score's name, the samples where the source's is at least CUT) where an output gates the
+    landmarks (edgekit.fidelity.decide: a face mesh's one score, or one asked for as `presence`); else None."""
+    gate = next((n for n, c in choices.items() if getattr(c, "gates", False) and n in source), None)
+    if gate is None:
+        return None
+    y = source[gate].reshape(len(source[gate]), -1)[:, 0]
+    return gate, score_of(y, is_logit(y)) >= CUT
 
 
 def decided(ref: Reference) -> dict[str, Any]:

@@ -36,6 +36,6 @@ def test_a_mistyped_preset_lists_the_presets_on_the_command_line(capsys: pytest.
     assert "face (face_detection_short_range.tflite, 128x128, 896 anchors)" in err and "pose (" in err
     for bad, words in (("lanmarks", "did you mean 'landmarks'"), ("landmarks:7", "values per point, 2 to 5"),
                        ("anchors:x/missing.npy", "does not exist"), ("anchors:a.bin", "neither a preset nor a file"),
-                       ("score:palm", "Unknown output kind .score:palm"), ("classes:palm", "Unknown output kind")):
+                       ("score:palm", "a score takes only ':presence'"), ("classes:palm", "Unknown output kind")):
         with pytest.raises(UsageError, match=words):
             parse_output_kinds(f"out={bad}")

@@ -30,7 +30,6 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 PHOTO_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
-FILL = 114  # Ultralytics' letterbox gray
 
 
 def bundled_photos() -> dict[str, np.ndarray]:
@@ -62,14 +61,12 @@ def folder_photos(folders: list[Path]) -> dict[str, np.ndarray]:
 
 
 def letterbox(im: np.ndarray, h: int, w: int) -> np.ndarray:
+    """IM letterboxed to H x W as edgekit serve's /detect does it (Ultralytics' LetterBox, gray 114), uint8."""
     from PIL import Image
 
-    r = min(h / im.shape[0], w / im.shape[1])
-    nh, nw = max(1, round(im.shape[0] * r)), max(1, round(im.shape[1] * r))
-    out = np.full((h, w, 3), FILL, np.uint8)
-    y, x = (h - nh) // 2, (w - nw) // 2
-    out[y:y + nh, x:x + nw] = np.asarray(Image.fromarray(im).resize((nw, nh), Image.BILINEAR))
-    return out
+    from edgekit.serve.detect import letterbox as serve_letterbox
+
+    return serve_letterbox(Image.fromarray(im), w, h)[0].astype(np.uint8)
 
 
 def views(im: np.ndarray, n: int, rng: np.random.Generator) -> list[np.ndarray]:

@@ -90,10 +90,12 @@ class FloatGraph:
 
 
 def segmenter(path: Path, *, size: int = 16, channels: int = 8, kernel: int = 3, second_head: bool = False,
-              seed: int = 0) -> Path:
+              seed: int = 0, logit_scale: float = 1.0) -> Path:
     """input [1, S, S, 3] -> CONV_2D 3x3 stride 2 + RELU -> TRANSPOSE_CONV KxK stride 2 with bias -> LOGISTIC: the
     output "mask" [1, S, S, 1]; with SECOND_HEAD also "presence" [1, 2] (MEAN of the features, FULLY_CONNECTED),
-    listed first among the outputs, as MediaPipe's landmark models list several heads."""
+    listed first among the outputs, as MediaPipe's landmark models list several heads. LOGIT_SCALE multiplies the
+    transposed convolution's weights: the mask logits then run far past the sigmoid's flat ends, as a trained
+    segmenter's do."""
     rng = np.random.default_rng(seed)
     g = FloatGraph()
     half = size // 2
@@ -105,7 +107,8 @@ def segmenter(path: Path, *, size: int = 16, channels: int = 8, kernel: int = 3,
                                                    dilationWFactor=1, dilationHFactor=1,
                                                    fusedActivationFunction=g.fb.ActivationFunctionType.RELU))
     shape = g.tensor("segment/output_shape", [4], np.array([1, size, size, 1]), "int32")
-    wt = g.tensor("segment/Kernel", [1, kernel, kernel, channels], rng.normal(0, 0.4, (1, kernel, kernel, channels)))
+    wt = g.tensor("segment/Kernel", [1, kernel, kernel, channels],
+                  rng.normal(0, 0.4, (1, kernel, kernel, channels)) * logit_scale)
     bt = g.tensor("segment/Bias", [1], np.array([0.25]))
     seg = g.tensor("segment", [1, size, size, 1])
     g.op("TRANSPOSE_CONV", [shape, wt, h, bt], [seg], g.options("TransposeConvOptionsT", padding=g.fb.Padding.SAME,

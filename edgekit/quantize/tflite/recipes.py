@@ -128,7 +128,24 @@ def calibrated(job: TfliteJob, float_bytes: bytes | None = None) -> bytes:
         if words not in job.notes:
             job.notes.append(words)
 
-    return with_ranges(float_bytes or float_model(job), job.representative, job.data_key(), job.cache, said)
+    cal = with_ranges(float_bytes or float_model(job), job.representative, job.data_key(), job.cache, said)
+    return saturated_cut(job, cal)
+
+
+def saturated_cut(job: TfliteJob, cal: bytes) -> bytes:
+    """CAL with the ranges of the tensors only a sigmoid or tanh reads cut where it saturates
+    (edgekit.quantize.tflite.ranges.cut_saturated_inputs); JOB's notes say which, once."""
+    from edgekit.quantize.tflite.ranges import SATURATING, cut_saturated_inputs
+
+    cal, cut = cut_saturated_inputs(cal)
+    if cut:
+        words = (f"{len(cut)} activation range(s) read only by a sigmoid or tanh cut to where it saturates "
+                 f"(+-{SATURATING['LOGISTIC']:g} / +-{SATURATING['TANH']:g}), as its int8 output cannot tell "
+                 f"further values apart: {', '.join(cut[:12])}{' ...' if len(cut) > 12 else ''}")
+        if words not in job.notes:
+            job.notes.append(words)
+            job.log(words)
+    return cal
 
 
 def quantized(job: TfliteJob, cal: bytes, denylist: tuple[str, ...] = (), debug: bool = False) -> bytes:
@@ -211,23 +228,25 @@ def diagnose_tflite(choice: RecipeChoice, x: np.ndarray, inputs: str) -> Diagnos
 
     # sample by sample in float64, never the whole list concatenated: the debugger hands every sample's tensor
     # of a layer at once, and two float64 copies of them all per metric were most of the diagnosis's memory
-    def sums(f: Any, q: Any, scale: float, zp: int) -> tuple[float, float, float, float]:
+    def sums(f: Any, q: Any, scale: float, zp: int, held: bool = False) -> tuple[float, float, float, float]:
         signal = noise = dot = qq = 0.0
         for a, b in zip(f, q, strict=True):
             fv = np.asarray(a, np.float64).ravel()
             qv = (np.asarray(b, np.float64).ravel() - zp) * scale
+            if held:  # the float values as the int8 grid can hold them: what a saturating reader still sees
+                fv = np.clip(fv, (-128 - zp) * scale, (127 - zp) * scale)
             signal += float(fv @ fv)
             noise += float(((fv - qv) ** 2).sum())
             dot += float(fv @ qv)
             qq += float(qv @ qv)
         return signal, noise, dot, qq
 
-    def sqnr(f: Any, q: Any, scale: float, zp: int) -> float:
-        signal, noise, _, _ = sums(f, q, scale, zp)
+    def sqnr(f: Any, q: Any, scale: float, zp: int, held: bool = False) -> float:
+        signal, noise, _, _ = sums(f, q, scale, zp, held)
         return 99.0 if noise <= 0 else float(10 * np.log10(max(signal, 1e-30) / noise))
 
-    def cos(f: Any, q: Any, scale: float, zp: int) -> float:
-        signal, _, dot, qq = sums(f, q, scale, zp)
+    def cos(f: Any, q: Any, scale: float, zp: int, held: bool = False) -> float:
+        signal, _, dot, qq = sums(f, q, scale, zp, held)
         d = float(np.sqrt(signal) * np.sqrt(qq))
         return dot / d if d > 0 else 1.0
 
@@ -237,8 +256,15 @@ def diagnose_tflite(choice: RecipeChoice, x: np.ndarray, inputs: str) -> Diagnos
     def outliers(f: Any, q: Any, scale: float, zp: int) -> float:
         return outlier_ratio(np.stack([np.asarray(a) for a in f])) or float("nan")
 
+    def sqnr_held(f: Any, q: Any, scale: float, zp: int) -> float:
+        return sqnr(f, q, scale, zp, True)
+
+    def cos_held(f: Any, q: Any, scale: float, zp: int) -> float:
+        return cos(f, q, scale, zp, True)
+
     opts = tf.lite.experimental.QuantizationDebugOptions(
-        layer_direct_compare_metrics={"sqnr": sqnr, "cos": cos, "spread": spread, "outliers": outliers})
+        layer_direct_compare_metrics={"sqnr": sqnr, "cos": cos, "sqnr_held": sqnr_held, "cos_held": cos_held,
+                                      "spread": spread, "outliers": outliers})
     dbg = tf.lite.experimental.QuantizationDebugger(quant_debug_model_content=debug_model, debug_dataset=dataset,
                                                     debug_options=opts)
     dbg.run()
@@ -247,12 +273,21 @@ def diagnose_tflite(choice: RecipeChoice, x: np.ndarray, inputs: str) -> Diagnos
 
     buf = io.StringIO()
     dbg.layer_statistics_dump(buf)  # one row per op: op_name, tensor_name and every metric above
+    # a tensor whose range is cut where the sigmoid or tanh reading it saturates (ranges.cut_saturated_inputs): what
+    # the cut drops, its reader could not tell apart, so its error is measured on what the int8 grid holds
+    from edgekit.quantize.tflite.ranges import saturating_bounds
+    from edgekit.tflite.flatbuffer import FlatModel
+
+    fm = FlatModel(cal)
+    saturating = {fm.tensor_name(t) for t in saturating_bounds(fm)}
     measures = []
     for row in csv.DictReader(io.StringIO(buf.getvalue())):
         if row.get("op_name") not in LAYER_OPS:
             continue
+        held = "_held" if row["tensor_name"] in saturating else ""
         measures.append(LayerMeasure(
-            name=row["tensor_name"], op=row["op_name"], sqnr_db=float(row["sqnr"]), cosine=float(row["cos"]),
+            name=row["tensor_name"], op=row["op_name"], sqnr_db=float(row["sqnr" + held]),
+            cosine=float(row["cos" + held]),
             input_sqnr_db=None, act_spread=_finite(row.get("spread")), outlier_ratio=_finite(row.get("outliers"))))
     return rank(measures, "tflite quantization debugger (each op's own error)", len(xs), inputs)
 

@@ -58,6 +58,7 @@ from edgekit.quantize.tflite.recipes import (
     float_model,
     plain,
     quantized,
+    saturated_cut,
 )
 from edgekit.quantize.tflite.run import run_tflite, run_tflite_outputs
 
@@ -323,6 +324,7 @@ def build(job: TfliteJob, base: str, nodes: tuple[str, ...]) -> tuple[bytes, Pat
     if base in STATISTICS:  # the calibrator's min/max replaced by the statistic, measured on the same float model
         cal, words = with_statistic(cal, edited or float_model(job), base, job.representative())
         job.notes.append(words)
+        cal = saturated_cut(job, cal)  # the statistic set every range again
     if job.score_logits:  # after any statistic: the cut is the sigmoid's, not the data's
         cal, _ = cut_logit_ranges(cal, job.score_logits)
     if job.regressors and job.regressor_bound is not None:  # and the decoded anchors', not every anchor's

@@ -16,9 +16,13 @@ MobileNetV2 at its initial weights failed to load); such steps are raised to the
 (edgekit.quantize.tflite.int16_bounds).
 
 The 16x8 quantizer refuses some builtins the int8 one takes ("Quantization to 16x8-bit not yet supported for op:
-'RELU_0_TO_1'": PaddleOCR's hard sigmoids, as onnx2tf writes them); those are rewritten first into builtins it
-quantizes (SIXTEEN_BY_EIGHT_REWRITES, the Edge TPU's own rewrites: RELU_0_TO_1 is min(max(6x, 0), 6) / 6, a MUL with
-a fused RELU6 and a MUL), and the record says so.
+'RELU_0_TO_1'": PaddleOCR's hard sigmoids, as onnx2tf writes them; 'HARD_SWISH': MobileNetV3's, MediaPipe's selfie
+segmenter's); those are rewritten first into builtins it quantizes (SIXTEEN_BY_EIGHT_REWRITES, the Edge TPU's own
+rewrites: RELU_0_TO_1 is min(max(6x, 0), 6) / 6, a MUL with a fused RELU6 and a MUL; HARD_SWISH is
+x * relu6(x + 3) / 6), and the record says so. An op with neither a 16x8 kernel nor such a rewrite (PRELU: MediaPipe's
+palm detector; DEPTH_TO_SPACE: its pose detector) stays float between a DEQUANTIZE and a QUANTIZE, as the
+converter leaves it where TFLITE_BUILTINS is allowed beside the 16x8 ops; the record names those ops
+(`float_ops`). Before, such a model failed at its quantize step, and so did MediaPipe's detectors.
 
 Biases are corrected for the int8 weights' mean shift before calibration (edgekit.quantize.tflite.bias, the `bias`
 recipe's correction): with 16-bit activations what is left is the weights' rounding, and on the trained PP-OCRv4
@@ -38,7 +42,9 @@ from edgekit.quantize.search import NOT_JUDGED
 from edgekit.quantize.tflite.recipes import TfliteJob, float_model
 
 # edgekit.edgetpu.fixes.FIXES keys: the ops the 16x8 quantizer refuses, rewritten into builtins it quantizes
-SIXTEEN_BY_EIGHT_REWRITES = ("RELU_0_TO_1 -> MUL+RELU6, MUL",)
+SIXTEEN_BY_EIGHT_REWRITES = ("RELU_0_TO_1 -> MUL+RELU6, MUL", "HARD_SWISH -> ADD+RELU6, MUL, MUL")
+# the ops a 16x8 model holds in float by design: its float I/O's ends
+IO_OPS = ("QUANTIZE", "DEQUANTIZE")
 
 
 def quantize_w8a16(job: TfliteJob, requested: str) -> tuple[bytes, RecipeChoice]:
@@ -70,6 +76,12 @@ def quantize_w8a16(job: TfliteJob, requested: str) -> tuple[bytes, RecipeChoice]
     if raised is not None:
         notes.append(raised.words())
         job.log(f"w8a16: {raised.words()}")
+    floats = float_ops(blob)
+    if floats:
+        words = ("kept float, with no 16x8 kernel (each between a DEQUANTIZE and a QUANTIZE): "
+                 + ", ".join(f"{op} x {n}" for op, n in floats.items()))
+        notes.append(words)
+        job.log(f"w8a16: {words}")
     job.log("w8a16: int8 weights (per channel), biases corrected for their mean shift, int16 activations "
             "(symmetric), 64-bit biases, float I/O")
     choice = RecipeChoice(
@@ -77,7 +89,8 @@ def quantize_w8a16(job: TfliteJob, requested: str) -> tuple[bytes, RecipeChoice]
         config={"recipe": "w8a16", "activations": "int16", "weights": "int8 per channel", "bias": "int64",
                 "bias_correct": corrected is not None,
                 "bias_corrected_layers": list(corrected.corrected) if corrected else [],
-                "io_dtype": "float32", "calibrate": "minmax", "quantizer": "TFLite calibrator (16x8 mode)"},
+                "io_dtype": "float32", "calibrate": "minmax", "quantizer": "TFLite calibrator (16x8 mode)",
+                "float_ops": floats},
         cost={"size_bytes": len(blob), "fp32_size_bytes": len(float_model(job))})
     return blob, choice
 
@@ -91,6 +104,22 @@ def auto_notes(job: TfliteJob, requested: str) -> None:
     """JOB's notes gain NO_MIXED16 where the int8 search is auto's (the record says what ONNX's auto would add)."""
     if requested in ("auto", "mixed16"):
         job.notes.append(NO_MIXED16)
+
+
+def float_ops(blob: bytes) -> dict[str, int]:
+    """The ops of the 16x8 model BLOB that compute in float (their output is float32), by kind, but for its I/O's
+    QUANTIZE and DEQUANTIZE."""
+    from edgekit.tflite.flatbuffer import FLOAT32, FlatModel
+
+    fm = FlatModel(blob)
+    out: dict[str, int] = {}
+    for k, op in enumerate(fm.sg.operators):
+        name = fm.name(k)
+        if name in IO_OPS or not len(op.outputs) or op.outputs[0] < 0:
+            continue
+        if fm.sg.tensors[int(op.outputs[0])].type == FLOAT32:
+            out[name] = out.get(name, 0) + 1
+    return out
 
 
 def _written(job: TfliteJob, blob: bytes) -> Path:
@@ -116,8 +145,10 @@ def _sixteen_by_eight(tf: Any, float_bytes: bytes, job: TfliteJob) -> bytes:
 
     with_intermediates = calibrator.add_intermediate_tensors(float_bytes)
     cal = calibrator.Calibrator(with_intermediates)
-    return bytes(cal.calibrate_and_quantize(job.representative, tf.float32, tf.float32, False, tf.int16, tf.int64,
+    # allow_float: an op with no 16x8 kernel stays float (float_ops), as the converter leaves it where TFLITE_BUILTINS
+    # is allowed beside the 16x8 ops; without it the whole model failed at that op
+    return bytes(cal.calibrate_and_quantize(job.representative, tf.float32, tf.float32, True, tf.int16, tf.int64,
                                             disable_per_channel=False))
 
 
-__all__ = ["NO_MIXED16", "SIXTEEN_BY_EIGHT_REWRITES", "auto_notes", "quantize_w8a16"]
+__all__ = ["NO_MIXED16", "SIXTEEN_BY_EIGHT_REWRITES", "auto_notes", "float_ops", "quantize_w8a16"]

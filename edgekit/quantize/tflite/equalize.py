@@ -4,9 +4,10 @@ The route to TFLite does not pass through the ONNX graph edgekit equalizes (Kera
 never do), so the float flatbuffer is equalized instead, before calibration: for CONV_2D /
 DEPTHWISE_CONV_2D -> CONV_2D / DEPTHWISE_CONV_2D / (MEAN ->) FULLY_CONNECTED pairs whose middle tensor
 nothing else reads and whose first op's fused activation is NONE, RELU or RELU6 (made RELU, as AIMET
-does), channel i of the first op's filter and bias is divided by s_i and the second op's weights reading
-channel i are multiplied by it. Layouts: CONV_2D filter [Cout, kh, kw, Cin], DEPTHWISE_CONV_2D
-[1, kh, kw, C*m], FULLY_CONNECTED [out, in].
+does), or NONE followed by a RELU op of its own (MediaPipe's graphs leave their ReLUs unfused), channel i
+of the first op's filter and bias is divided by s_i and the second op's weights reading channel i are
+multiplied by it. Layouts: CONV_2D filter [Cout, kh, kw, Cin], DEPTHWISE_CONV_2D [1, kh, kw, C*m],
+FULLY_CONNECTED [out, in].
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ def _pairs(f: FlatModel) -> list[tuple[int, int, int, list[tuple[slice | int, ..
         if act not in (_NONE, _RELU, _RELU6):
             continue
         b = f.only_reader(int(op.outputs[0]))
+        if b is not None and f.name(b) == "RELU" and act == _NONE:  # an unfused ReLU passes a positive scale too
+            b = f.only_reader(int(f.sg.operators[b].outputs[0]))
         if b is not None and f.name(b) == "MEAN":  # global average pool before the classifier
             b = f.only_reader(int(f.sg.operators[b].outputs[0]))
             b = b if b is not None and f.name(b) == "FULLY_CONNECTED" else None

@@ -106,7 +106,9 @@ def judge(y_ref: np.ndarray | dict[str, np.ndarray], y: np.ndarray | dict[str, n
     the kind's default): the search judges the mask its user reads (a text detector's at 0.3), as validation does.
     LAYOUT: the outputs' own (a .tflite's NHWC: its per-pixel class maps judged along the right axis).
     Y_REF and Y as dicts (output name -> array): the outputs of one detector head that keeps boxes and scores apart
-    (MediaPipe's regressors and logits), judged together as CHOICE's head, as validation judges them."""
+    (MediaPipe's regressors and logits), judged together as CHOICE's head, as validation judges them; or, with
+    CHOICE a dict of KindChoices by output name, every output of a model of several judged by its own kind (a
+    landmark model's points where its presence passes, its presence, handedness and world points)."""
     from edgekit.core.precisions import PRECISIONS
     from edgekit.validation.artifact import Reference, compare
 
@@ -141,23 +143,29 @@ def judge(y_ref: np.ndarray | dict[str, np.ndarray], y: np.ndarray | dict[str, n
 def _judge_head(y_ref: dict[str, np.ndarray], y: np.ndarray | dict[str, np.ndarray], precision: str, z: float,
                 choice: Any, layout: str) -> Judged:
     """The outputs Y of a detector head of several outputs (CHOICE's head names them, Y_REF's keys) against the
-    float ones: its boxes after the head's own decode, their recall and precision bounded as one output's are."""
+    float ones: its boxes after the head's own decode, their recall and precision bounded as one output's are; or,
+    CHOICE a dict by output name, each output of a model of several by its own kind (the record is the worst's)."""
     from edgekit.validation.artifact import Reference, compare
 
     if not isinstance(y, dict):
         raise TypeError("a head of several outputs is judged on every one of them (a dict by name)")
     first = next(iter(y_ref.values()))
+    choices = dict(choice) if isinstance(choice, dict) else dict.fromkeys(y_ref, choice)
     ref = Reference(x=np.zeros((len(first), 1), np.float32), y_ref=first, labels=None, layout=layout,
-                    inputs_name="calibration", outputs=dict(y_ref), choices=dict.fromkeys(y_ref, choice))
+                    inputs_name="calibration", outputs=dict(y_ref), choices=choices)
     fid = compare(ref, y, precision)
     failures = list(fid.failures)
     if fid.passed and fid.detection_recall is not None:
         from edgekit.quantize.detect_decode import box_bounds
 
         failures += box_bounds(fid, z, wilson_low)
+    # several outputs of their own kinds: ranked by the first (the model's main output: a hand model's points), the
+    # verdict and cosine the worst output's
+    main = fid.outputs[0].fidelity if isinstance(choice, dict) and fid.outputs and fid.outputs[0].fidelity else fid
     return Judged(bool(fid.passed) and not failures, float(fid.cosine), None, failures, len(first), None,
-                  fid.detection_recall, fid.detection_precision, fid.detections, kind_agreement(fid),
-                  fid.score_change if fid.detection_recall is not None else None)
+                  fid.detection_recall, fid.detection_precision, fid.detections, kind_agreement(main),
+                  fid.score_change if fid.detection_recall is not None else None,
+                  getattr(main, "landmark_error_px", None))
 
 
 def through_silu(node: Any, producer: dict[Any, Any], op_of: Callable[[Any], str],

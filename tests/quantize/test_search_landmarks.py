@@ -46,3 +46,30 @@ def test_the_progress_line_reads_the_landmarks_in_pixels() -> None:
     lines: list[str] = []
     say(lines.append, "plain", judged, 0)
     assert "landmarks moved 3.00 px (1.34% of the side)" in lines[0] and "agreement" not in lines[0]
+
+
+def _hand_model_outputs(n: int = 64) -> dict[str, np.ndarray]:
+    """A hand model's points (N, 63) and its presence (N, 1), a probability: the last quarter holds no hand."""
+    presence = np.where(np.arange(n) < 3 * n // 4, 0.97, 0.02).astype(np.float32)[:, None]
+    return {"Identity": _hand(n), "Identity_1": presence}
+
+
+def test_several_outputs_are_judged_each_by_its_kind_and_the_points_where_the_hand_is() -> None:
+    """The TFLite search judged a landmark model's first output alone; now every output by its own kind, as
+    validation judges them: the points only where the model's presence passes (a pipeline drops the others)."""
+    y_ref = _hand_model_outputs()
+    choices = decide_kinds(y_ref, "NHWC", {"Identity_1": "score:presence"}, input_size=(224, 224))
+    assert choices["Identity"].kind == "landmarks" and choices["Identity_1"].kind == "score"
+    rng = np.random.default_rng(2)
+    absent = np.arange(64) >= 48
+    y = {k: v.copy() for k, v in y_ref.items()}
+    y["Identity"] += rng.normal(0, 0.5, y["Identity"].shape).astype(np.float32)
+    y["Identity"][absent] += 40.0  # far off, but only where no hand is: never used
+    judged = judge(y_ref, y, "int8", choice=choices, layout="NHWC")
+    assert judged.passed, judged.failures
+    assert judged.landmark_px is not None and judged.landmark_px < 1.0  # ranked by the points where the hand is
+
+    flipped = {k: v.copy() for k, v in y.items()}
+    flipped["Identity_1"][:8] = 0.1  # the presence of 8 hands lost: the second output fails the candidate
+    lost = judge(y_ref, flipped, "int8", choice=choices, layout="NHWC")
+    assert not lost.passed and any("Identity_1" in f for f in lost.failures), lost.failures

@@ -52,3 +52,30 @@ def test_a_box_map_beside_a_probability_map_is_judged_as_a_regression(tmp_path: 
     assert decode is None
     assert channels == 4, (first, y.shape)  # the box map first: judged alone, it looked like a 4-class pixel map
     assert choice.kind == "regression", choice
+
+
+def test_the_search_runs_and_judges_every_output_of_a_model_of_several(tmp_path: Path) -> None:
+    """A model of several outputs and no detector (a landmark model's points, presence, handedness): the search
+    judged its first output alone; now it runs every one and judges each by its kind, by name."""
+    tf = pytest.importorskip("tensorflow")
+    from edgekit.quantize.onnx.search import KindSource
+    from edgekit.quantize.search import Judged
+    from edgekit.quantize.tflite.recipes import TfliteJob
+    from edgekit.quantize.tflite.search import TfliteCandidates
+
+    path = _two_heads(tmp_path / "m.tflite")
+    x = np.random.default_rng(1).random((64, 16, 16, 3)).astype(np.float32)
+    lines: list[str] = []
+    job = TfliteJob(tf, Path(), "serving_default", x, 1, "int8", tmp_path, lines.append,
+                    kinds=KindSource(layout="NHWC"), float_tflite=path.read_bytes())
+    fmt = TfliteCandidates(job, searching=True)
+    judging = fmt.judging()
+    assert isinstance(judging.y_ref, dict) and len(judging.y_ref) == 2
+    assert isinstance(judging.choice, dict) and set(judging.choice) == set(judging.y_ref)
+    assert any("judges each of the 2 outputs by its kind" in line for line in lines), lines
+    built = fmt.build("plain")
+    assert built is not None and isinstance(built.outputs, dict) and set(built.outputs) == set(judging.y_ref)
+    from edgekit.quantize.search import judge
+
+    judged = judge(judging.y_ref, built.outputs, "int8", choice=judging.choice, layout=judging.layout)
+    assert isinstance(judged, Judged) and judged.samples == len(next(iter(judging.y_ref.values())))

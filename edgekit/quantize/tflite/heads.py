@@ -19,6 +19,26 @@ from edgekit.quantize.tflite.run import run_tflite
 DECIDE_SAMPLES = 64  # a named recipe's detection output is recognised on this many calibration samples
 
 
+def every_output(fm: Any, outputs: dict[str, np.ndarray], job: TfliteJob) -> dict[str, Any] | None:
+    """Each output's KindChoice where the float TFLite model FM has several outputs and none is a detector (a hand
+    landmark model's points, presence, handedness and world points), decided on their values OUTPUTS (by tensor
+    name) as validation decides them, the input's size and the kinds asked by name included; None where there is
+    one output, a detector (its head is judged as one: `detection`), several inputs, or no KINDS to decide from.
+
+    Why: the search ran the first output alone, so a candidate that moved the others (a hand model's handedness and
+    world landmarks, which validation judges) could be kept; judged as validation judges them, the landmarks only
+    where the model's presence passes."""
+    kinds = job.kinds
+    if kinds is None or len(fm.outputs) < 2 or job.feeds or len(outputs) < 2:
+        return None
+    from edgekit.fidelity.decide import decide_kinds
+    from edgekit.fidelity.landmarks import image_size
+
+    asked = {k: v for k, v in (kinds.asked or {}).items() if k in outputs}
+    choices = decide_kinds(outputs, kinds.layout, asked, kinds.metadata, image_size(job.samples, kinds.layout))
+    return None if any(c.kind == "detection" for c in choices.values()) else choices
+
+
 def detection(fm: Any, ref_path: Path, y_ref: np.ndarray | None, job: TfliteJob) -> tuple[Any, Any]:
     """(the first output's KindChoice, the DecodeRegion of every output of its head where it is a detector) of the
     float TFLite model FM; (None, None) without KINDS to decide from. The search runs the first output, or every
@@ -109,4 +129,5 @@ def float_outputs(path: Path, x: np.ndarray) -> dict[str, np.ndarray]:
     return {k: np.concatenate(v) for k, v in ys.items() if v}
 
 
-__all__ = ["DECIDE_SAMPLES", "detection", "float_outputs", "regressor_range", "regressor_tensors", "score_logits"]
+__all__ = ["DECIDE_SAMPLES", "detection", "every_output", "float_outputs", "regressor_range", "regressor_tensors",
+           "score_logits"]

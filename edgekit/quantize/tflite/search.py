@@ -35,7 +35,7 @@ from edgekit.quantize.search import (
     ranked_units,
     split,
 )
-from edgekit.quantize.tflite.heads import detection, regressor_range, regressor_tensors, score_logits
+from edgekit.quantize.tflite.heads import detection, every_output, regressor_range, regressor_tensors, score_logits
 from edgekit.quantize.tflite.ranges import (
     LOGIT_BOUND,
     REGRESSOR_FLOOR,
@@ -103,6 +103,17 @@ class TfliteCandidates:
             if got is not None and set(head.outputs) <= set(got):
                 self.head_outputs = tuple(head.outputs)
                 self.y_head = {n: got[n] for n in self.head_outputs}
+        # several outputs, no detector among them (a landmark model's points, presence, handedness, world points):
+        # every one is run and judged by its own kind, by name, as validation judges them
+        self.choices: dict[str, Any] | None = None
+        if searching and self.decode is None and len(fm.outputs) > 1:
+            got = run_tflite_outputs([self.ref_path], self.x)[0]
+            self.choices = every_output(fm, got, job) if got is not None else None
+            if got is not None and self.choices is not None:
+                self.head_outputs = tuple(got)
+                self.y_head = dict(got)
+                job.log(f"int8 recipe search: judges each of the {len(got)} outputs by its kind ("
+                        + ", ".join(f"{n} {c.kind}" for n, c in self.choices.items()) + ")")
         if self.decode is not None and self.decode.nodes:
             job.score_logits = self.job.score_logits = score_logits(fm, head)
             regs = regressor_tensors(fm, head)
@@ -129,8 +140,8 @@ class TfliteCandidates:
         """What the search judges candidates against: the float model's outputs (a head's, by name) on the judged
         samples."""
         assert self.y_ref is not None  # only a search judges
-        return Judging(self.y_head if self.y_head is not None else self.y_ref, self.y_ref, self.choice,
-                       self.mask_threshold, self.layout)
+        return Judging(self.y_head if self.y_head is not None else self.y_ref, self.y_ref,
+                       self.choices if self.choices is not None else self.choice, self.mask_threshold, self.layout)
 
     def candidate(self, held: Candidate, label: str = "") -> Built[Candidate]:
         """The candidate HELD (its model's bytes among them), run by LiteRT on the judged samples."""

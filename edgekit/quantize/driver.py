@@ -128,6 +128,13 @@ class Judging:
     mask_threshold: float | None = None
     layout: str = "NCHW"
 
+    def top1_outputs(self) -> np.ndarray | None:
+        """The first output where its top-1 agreement can bound the search (`Reach`): None where its kind is decided
+        and is not classes (a hand model's 63 landmark values looked like 63 classes, and its search was stopped
+        after four candidates for a top-1 bound it is never judged by)."""
+        choice = next(iter(self.choice.values()), None) if isinstance(self.choice, dict) else self.choice
+        return self.first if choice is None or getattr(choice, "kind", "classes") == "classes" else None
+
 
 @dataclass
 class Outcome(Generic[T]):
@@ -188,7 +195,7 @@ class Search:
         tried = len(self.kept)
         if self.stopped or not tried:
             return not self.stopped
-        if self.rules.growing_bound and not self.reach(self.judging.first, tried):
+        if self.rules.growing_bound and not self.reach(self.judging.top1_outputs(), tried):
             self.stopped = True
         elif (limit := self.limit()) is not None and (spent := time.perf_counter() - self.started) + (
                 slowest := max(t.seconds for t in self.trials)) > limit:

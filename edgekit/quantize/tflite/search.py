@@ -176,8 +176,9 @@ class TfliteCandidates:
         (None for a model LiteRT could not run or that lacks one), else the first output."""
         if not self.head_outputs:
             return run_tflite(paths, x)
-        return [None if y is None or not set(self.head_outputs) <= set(y) else {n: y[n] for n in self.head_outputs}
-                for y in run_tflite_outputs(paths, x)]
+        assert self.y_head is not None
+        shapes = {n: tuple(self.y_head[n].shape[1:]) for n in self.head_outputs}
+        return [None if y is None else _named(y, shapes) for y in run_tflite_outputs(paths, x)]
 
     def quantized(self, cal: bytes, denylist: tuple[str, ...]) -> bytes | None:
         """CAL quantized with DENYLIST in float; None (noted) where the quantizer refuses: with every op that reads
@@ -253,6 +254,20 @@ class _Mixed:
 
     def missed(self, share: float) -> None:
         self.fmt.needed_over = share
+
+
+def _named(y: dict[str, np.ndarray], shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray] | None:
+    """A candidate's outputs Y (by its tensor names, in its graph's order) under the float model's output names
+    (SHAPES: each one's shape past the batch, in the float graph's order): by name, or else by place where the count
+    and every shape agree (None where neither does). The quantizer keeps the float model's outputs in their order,
+    but with int8 outputs it renames them ('Identity' -> 'Identity1' in MediaPipe's hand model), and such a
+    candidate was judged as one LiteRT could not run."""
+    if set(shapes) <= set(y):
+        return {n: y[n] for n in shapes}
+    got = list(y.values())
+    if len(got) != len(shapes) or any(a.shape[1:] != want for a, want in zip(got, shapes.values(), strict=True)):
+        return None
+    return dict(zip(shapes, got, strict=True))
 
 
 def probe_groups(count: int, per_model: int, limit: int | None = None) -> list[range]:

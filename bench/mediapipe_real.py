@@ -26,7 +26,7 @@ samples, so `edgekit convert --calib GRAPH.npy` calibrates only on the calibrati
 others. The arrays are uint8 NHWC (edgekit scales them to [0, 1]; the [-1, 1] graphs take --mean 0.5 --std 0.5).
 
     python bench/mediapipe_real.py inputs PHOTOS OUT [--variants 12]       # OUT/<row>.npy, OUT/inputs.json
-    python bench/mediapipe_real.py convert OUT [--rows a,b] [--recipe auto] [--budget S] [--tag T]  # edgekit convert
+    python bench/mediapipe_real.py convert OUT [--rows a,b] [--recipe auto] [--budget S] [--tag T] [--precision P]
     python bench/mediapipe_real.py count OUT [--tag T]                      # direct counts on the held-out samples
     python bench/mediapipe_real.py floated OUT [--row R]                    # int8 with op kinds left float
 
@@ -253,15 +253,17 @@ def make_inputs(photos: Path, out: Path, variants: int, seed: int) -> dict[str, 
     return record
 
 
-def edgekit_args(row: str, recipe: str, tag: str, budget: float | None) -> list[str]:
+def edgekit_args(row: str, recipe: str, tag: str, budget: float | None, precision: str = "int8") -> list[str]:
+    """ROW's `edgekit convert` arguments: int8 for the CPU and the Edge TPU, or w8a16 (a CPU artifact only)."""
     signed, kinds = ROWS[row][1], GRAPHS[row][3]
-    return [f"{row}.tflite", "--target", "tflite,edgetpu", "--quantize", "int8", "--calib", f"{row}.npy",
+    targets = "tflite,edgetpu" if precision == "int8" else "tflite"
+    return [f"{row}.tflite", "--target", targets, "--quantize", precision, "--calib", f"{row}.npy",
             "--int8-recipe", recipe, *(["--int8-budget", f"{budget:g}"] if budget else []),
             "--out", f"out_{row}_{tag}", "--force",
             *(["--mean", "0.5", "--std", "0.5"] if signed else []), *(a for k in kinds for a in ("--output-kind", k))]
 
 
-def convert(out: Path, rows: list[str], recipe: str, tag: str, budget: float | None) -> None:
+def convert(out: Path, rows: list[str], recipe: str, tag: str, budget: float | None, precision: str = "int8") -> None:
     """edgekit convert on each row's inputs, timed, into OUT/out_<row>_<tag>; the manifest's verdicts to
     OUT/convert_<tag>.json."""
     exe = Path(sys.executable).with_name("edgekit")
@@ -270,7 +272,7 @@ def convert(out: Path, rows: list[str], recipe: str, tag: str, budget: float | N
     if path.is_file():
         done = json.loads(path.read_text())
     for row in rows:
-        args = edgekit_args(row, recipe, tag, budget)
+        args = edgekit_args(row, recipe, tag, budget, precision)
         t0 = time.perf_counter()
         proc = subprocess.run([str(exe), "convert", *args], cwd=out, capture_output=True, text=True)
         seconds = time.perf_counter() - t0
@@ -340,7 +342,7 @@ def count_row(row: str, out: Path, tag: str) -> dict[str, Any]:
     xv = np.asarray(x[val_idx])
     ref = run_all(out / f"{row}.tflite", xv, signed)
     res: dict[str, Any] = {"samples": len(xv)}
-    for art in sorted((out / f"out_{row}_{tag}").glob("*int8*.tflite")):
+    for art in sorted(p for p in (out / f"out_{row}_{tag}").glob("*.tflite") if "int8" in p.name or "w8a16" in p.name):
         pairs = _by_order(ref, run_all(art, xv, signed))
         res[art.name] = _counts(row, pairs, size)
     return res
@@ -396,6 +398,7 @@ def floated(out: Path, row: str) -> dict[str, Any]:
     import tensorflow as tf
 
     from edgekit.quantize.tflite.recipes import TfliteJob, calibrated, quantized
+    from edgekit.tflite.custom_ops import rewrite_custom_ops
     from edgekit.tflite.float_weights import dense_weights, float32_weights
     from edgekit.tflite.model import read_tflite
 
@@ -403,7 +406,7 @@ def floated(out: Path, row: str) -> dict[str, Any]:
     x = np.load(out / f"{row}.npy", mmap_mode="r")
     cal_idx, _ = split_indices(len(x), 200, len(x))
     _, val_idx = split_indices(len(x), len(x), len(x))
-    blob, _ = float32_weights(dense_weights((out / f"{row}.tflite").read_bytes())[0])
+    blob, _ = float32_weights(dense_weights(rewrite_custom_ops((out / f"{row}.tflite").read_bytes()).blob)[0])
     work = out / f"floated_{row}"
     work.mkdir(exist_ok=True)
     (work / "float32.tflite").write_bytes(blob)
@@ -445,6 +448,7 @@ def main() -> None:
     c.add_argument("--recipe", default="auto")
     c.add_argument("--budget", type=float, help="--int8-budget (default: edgekit's)")
     c.add_argument("--tag", help="names the run's folders (default: the recipe)")
+    c.add_argument("--precision", choices=("int8", "w8a16"), default="int8")
     n = sub.add_parser("count")
     n.add_argument("out", type=Path)
     n.add_argument("--rows", default=",".join(ROWS))
@@ -456,7 +460,8 @@ def main() -> None:
     if args.cmd == "inputs":
         make_inputs(args.photos, args.out, args.variants, args.seed)
     elif args.cmd == "convert":
-        convert(args.out, [r for r in args.rows.split(",") if r], args.recipe, args.tag or args.recipe, args.budget)
+        convert(args.out, [r for r in args.rows.split(",") if r], args.recipe, args.tag or args.recipe, args.budget,
+                args.precision)
     elif args.cmd == "floated":
         floated(args.out, args.row)
     else:

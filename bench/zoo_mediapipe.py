@@ -35,7 +35,7 @@ CALIB_SIZE = 60  # of the 93 photos; the other 33 validate
 GRAPHS: dict[str, tuple[str, int, bool, tuple[str, ...]]] = {
     "mp_selfie_segmentation": ("selfie_segmentation/selfie_segmentation.tflite", 256, False, ("activation_10=mask",)),
     "mp_hand_landmark_full": ("hand_landmark/hand_landmark_full.tflite", 224, False,
-                              ("Identity=landmarks", "Identity_1=score", "Identity_2=score")),
+                              ("Identity=landmarks", "Identity_1=presence", "Identity_2=score")),
     "mp_face_landmark": ("face_landmark/face_landmark.tflite", 192, False, ("conv2d_21=landmarks", "conv2d_31=score")),
     "mp_face_detection_short": ("face_detection/face_detection_short_range.tflite", 128, True,
                                 ("regressors=anchors:face",)),

@@ -129,6 +129,29 @@ def segmenter(path: Path, *, size: int = 16, channels: int = 8, kernel: int = 3,
     return path
 
 
+def prelu_graph(slopes: np.ndarray, *, hard_swish: bool = False, seed: int = 0) -> bytes:
+    """input [1, 8, 8, 3] -> CONV_2D 3x3 -> PRELU (one slope per channel: SLOPES, 8 of them) [-> HARD_SWISH] ->
+    CONV_2D 1x1 -> "y" [1, 8, 8, 4]: the ops MediaPipe's palm detector and selfie segmenter hold that XNNPACK and
+    TFLite's 16x8 quantizer take in float only."""
+    rng = np.random.default_rng(seed)
+    g = FloatGraph()
+    x = g.tensor("input", [1, 8, 8, 3])
+    same = {"padding": g.fb.Padding.SAME, "strideW": 1, "strideH": 1, "dilationWFactor": 1, "dilationHFactor": 1}
+    h = g.tensor("conv1", [1, 8, 8, 8])
+    g.op("CONV_2D", [x, g.tensor("conv1/w", [8, 3, 3, 3], rng.normal(0, 0.5, (8, 3, 3, 3))),
+                     g.tensor("conv1/b", [8], rng.normal(0, 0.1, 8))], [h], g.options("Conv2DOptionsT", **same))
+    p = g.tensor("prelu", [1, 8, 8, 8])
+    g.op("PRELU", [h, g.tensor("prelu/alpha", [1, 1, 8], np.asarray(slopes, np.float32).reshape(1, 1, 8))], [p])
+    if hard_swish:
+        s = g.tensor("hard_swish", [1, 8, 8, 8])
+        g.op("HARD_SWISH", [p], [s])
+        p = s
+    y = g.tensor("y", [1, 8, 8, 4])
+    g.op("CONV_2D", [p, g.tensor("conv2/w", [4, 1, 1, 8], rng.normal(0, 0.5, (4, 1, 1, 8))),
+                     g.tensor("conv2/b", [4], np.zeros(4))], [y], g.options("Conv2DOptionsT", **same))
+    return g.blob([x], [y])
+
+
 def transpose_conv_params(padding: str, stride_w: int, stride_h: int) -> bytes:
     """MediaPipe's custom options for Convolution2DTransposeBias: TfLiteTransposeConvParams's first three int32."""
     return struct.pack("<3i", {"SAME": 1, "VALID": 2}[padding], stride_w, stride_h)
@@ -221,5 +244,5 @@ def with_custom_op(path: Path, name: str = "EdgekitNoSuchOp") -> Path:
     return path
 
 
-__all__ = ["FloatGraph", "pool_params", "segmenter", "to_mediapipe_form", "transpose_conv_params", "unpooling",
-           "with_custom_op"]
+__all__ = ["FloatGraph", "pool_params", "prelu_graph", "segmenter", "to_mediapipe_form", "transpose_conv_params",
+           "unpooling", "with_custom_op"]

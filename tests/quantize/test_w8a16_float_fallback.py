@@ -15,23 +15,9 @@ pytestmark = pytest.mark.slow  # TensorFlow's 16x8 calibrator on a small graph: 
 
 def _graph(path: Path) -> bytes:
     """input [1, 8, 8, 3] -> CONV_2D 3x3 -> PRELU (per channel) -> HARD_SWISH -> CONV_2D 1x1 -> "y" [1, 8, 8, 4]."""
-    from edgekit.testing.mediapipe_graphs import FloatGraph
+    from edgekit.testing.mediapipe_graphs import prelu_graph
 
-    rng = np.random.default_rng(0)
-    g = FloatGraph()
-    x = g.tensor("input", [1, 8, 8, 3])
-    same = {"padding": g.fb.Padding.SAME, "strideW": 1, "strideH": 1, "dilationWFactor": 1, "dilationHFactor": 1}
-    h = g.tensor("conv1", [1, 8, 8, 8])
-    g.op("CONV_2D", [x, g.tensor("conv1/w", [8, 3, 3, 3], rng.normal(0, 0.5, (8, 3, 3, 3))),
-                     g.tensor("conv1/b", [8], rng.normal(0, 0.1, 8))], [h], g.options("Conv2DOptionsT", **same))
-    p = g.tensor("prelu", [1, 8, 8, 8])
-    g.op("PRELU", [h, g.tensor("prelu/alpha", [1, 1, 8], rng.uniform(0.05, 0.5, (1, 1, 8)))], [p])
-    s = g.tensor("hard_swish", [1, 8, 8, 8])
-    g.op("HARD_SWISH", [p], [s])
-    y = g.tensor("y", [1, 8, 8, 4])
-    g.op("CONV_2D", [s, g.tensor("conv2/w", [4, 1, 1, 8], rng.normal(0, 0.5, (4, 1, 1, 8))),
-                     g.tensor("conv2/b", [4], np.zeros(4))], [y], g.options("Conv2DOptionsT", **same))
-    blob = g.blob([x], [y])
+    blob = prelu_graph(np.random.default_rng(0).uniform(0.05, 0.5, 8), hard_swish=True)
     path.write_bytes(blob)
     return blob
 

@@ -382,8 +382,11 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False, bu
     if requested == "mixed" and float_free:
         job.notes.append("mixed precision leaves layers in float, which the Edge TPU cannot run: not tried")
     fixes = _edgetpu_fixes(job) if job.edgetpu_fixes else None
+    rewritten: dict[str, int] = {}
     if fixes is None:  # the rewrites every int8 model needs (the Edge TPU's include them)
         _range_fixes(job)
+        if not float_free:  # a CPU target: what XNNPACK leaves to LiteRT in int8, as ops it takes
+            rewritten = _xnnpack_rewrites(job)
     searching = requested in ("auto", "mixed")
     s = TfliteCandidates(job, searching, float_free)
     found: Outcome[Candidate] | None = None
@@ -420,7 +423,8 @@ def quantize_tflite(job: TfliteJob, requested: str, float_free: bool = False, bu
                                                    "decode_head_nodes": list(job.decode_heads),
                                                    "io_dtype": job.io_dtype, "calibrate": _statistic(base),
                                                    "equalize": base in EQUALIZING,
-                                                   "bias_correct": base in BIAS_CORRECTING, **edits},
+                                                   "bias_correct": base in BIAS_CORRECTING,
+                                                   "xnnpack_rewrites": rewritten, **edits},
         met=found.met if found else None, judged_on=s.judged_on.replace("fp32 model", "fp32 TFLite model"),
         float_nodes=nodes, macs_float_fraction=t.macs_float_fraction if t else 0.0,
         trials=found.trials if found else (), notes=tuple(dict.fromkeys(job.notes)), float_model=str(cal_path),
@@ -472,6 +476,22 @@ def _range_fixes(job: TfliteJob) -> None:
         job.fixed = fixed
         job.notes.append("int8 range fixes before calibration: " + ", ".join(f"{n} x {k}" for k, n in applied.items())
                          + " (a pad with -inf would make the range infinite)")
+
+
+def _xnnpack_rewrites(job: TfliteJob) -> dict[str, int]:
+    """The float model (job.fixed) with the ops XNNPACK leaves to LiteRT in int8 rewritten into ops it takes
+    (edgekit.quantize.tflite.xnnpack); what changed, said in the notes."""
+    from edgekit.quantize.tflite.xnnpack import xnnpack_rewrites
+
+    fixed, applied = xnnpack_rewrites(job.fixed or float_model(job))
+    if applied:
+        job.fixed = fixed
+        words = ("rewritten so that LiteRT's XNNPACK delegate runs them in int8 (it takes them in float only, and "
+                 "the int8 model ran in pieces, several times slower than the float one): "
+                 + ", ".join(f"{k} x {n}" for k, n in applied.items()))
+        job.notes.append(words)
+        job.log(f"int8: {words}")
+    return applied
 
 
 def _refuse_absurd_ranges(job: TfliteJob, blob: bytes) -> None:

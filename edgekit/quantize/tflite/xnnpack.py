@@ -1,0 +1,75 @@
+"""The int8 ops XNNPACK leaves to LiteRT's builtin kernels, rewritten before calibration for a CPU target.
+
+LiteRT runs a .tflite through its XNNPACK delegate by default, on x86 and on a Raspberry Pi's Arm cores alike; the
+delegate takes PRELU and HARD_SWISH in float only, so an int8 model holding them runs in pieces, those ops on
+LiteRT's builtin kernels between XNNPACK's partitions. Measured on MediaPipe's float graphs (ai-edge-litert 2.3.0,
+x86, 1 thread; docs/results/mediapipe.md): the int8 palm detector (31 PReLUs) took 23.1 ms against 7.5 ms for its
+float file, the face mesh (23) 6.5 ms against 1.1 ms, the selfie segmenter (11 hard-swishes) 13.3 ms against 3.0 ms.
+Each is rewritten here, in the float model, into ops XNNPACK takes in int8; both rewrites are exact in float:
+
+- PRELU(x, a) -> x + (1 - a) * relu(-x): a MUL by -1 with a fused RELU, a MUL by 1 - a, an ADD. (max(x, a x) would
+  need 0 <= a <= 1; MediaPipe's slopes run from -4.6 to 12.2.) Palm detector: 23.1 -> 8.5 ms, face mesh 6.5 -> 1.9 ms.
+- HARD_SWISH -> x * relu6(x + 3) / 6, the Edge TPU's own rewrite (edgekit.edgetpu.fixes).
+
+In int8 each new tensor gets its own scale, so the int8 model is not the one the converter would write; validation
+judges it against the source, as every artifact. The Edge TPU target has its own rewrites (edgekit.edgetpu.fixes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from edgekit.tflite.flatbuffer import FlatModel
+
+_RELU = 1
+# edgekit.edgetpu.fixes.FIXES keys this target shares
+SHARED = ("HARD_SWISH -> ADD+RELU6, MUL, MUL",)
+PRELU_WORDS = "PRELU -> MUL(-1)+RELU, MUL(1 - a), ADD"
+
+
+def prelu_rewrite(f: FlatModel) -> int:
+    """Every PRELU of F whose slopes are a finite float constant rewritten as x + (1 - a) relu(-x); how many were."""
+    done = k = 0
+    while k < len(f.sg.operators):
+        op = f.sg.operators[k]
+        if f.name(k) != "PRELU" or len(op.inputs) < 2:
+            k += 1
+            continue
+        x, alpha, y = int(op.inputs[0]), int(op.inputs[1]), int(op.outputs[0])
+        a = f.const(alpha)
+        if a is None or not np.isfinite(a).all():
+            k += 1
+            continue
+        base = f.tensor_name(y)
+        minus = f.add_const(f"{base}/prelu_minus_1", np.array(-1.0, np.float32))
+        slope = f.add_const(f"{base}/prelu_1_minus_a", (1.0 - a).astype(np.float32))
+        neg, scaled = f.add_like(f"{base}/prelu_relu_neg", x), f.add_like(f"{base}/prelu_scaled", x)
+        relu_opts, mul_type = f.fused("MUL", _RELU)
+        mul_opts, _ = f.fused("MUL")
+        add_opts, add_type = f.fused("ADD")
+        ops: list[Any] = [f.make_op("MUL", [x, minus], [neg], relu_opts, mul_type),
+                          f.make_op("MUL", [neg, slope], [scaled], mul_opts, mul_type),
+                          f.make_op("ADD", [x, scaled], [y], add_opts, add_type)]
+        f.sg.operators[k:k + 1] = ops
+        k += len(ops)
+        done += 1
+    f.reindex()
+    return done
+
+
+def xnnpack_rewrites(blob: bytes) -> tuple[bytes, dict[str, int]]:
+    """BLOB (a float .tflite) with the ops XNNPACK leaves out in int8 rewritten; what changed (rewrite -> count)."""
+    from edgekit.edgetpu.fixes import apply_fixes
+
+    blob, report = apply_fixes(blob, only=SHARED)
+    applied = dict(report.applied)
+    f = FlatModel(blob)
+    n = prelu_rewrite(f)
+    if n:
+        applied[PRELU_WORDS] = n
+        blob = f.to_bytes()
+    return blob, applied
+
+
+__all__ = ["PRELU_WORDS", "SHARED", "prelu_rewrite", "xnnpack_rewrites"]

@@ -64,7 +64,7 @@ def test_the_cpu_int8_model_runs_as_one_xnnpack_partition_and_the_edge_tpu_one_k
         q, choice = quantize_tflite(job, "plain", float_free=integer_only)
         (tmp_path / f"{name}.tflite").write_bytes(q)
         made[name] = choice
-    assert made["cpu"].config["xnnpack_rewrites"] == {"PRELU -> MUL(-1)+RELU, MUL(1 - a), ADD": 1}
+    assert made["cpu"].config["xnnpack_rewrites"] == {"PRELU -> MUL(-1)+RELU, 1x1 DEPTHWISE_CONV_2D(1 - a), ADD": 1}
     assert any("XNNPACK" in n for n in made["cpu"].notes)
     assert made["tpu"].config["xnnpack_rewrites"] == {}
     assert "PRELU" not in [op.op for op in read_tflite(tmp_path / "cpu.tflite").ops]

@@ -8,6 +8,7 @@ export, the ONNX artifacts, validation, publishing, the manifest, the table and 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,9 @@ def test_an_artifact_that_kills_its_runtime_fails_alone_and_the_cli_survives(
     spec = importlib.util.spec_from_file_location("bad_tflite", MODELS.parent / "tests" / "runtimes" / "bad_tflite.py")
     assert spec is not None and spec.loader is not None
     bad = importlib.util.module_from_spec(spec)
+    # its dataclasses resolve their annotations through sys.modules: registered first, or the test passed only
+    # where another test on the same worker had imported the module
+    monkeypatch.setitem(sys.modules, "bad_tflite", bad)
     spec.loader.exec_module(bad)
     from edgekit.steps.tflite_convert import TfliteConvert
 

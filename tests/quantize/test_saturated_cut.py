@@ -100,3 +100,34 @@ def test_int8_keeps_the_mask_where_the_whole_range_loses_its_edges(tmp_path: Pat
     levels_whole, levels_cut = len(np.unique(whole[edge])), len(np.unique(cut[edge]))
     assert levels_cut > 5 * levels_whole, (levels_whole, levels_cut)  # 9 and 107 here
     assert float(np.abs(cut - ref)[edge].mean()) < float(np.abs(whole - ref)[edge].mean())  # 0.067 and 0.083
+
+
+def test_a_tanh_input_is_cut_at_its_own_bound_and_a_graph_output_keeps_its_range(tmp_path: Path) -> None:
+    from edgekit.quantize.tflite.ranges import SATURATING, cut_saturated_inputs
+    from edgekit.testing.mediapipe_graphs import FloatGraph
+    from edgekit.tflite.cache import calibrated as measured
+
+    rng = np.random.default_rng(0)
+    g = FloatGraph()
+    x = g.tensor("input", [1, 8, 8, 3])
+    same = {"padding": g.fb.Padding.SAME, "strideW": 1, "strideH": 1, "dilationWFactor": 1, "dilationHFactor": 1}
+    h = g.tensor("wide", [1, 8, 8, 4])  # read by the TANH and, as a graph output, by the user
+    g.op("CONV_2D", [x, g.tensor("w", [4, 1, 1, 3], rng.normal(0, 40, (4, 1, 1, 3))), g.tensor("b", [4], np.zeros(4))],
+         [h], g.options("Conv2DOptionsT", **same))
+    h2 = g.tensor("inner", [1, 8, 8, 4])  # read by the TANH alone
+    g.op("CONV_2D", [x, g.tensor("w2", [4, 1, 1, 3], rng.normal(0, 40, (4, 1, 1, 3))),
+                     g.tensor("b2", [4], np.zeros(4))], [h2], g.options("Conv2DOptionsT", **same))
+    t1, t2 = g.tensor("t1", [1, 8, 8, 4]), g.tensor("t2", [1, 8, 8, 4])
+    g.op("TANH", [h], [t1])
+    g.op("TANH", [h2], [t2])
+    blob = g.blob([x], [t1, t2, h])
+    from edgekit.quantize.tflite.recipes import TfliteJob
+
+    job = TfliteJob(tf, Path(), "serving_default", rng.uniform(0, 1, (32, 8, 8, 3)).astype(np.float32), 1, "float32",
+                    tmp_path, lambda _m: None)
+    raw = _ranges(measured(blob, job.representative, job.data_key(), None, lambda _w: None))
+    assert min(raw["inner"]) < -SATURATING["TANH"] and max(raw["inner"]) > SATURATING["TANH"], raw["inner"]
+    cal, cut = cut_saturated_inputs(measured(blob, job.representative, job.data_key(), None, lambda _w: None))
+    got = _ranges(cal)
+    assert cut == ["inner"] and got["inner"] == pytest.approx((-SATURATING["TANH"], SATURATING["TANH"]))
+    assert got["wide"] == raw["wide"]  # the user reads it: its range is kept
